@@ -1,0 +1,119 @@
+#include "attention/bahdanau.hpp"
+
+#include "attention/kernels.hpp"
+#include "attention/stage_builder.hpp"
+#include "attention/weights_stage.hpp"
+#include "input/generator.hpp"
+
+namespace attntrace {
+namespace {
+
+// e(t, j) = v_a · tanh(PS(t, ·) + PH(j, ·)).
+// PS = S·W_a: n_tgt×d_a, PH = H·U_a: n_src×d_a, v_a: 1×d_a → e: n_tgt×n_src.
+template <typename T>
+MatrixT<T> additive_scores(const MatrixT<T>& projected_decoder,
+                           const MatrixT<T>& projected_encoder, const MatrixT<T>& v_a) {
+    const Eigen::Index n_tgt = projected_decoder.rows();
+    const Eigen::Index n_src = projected_encoder.rows();
+    const Eigen::Index d_a = v_a.cols();
+    MatrixT<T> scores(n_tgt, n_src);
+#pragma omp parallel for schedule(static)
+    for (Eigen::Index t = 0; t < n_tgt; ++t)
+        for (Eigen::Index j = 0; j < n_src; ++j) {
+            T e = 0;
+            for (Eigen::Index a = 0; a < d_a; ++a)
+                e += v_a(0, a) * std::tanh(projected_decoder(t, a) + projected_encoder(j, a));
+            scores(t, j) = e;
+        }
+    return scores;
+}
+
+// allowed(t, j) = mask[j]: the same source positions are hidden from every target step.
+BoolMatrix source_mask(const std::vector<bool>& mask, Eigen::Index n_tgt) {
+    BoolMatrix allowed(n_tgt, static_cast<Eigen::Index>(mask.size()));
+    for (Eigen::Index t = 0; t < n_tgt; ++t)
+        for (std::size_t j = 0; j < mask.size(); ++j)
+            allowed(t, static_cast<Eigen::Index>(j)) = mask[j];
+    return allowed;
+}
+
+template <typename T>
+void add_bahdanau_stages(Trace& trace, const EncoderDecoderInput& input, const AdditiveWeights& w) {
+    const auto& src = input.source.tokens;
+    const auto& tgt = input.target.tokens;
+    const MatrixT<T> h = input.source.vectors.cast<T>();
+    const MatrixT<T> s = input.target.vectors.cast<T>();
+    StageBuilder stages(trace);
+
+    stages.add("encoder_states", "Encoder states: one per source token", "H", src,
+               numbered("h", h.cols()), h);
+    stages.add("decoder_states", "Decoder states: one per target step", "S", tgt,
+               numbered("s", s.cols()), s);
+    const MatrixT<T> ps = project<T>(s, w.W_a.cast<T>());
+    const MatrixT<T> ph = project<T>(h, w.U_a.cast<T>());
+    stages.add("projected_decoder", "Decoder states in the alignment space", "S·W_a", tgt,
+               numbered("a", ps.cols()), ps);
+    stages.add("projected_encoder", "Encoder states in the alignment space", "H·U_a", src,
+               numbered("a", ph.cols()), ph);
+
+    MatrixT<T> scores = additive_scores<T>(ps, ph, MatrixT<T>(w.v_a.cast<T>()));
+    stages.add("scores", "Alignment scores: how well each source word fits this target step",
+               "e_tj = v_a · tanh(s_t·W_a + h_j·U_a)", tgt, src, scores);
+    stages.skip("scaled", "Scaled scores", "e' = e", tgt, src, scores,
+                "no scaling: additive scores pass through tanh and are not scaled");
+
+    std::optional<BoolMatrix> mask;
+    if (input.source_mask) {
+        mask = source_mask(*input.source_mask, s.rows());
+        scores = apply_mask<T>(scores, *mask);
+        stages.add("masked", "Masked scores: source positions the mask hides",
+                   "e'' = e with −∞ where source.mask is false", tgt, src, scores, &*mask);
+    } else {
+        stages.skip("masked", "Masked scores", "e'' = e", tgt, src, scores,
+                    "no mask: the input has no source.mask, so every target step sees every "
+                    "source position");
+    }
+    const MatrixT<T> alpha = add_weights_stage<T>(
+        stages, trace, scores, mask ? &*mask : nullptr, "α", mask ? "e''" : "e",
+        "the alignment matrix (target rows, source columns)", tgt, src);
+
+    const MatrixT<T> context = weighted_sum<T>(alpha, h);
+    stages.add("context", "Context vectors: weighted sum of the encoder states", "c_t = Σ_j α_tj h_j",
+               tgt, numbered("c", context.cols()), context);
+}
+
+}  // namespace
+
+Trace trace_bahdanau(const EncoderDecoderInput& input, const TraceOptions& options,
+                     const std::string& origin) {
+    Trace trace;
+    trace.mode = Mode::bahdanau;
+    trace.normalization = options.normalization;
+    trace.dtype = options.dtype;
+    trace.origin = origin;
+    trace.source_tokens = input.source.tokens;
+    trace.target_tokens = input.target.tokens;
+
+    const Eigen::Index d_h = input.source.vectors.cols();
+    const Eigen::Index d_s = input.target.vectors.cols();
+    AdditiveWeights generated;
+    const AdditiveWeights* w = input.weights ? &*input.weights : nullptr;
+    if (w) {
+        trace.weights = WeightsOrigin::file;
+    } else {
+        generated = generate_additive_weights(options.seed, d_s, d_h,
+                                              options.dim.value_or(std::max(d_s, d_h)));
+        w = &generated;
+        trace.weights = WeightsOrigin::generated;
+        trace.seed = options.seed;
+    }
+    trace.dims = {{"d_h", d_h}, {"d_s", d_s}, {"d_a", w->W_a.cols()}};
+
+    if (options.dtype == Dtype::float32)
+        add_bahdanau_stages<float>(trace, input, *w);
+    else
+        add_bahdanau_stages<double>(trace, input, *w);
+    return trace;
+}
+
+}  // namespace attntrace

@@ -1,0 +1,74 @@
+// Appends stages to a trace, converting the working precision to the stored double and
+// refusing numbers that are not finite (overflow) with a message that names stage and entry.
+#pragma once
+
+#include "attention/stage.hpp"
+#include "error.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace attntrace {
+
+// "x", 3 → x1, x2, x3: column labels for vector dimensions.
+inline std::vector<std::string> numbered(std::string_view prefix, Eigen::Index count) {
+    std::vector<std::string> labels;
+    for (Eigen::Index i = 1; i <= count; ++i) labels.push_back(fmt::format("{}{}", prefix, i));
+    return labels;
+}
+
+class StageBuilder {
+public:
+    explicit StageBuilder(Trace& trace) : trace_(trace) {}
+
+    // A stage the mode computes. Entries the mask forbids may be −∞; all others must be finite.
+    template <typename T>
+    Stage& add(std::string name, std::string title, std::string formula,
+               std::vector<std::string> rows, std::vector<std::string> cols,
+               const MatrixT<T>& data, const BoolMatrix* allowed = nullptr) {
+        Stage stage;
+        stage.name = std::move(name);
+        stage.title = std::move(title);
+        stage.formula = std::move(formula);
+        stage.rows = std::move(rows);
+        stage.cols = std::move(cols);
+        stage.data = data.template cast<double>();
+        if (allowed) stage.allowed = *allowed;
+        require_finite(stage);
+        trace_.stages.push_back(std::move(stage));
+        return trace_.stages.back();
+    }
+
+    // A stage the mode skips: it passes its input through and says why.
+    template <typename T>
+    Stage& skip(std::string name, std::string title, std::string formula,
+                std::vector<std::string> rows, std::vector<std::string> cols,
+                const MatrixT<T>& passed_through, std::string reason) {
+        Stage& stage = add(std::move(name), std::move(title), std::move(formula), std::move(rows),
+                           std::move(cols), passed_through);
+        stage.applied = false;
+        stage.reason = std::move(reason);
+        return stage;
+    }
+
+private:
+    void require_finite(const Stage& stage) const {
+        for (Eigen::Index r = 0; r < stage.data.rows(); ++r)
+            for (Eigen::Index c = 0; c < stage.data.cols(); ++c) {
+                const double value = stage.data(r, c);
+                if (std::isfinite(value) || stage.is_masked(r, c)) continue;
+                throw DataError(fmt::format(
+                    "{}: the {} stage overflows: the entry for \"{}\" (row {}) and \"{}\" "
+                    "(column {}) is {}, not a finite number; the input numbers are too large",
+                    trace_.origin, stage.name, stage.rows[static_cast<std::size_t>(r)], r + 1,
+                    stage.cols[static_cast<std::size_t>(c)], c + 1, value));
+            }
+    }
+
+    Trace& trace_;
+};
+
+}  // namespace attntrace

@@ -1,0 +1,36 @@
+// trace: a validated Problem → the Trace of one mode. Pure math: no I/O, no printing.
+#pragma once
+
+#include "attention/stage.hpp"
+#include "input/generator.hpp"
+#include "input/problem.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace attntrace {
+
+struct TraceOptions {
+    Mode mode = Mode::plain;
+    Normalization normalization = Normalization::softmax;
+    std::uint64_t seed = default_seed;  // for weights the input does not give
+    std::optional<Eigen::Index> dim;    // d_k = d_v (or d_a) of generated weights
+    Dtype dtype = Dtype::float64;
+};
+
+// The mode the user meant: --mode, else the file's "mode", else the input's natural mode
+// (bahdanau for a source/target input, plain otherwise).
+Mode resolve_mode(const Problem& problem, std::optional<Mode> requested);
+
+// Runs the whole pipeline of `options.mode`. Throws DataError when the input does not fit the
+// mode or a stage produces a number that is not finite, UsageError when --dim conflicts with
+// weights given in the input.
+Trace trace(const Problem& problem, const TraceOptions& options);
+
+// Single-sequence modes on their own (tests call this directly). `weights` null: generated
+// from options.seed (self, causal) or not used (plain). `origin` names the input in errors.
+Trace trace_single(const Sequence& sequence, const Projections* weights, const TraceOptions& options,
+                   const std::string& origin = "input");
+
+}  // namespace attntrace

@@ -1,0 +1,43 @@
+#include "commands/trace_command.hpp"
+
+#include "error.hpp"
+#include "input/examples.hpp"
+#include "input/load.hpp"
+#include "input/source.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace attntrace {
+namespace {
+
+void check_stage_names(const std::vector<std::string>& requested, Mode mode) {
+    const auto known = stage_names(mode);
+    for (const auto& name : requested)
+        if (std::find(known.begin(), known.end(), name) == known.end())
+            throw UsageError(fmt::format("--stage: no stage \"{}\" in mode {} (stages: {})", name,
+                                         to_string(mode), fmt::join(known, ", ")));
+}
+
+}  // namespace
+
+void run_trace(TraceRequest request, std::ostream& out) {
+    const InputText input = request.input_path ? read_input(*request.input_path)
+                                               : example_input(request.example.value_or(
+                                                     std::string(default_example)));
+    const Problem problem = load_problem(input.text, input.origin);
+    request.trace.mode = resolve_mode(problem, request.mode);
+    check_stage_names(request.render.stages, request.trace.mode);
+    const Trace result = trace(problem, request.trace);
+    render(result, request.render, out);
+}
+
+void list_examples(std::ostream& out) {
+    for (const auto& example : examples()) {
+        const Problem problem = load_problem(example.json, fmt::format("example:{}", example.name));
+        out << fmt::format("{:<16} {}\n", example.name, problem.description);
+    }
+}
+
+}  // namespace attntrace

@@ -1,0 +1,27 @@
+// The main job: input → load → trace → render.
+#pragma once
+
+#include "attention/trace.hpp"
+#include "render/render.hpp"
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace attntrace {
+
+struct TraceRequest {
+    std::optional<std::string> input_path;  // a file or "-"; neither this nor example: the default
+    std::optional<std::string> example;
+    std::optional<Mode> mode;               // --mode; absent: the file's mode, else its natural one
+    TraceOptions trace;                     // mode filled in from the above
+    RenderOptions render;
+};
+
+// Throws UsageError or DataError; writes nothing to `out` before the trace is complete.
+void run_trace(TraceRequest request, std::ostream& out);
+
+// One line per built-in example: its name and description.
+void list_examples(std::ostream& out);
+
+}  // namespace attntrace

@@ -1,0 +1,34 @@
+// Parsing JSON text with errors a learner can act on: line:column for syntax, a JSON pointer
+// and "expected …, found …" for content.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace attntrace {
+
+using Json = nlohmann::ordered_json;  // keeps the file's key order (vocabulary order)
+
+inline constexpr int max_json_depth = 64;  // deeper nesting is refused before parsing
+
+// Parses `text`; throws DataError "ORIGIN:LINE:COL: invalid JSON: …" or
+// "ORIGIN: empty input …". `origin` names the input in messages.
+Json parse_json(std::string_view text, const std::string& origin);
+
+// "/embeddings" + "journey" → "/embeddings/journey" (RFC 6901 escaping of '~' and '/').
+std::string pointer_child(std::string_view pointer, std::string_view key);
+std::string pointer_child(std::string_view pointer, std::size_t index);
+// The pointer as shown in messages: the root is "/" rather than "".
+std::string show_pointer(std::string_view pointer);
+
+// A short description of a JSON value for "found …": `string "abc"`, `array of 3`, `null`.
+std::string describe(const Json& value);
+
+// Printable, single-line form of arbitrary bytes for messages: control characters and
+// invalid UTF-8 become \xNN, long text is cut with "…".
+std::string printable(std::string_view text, std::size_t max_chars = 40);
+
+}  // namespace attntrace

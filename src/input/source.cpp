@@ -1,0 +1,51 @@
+#include "input/source.hpp"
+
+#include "error.hpp"
+#include "input/examples.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <sys/stat.h>
+
+namespace attntrace {
+namespace {
+
+std::string read_all(std::FILE* file, const std::string& origin) {
+    std::string text;
+    char buffer[1 << 16];
+    while (true) {
+        const std::size_t n = std::fread(buffer, 1, sizeof buffer, file);
+        text.append(buffer, n);
+        if (n < sizeof buffer) break;
+    }
+    if (std::ferror(file))
+        throw DataError(fmt::format("cannot read {}: {}", origin, std::strerror(errno)));
+    return text;
+}
+
+}  // namespace
+
+InputText read_input(const std::string& path) {
+    if (path == "-") return {read_all(stdin, "<stdin>"), "<stdin>"};
+    struct stat info {};
+    if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
+        throw DataError(fmt::format("cannot read {}: it is a directory", path));
+    const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                               &std::fclose);
+    if (!file) throw DataError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+    return {read_all(file.get(), path), path};
+}
+
+InputText example_input(std::string_view name) {
+    if (const Example* example = find_example(name))
+        return {std::string(example->json), fmt::format("example:{}", name)};
+    std::string names;
+    for (const auto& example : examples()) names += (names.empty() ? "" : ", ") + std::string(example.name);
+    throw UsageError(fmt::format("no example named \"{}\" (examples: {})", name, names));
+}
+
+}  // namespace attntrace

@@ -1,0 +1,20 @@
+// Where input text comes from: a file, standard input, or a built-in example.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace attntrace {
+
+struct InputText {
+    std::string text;
+    std::string origin;  // for messages: the path, "<stdin>" or "example:NAME"
+};
+
+// Reads PATH, or standard input for "-". Throws DataError when it cannot be read.
+InputText read_input(const std::string& path);
+
+// A built-in example. Throws UsageError naming the known examples when there is none.
+InputText example_input(std::string_view name);
+
+}  // namespace attntrace

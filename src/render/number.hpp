@@ -1,0 +1,32 @@
+// Numbers as text: rounded for people, exact for programs.
+#pragma once
+
+#include "attention/types.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+
+namespace attntrace {
+
+// Fixed-point with `digits` decimals; "-inf" for −∞; a value that rounds to zero is shown
+// without a minus sign ("-0.0000" would only confuse).
+inline std::string format_fixed(double value, int digits) {
+    if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
+    std::string text = fmt::format("{:.{}f}", value, digits);
+    if (text.front() == '-' && text.find_first_not_of("-0.") == std::string::npos) text.erase(0, 1);
+    return text;
+}
+
+// The shortest text that reads back as the same number: of a double for float64 traces, of
+// a float for float32 traces (whose values are floats widened to double).
+template <typename Out>
+void append_exact(Out& out, double value, Dtype dtype) {
+    if (dtype == Dtype::float32)
+        fmt::format_to(std::back_inserter(out), "{}", static_cast<float>(value));
+    else
+        fmt::format_to(std::back_inserter(out), "{}", value);
+}
+
+}  // namespace attntrace

@@ -1,0 +1,170 @@
+// The terminal format: per stage a heading and an aligned table with token labels.
+#include "render/number.hpp"
+#include "render/render.hpp"
+#include "render/text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace attntrace {
+namespace {
+
+constexpr std::size_t max_label_width = 24;
+constexpr std::string_view gap = "  ";
+constexpr std::string_view ellipsis = "…";
+
+struct Column {
+    std::string header;
+    std::vector<std::string> cells;
+    bool align_left = false;
+    std::size_t width = 0;
+
+    void measure() {
+        width = display_width(header);
+        for (const auto& cell : cells) width = std::max(width, display_width(cell));
+    }
+    std::string pad(std::string_view text) const {
+        return align_left ? pad_right(text, width) : pad_left(text, width);
+    }
+};
+
+// Which data columns fit beside the fixed ones: all of them, or the first and last few with
+// an ellipsis column between. Returns the kept column indices; -1 marks the ellipsis.
+std::vector<long> fit_columns(const std::vector<Column>& data, std::size_t fixed_width,
+                              std::size_t limit) {
+    std::vector<long> all(data.size());
+    for (std::size_t i = 0; i < data.size(); ++i) all[i] = static_cast<long>(i);
+    std::size_t total = fixed_width;
+    for (const auto& column : data) total += gap.size() + column.width;
+    if (limit == 0 || total <= limit) return all;
+
+    std::size_t used = fixed_width + gap.size() + 1;  // the ellipsis column
+    std::size_t left = 0, right = data.size();         // keep [0, left) and [right, n)
+    for (bool take_left = true; left < right; take_left = !take_left) {
+        const std::size_t next = take_left ? left : right - 1;
+        const std::size_t need = gap.size() + data[next].width;
+        if (used + need > limit && left + (data.size() - right) > 0) break;
+        used += need;
+        if (take_left) ++left;
+        else --right;
+    }
+    std::vector<long> kept;
+    for (std::size_t i = 0; i < left; ++i) kept.push_back(static_cast<long>(i));
+    if (left < right) kept.push_back(-1);
+    for (std::size_t i = right; i < data.size(); ++i) kept.push_back(static_cast<long>(i));
+    return kept;
+}
+
+// A masked score is −∞; a masked weight is exactly 0, shown as "0" rather than rounded.
+std::string masked_cell(const Stage& stage, Eigen::Index r, Eigen::Index c, int digits) {
+    if (stage.is_masked(r, c) && stage.data(r, c) == 0) return "0";
+    return format_fixed(stage.data(r, c), digits);
+}
+
+std::vector<std::string> fitted_labels(const std::vector<std::string>& labels) {
+    std::vector<std::string> out;
+    for (const auto& label : labels) out.push_back(fit_width(label, max_label_width));
+    return out;
+}
+
+void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream& out) {
+    const auto rows = fitted_labels(stage.rows);
+    const auto cols = fitted_labels(stage.cols);
+
+    Column labels{"", rows, true};
+    std::vector<Column> data;
+    for (Eigen::Index c = 0; c < stage.col_count(); ++c) {
+        Column column{cols[static_cast<std::size_t>(c)], {}, false};
+        for (Eigen::Index r = 0; r < stage.row_count(); ++r)
+            column.cells.push_back(masked_cell(stage, r, c, options.digits));
+        data.push_back(std::move(column));
+    }
+    // The weights stage adds each row's sum and the key it weighs most.
+    std::vector<Column> extra;
+    if (stage.row_sums) {
+        Column sums{"Σ", {}, false};
+        for (Eigen::Index r = 0; r < stage.row_count(); ++r)
+            sums.cells.push_back(format_fixed((*stage.row_sums)(r), options.digits));
+        extra.push_back(std::move(sums));
+    }
+    if (!stage.strongest.empty()) {
+        Column strongest{"strongest", {}, true};
+        for (const auto c : stage.strongest) strongest.cells.push_back(cols[static_cast<std::size_t>(c)]);
+        extra.push_back(std::move(strongest));
+    }
+    labels.measure();
+    for (auto& column : data) column.measure();
+    std::size_t fixed = labels.width;
+    for (auto& column : extra) {
+        column.measure();
+        fixed += gap.size() + column.width;
+    }
+    const auto kept = fit_columns(data, fixed, options.width);
+
+    const auto write_row = [&](auto&& cell_of) {
+        std::string line = labels.pad(cell_of(labels));
+        for (const long index : kept) {
+            line += gap;
+            line += index < 0 ? std::string(ellipsis) : data[static_cast<std::size_t>(index)].pad(
+                                                            cell_of(data[static_cast<std::size_t>(index)]));
+        }
+        for (const auto& column : extra) {
+            line += gap;
+            line += column.pad(cell_of(column));
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out << line << '\n';
+    };
+    write_row([](const Column& column) -> const std::string& { return column.header; });
+    for (std::size_t r = 0; r < rows.size(); ++r)
+        write_row([r](const Column& column) -> const std::string& { return column.cells[r]; });
+}
+
+std::string dims_text(const Trace& trace) {
+    std::string text;
+    for (const auto& [name, value] : trace.dims) {
+        if (!text.empty()) text += ", ";
+        text += fmt::format("{} = {}", name, value);
+    }
+    return text;
+}
+
+void write_preamble(const Trace& trace, std::ostream& out) {
+    const std::string tokens =
+        trace.mode == Mode::bahdanau
+            ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(),
+                          trace.target_tokens.size())
+            : fmt::format("{} tokens", trace.tokens.size());
+    out << fmt::format("attntrace · {} mode · {} · {} · {} · {}\n", to_string(trace.mode), tokens,
+                       dims_text(trace), to_string(trace.normalization), trace.origin);
+    if (!trace.description.empty()) out << trace.description << '\n';
+    if (trace.weights == WeightsOrigin::generated)
+        out << fmt::format("weights: generated from seed {} (splitmix64), not learned: the "
+                           "pattern shows the mechanics, not meaning; give your own under "
+                           "\"weights\"\n",
+                           trace.seed);
+    out << '\n';
+}
+
+}  // namespace
+
+void render_table(const Trace& trace, const RenderOptions& options, std::ostream& out) {
+    write_preamble(trace, out);
+    bool first = true;
+    for (const Stage* stage : selected_stages(trace, options)) {
+        if (!first) out << '\n';
+        first = false;
+        out << fmt::format("{} · {}×{} · {}{}\n", stage->name, stage->row_count(),
+                           stage->col_count(), stage->formula,
+                           stage->applied ? "" : " · not applied");
+        if (!stage->applied) {
+            out << stage->reason << '\n';
+            continue;
+        }
+        out << stage->title << '\n';
+        write_matrix(*stage, options, out);
+    }
+}
+
+}  // namespace attntrace
