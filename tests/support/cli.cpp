@@ -1,0 +1,90 @@
+#include "support/cli.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <spawn.h>
+#include <stdexcept>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace cli {
+namespace {
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+std::string make_temp_dir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "attntrace-test-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    return pattern;
+}
+
+}  // namespace
+
+Result run(const std::vector<std::string>& args, const std::string& input,
+           const std::map<std::string, std::string>& env) {
+    const std::string dir = make_temp_dir();
+    const std::string in_path = dir + "/stdin", out_path = dir + "/stdout", err_path = dir + "/stderr";
+    std::ofstream(in_path, std::ios::binary) << input;
+
+    std::vector<std::string> argv_storage{ATTNTRACE_BINARY};
+    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    std::vector<std::string> env_storage;
+    for (char** e = environ; *e; ++e) {
+        const std::string entry(*e);
+        const auto name = entry.substr(0, entry.find('='));
+        if (!env.contains(name)) env_storage.push_back(entry);
+    }
+    for (const auto& [name, value] : env)
+        if (!value.empty()) env_storage.push_back(name + "=" + value);
+    std::vector<char*> envp;
+    for (auto& e : env_storage) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = 0;
+    const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawned != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(spawned));
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+    }
+    Result result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.out = slurp(out_path);
+    result.err = slurp(err_path);
+    std::filesystem::remove_all(dir);
+    return result;
+}
+
+TempFile::TempFile(const std::string& contents, const std::string& name)
+    : dir_(make_temp_dir()), path_(dir_ + "/" + name) {
+    std::ofstream(path_, std::ios::binary) << contents;
+}
+
+TempFile::~TempFile() { std::filesystem::remove_all(dir_); }
+
+std::string data_file(const std::string& name) {
+    return std::string(ATTNTRACE_SOURCE_DIR) + "/data/" + name;
+}
+
+}  // namespace cli

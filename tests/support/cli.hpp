@@ -1,0 +1,37 @@
+// Running the built attntrace binary from tests: arguments in; exit code, stdout, stderr out.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cli {
+
+struct Result {
+    int exit_code = -1;  // 128 + N when killed by signal N
+    std::string out;
+    std::string err;
+};
+
+// Runs ATTNTRACE_BINARY with `args`, feeding `input` on stdin. `env` entries are added to
+// (or, with an empty value, removed from) the environment.
+Result run(const std::vector<std::string>& args, const std::string& input = "",
+           const std::map<std::string, std::string>& env = {});
+
+// A file in a fresh temporary folder, removed with the object.
+class TempFile {
+public:
+    explicit TempFile(const std::string& contents, const std::string& name = "input.json");
+    ~TempFile();
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
+    const std::string& path() const { return path_; }
+
+private:
+    std::string dir_;
+    std::string path_;
+};
+
+std::string data_file(const std::string& name);  // path of data/NAME in the source tree
+
+}  // namespace cli

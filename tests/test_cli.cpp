@@ -1,0 +1,209 @@
+// The built binary as a user runs it: output, exit codes, and the stderr/stdout rules.
+#include "support/cli.hpp"
+#include "support/schema.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+using Catch::Contains;
+using Catch::StartsWith;
+using nlohmann::json;
+
+namespace {
+
+// One error line on stderr, nothing on stdout, no exception or abort text.
+void require_clean_error(const cli::Result& r, int code, const std::string& fragment) {
+    INFO("stderr: " << r.err);
+    CHECK(r.exit_code == code);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, StartsWith("attntrace: error: "));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.back() == '\n');
+    CHECK_THAT(r.err, Contains(fragment));
+    CHECK_THAT(r.err, !Contains("json.exception") && !Contains("terminate") && !Contains("what()"));
+}
+
+}  // namespace
+
+TEST_CASE("with no arguments attntrace traces the journey example", "[cli]") {
+    const auto r = cli::run({});
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.empty());
+    CHECK_THAT(r.out, Contains("plain mode · 6 tokens"));
+    CHECK_THAT(r.out, Contains("example:your_journey"));
+    for (const char* stage : {"inputs", "queries", "keys", "values", "scores", "scaled", "masked", "weights", "context"})
+        CHECK_THAT(r.out, Contains(std::string("\n") + stage + " · "));
+    // The lecture's row for "journey", as printed with 4 decimals.
+    CHECK_THAT(r.out, Contains("journey  0.9544   1.4950  1.4754  0.8434  0.7070  1.0865"));
+    CHECK_THAT(r.out, Contains("journey  0.1385   0.2379  0.2333  0.1240  0.1082  0.1581  1.0000  journey"));
+}
+
+TEST_CASE("JSON output parses back and follows the schema in every mode", "[cli][json]") {
+    for (const char* mode : {"plain", "self", "causal"}) {
+        INFO(mode);
+        const auto r = cli::run({"-f", "json", "-m", mode});
+        REQUIRE(r.exit_code == 0);
+        CHECK(r.err.empty());
+        const json doc = json::parse(r.out);
+        schema::require_trace(doc);
+        CHECK(doc["mode"] == mode);
+        CHECK(doc["stages"].size() == 9);
+        CHECK(doc["tokens"] == json({"Your", "journey", "starts", "with", "one", "step"}));
+        CHECK_THAT(r.out, !Contains("NaN") && !Contains("Infinity") && !Contains("inf"));
+    }
+}
+
+TEST_CASE("causal JSON: masked scores are null, masked weights 0, both carry allowed", "[cli][json]") {
+    const json doc = json::parse(cli::run({"-f", "json", "-m", "causal", "-s", "masked,weights"}).out);
+    REQUIRE(doc["stages"].size() == 2);
+    const auto& masked = doc["stages"][0];
+    const auto& weights = doc["stages"][1];
+    CHECK(masked["name"] == "masked");
+    CHECK(masked["data"][0][1].is_null());
+    CHECK(masked["data"][1][0].is_number());
+    CHECK(masked["allowed"][0] == json({true, false, false, false, false, false}));
+    CHECK(weights["data"][0] == json({1.0, 0.0, 0.0, 0.0, 0.0, 0.0}));
+    CHECK(weights["allowed"] == masked["allowed"]);
+}
+
+TEST_CASE("JSON numbers are written round-trip exact", "[cli][json]") {
+    const json doc = json::parse(cli::run({"-f", "json", "-s", "inputs,scores"}).out);
+    CHECK(doc["stages"][0]["data"][1] == json({0.55, 0.87, 0.66}));
+    // journey · Your in double arithmetic, as the program computes it (x₁y₁ + x₂y₂ + x₃y₃).
+    const double expected = 0.55 * 0.43 + 0.87 * 0.15 + 0.66 * 0.89;
+    CHECK(doc["stages"][1]["data"][1][0].get<double>() == Approx(expected).epsilon(1e-15));
+}
+
+TEST_CASE("stage selection with --stage works stages in both formats", "[cli]") {
+    const auto table = cli::run({"-s", "weights,scores"});
+    REQUIRE(table.exit_code == 0);
+    CHECK_THAT(table.out, Contains("\nscores · 6×6") && Contains("\nweights · 6×6"));
+    CHECK_THAT(table.out, !Contains("\ninputs ·") && !Contains("\ncontext ·"));
+    CHECK(table.out.find("\nscores ·") < table.out.find("\nweights ·"));  // pipeline order
+
+    const json doc = json::parse(cli::run({"-f", "json", "--stage", "context"}).out);
+    REQUIRE(doc["stages"].size() == 1);
+    CHECK(doc["stages"][0]["name"] == "context");
+}
+
+TEST_CASE("input from a file, from stdin, and from the built-in examples", "[cli]") {
+    const std::string text = R"({"sentence": "a b", "embeddings": {"a": [1, 0], "b": [0, 1]}})";
+    cli::TempFile file(text);
+    const auto from_file = cli::run({file.path(), "-f", "json"});
+    const auto from_stdin = cli::run({"-", "-f", "json"}, text);
+    REQUIRE(from_file.exit_code == 0);
+    REQUIRE(from_stdin.exit_code == 0);
+    CHECK(json::parse(from_file.out)["stages"] == json::parse(from_stdin.out)["stages"]);
+    CHECK(json::parse(from_stdin.out)["input"] == "<stdin>");
+
+    const auto list = cli::run({"--list-examples"});
+    REQUIRE(list.exit_code == 0);
+    for (const char* name : {"your_journey", "teacher_smiled", "book_borrowed", "big_dream", "big_mistake", "bank_river", "bank_money"})
+        CHECK_THAT(list.out, Contains(name));
+    CHECK(cli::run({"--example", "teacher_smiled"}).exit_code == 0);
+}
+
+TEST_CASE("the file's mode is the default; --mode overrides it", "[cli]") {
+    cli::TempFile file(R"({"mode": "causal", "sentence": "a b", "embeddings": {"a": [1, 0], "b": [0, 1]}})");
+    CHECK(json::parse(cli::run({file.path(), "-f", "json"}).out)["mode"] == "causal");
+    CHECK(json::parse(cli::run({file.path(), "-f", "json", "-m", "self"}).out)["mode"] == "self");
+}
+
+TEST_CASE("generated weights are announced; --seed and --dim change them", "[cli]") {
+    const auto r = cli::run({"-m", "self"});
+    CHECK_THAT(r.out, Contains("weights: generated from seed 123 (splitmix64)"));
+    const json a = json::parse(cli::run({"-m", "self", "-f", "json"}).out);
+    const json b = json::parse(cli::run({"-m", "self", "-f", "json", "--seed", "7"}).out);
+    const json c = json::parse(cli::run({"-m", "self", "-f", "json", "--dim", "2"}).out);
+    CHECK(a["weights"] == json({{"source", "generated"}, {"generator", "splitmix64"}, {"seed", 123}}));
+    CHECK(b["weights"]["seed"] == 7);
+    CHECK(a["stages"][8]["data"] != b["stages"][8]["data"]);
+    CHECK(c["dims"] == json({{"d_in", 3}, {"d_k", 2}, {"d_v", 2}}));
+}
+
+TEST_CASE("the thread count (--threads) does not change a byte of the output", "[cli][threads]") {
+    for (const char* mode : {"plain", "self", "causal"}) {
+        const auto one = cli::run({"-m", mode, "-f", "json", "--threads", "1"});
+        const auto two = cli::run({"-m", mode, "-f", "json", "--threads", "2"});
+        REQUIRE(one.exit_code == 0);
+        CHECK(one.out == two.out);
+    }
+}
+
+TEST_CASE("usage errors exit 2 with one line on stderr", "[cli][errors]") {
+    require_clean_error(cli::run({"--bogus"}), 2, "--bogus");
+    require_clean_error(cli::run({"--mode", "nonsense"}), 2, "--mode: nonsense not in {plain,self,causal,bahdanau}");
+    require_clean_error(cli::run({"--digits", "-3"}), 2, "--digits");
+    require_clean_error(cli::run({"--digits", "x"}), 2, "--digits");
+    require_clean_error(cli::run({"--format", "xml"}), 2, "--format");
+    require_clean_error(cli::run({"--threads", "0"}), 2, "--threads");
+    require_clean_error(cli::run({"--stage", "softmax"}), 2, "no stage \"softmax\" in mode plain");
+    require_clean_error(cli::run({"--example", "nope"}), 2, "no example named \"nope\"");
+    require_clean_error(cli::run({"a.json", "--example", "your_journey"}), 2, "excludes");
+    cli::TempFile with_weights(R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"query": [[1]], "key": [[1]], "value": [[1]]}})");
+    require_clean_error(cli::run({with_weights.path(), "-m", "self", "--dim", "2"}), 2,
+                        "--dim sets the size of generated weights");
+}
+
+TEST_CASE("help and version go to stdout and exit 0", "[cli]") {
+    const auto help = cli::run({"--help"});
+    CHECK(help.exit_code == 0);
+    CHECK_THAT(help.out, Contains("--mode") && Contains("--format") && Contains("--stage"));
+    const auto version = cli::run({"--version"});
+    CHECK(version.exit_code == 0);
+    CHECK_THAT(version.out, StartsWith("attntrace "));
+}
+
+TEST_CASE("bad input files exit 1 with one clear line and no output", "[cli][errors]") {
+    struct Case {
+        const char* what;
+        std::string contents;
+        std::vector<std::string> args;
+        const char* fragment;
+    };
+    const std::string ok_embeddings = R"("embeddings": {"a": [1, 2], "b": [3, 4]})";
+    const std::vector<Case> cases = {
+        {"not JSON", "hello", {}, ":1:1: invalid JSON"},
+        {"truncated", R"({"sentence": "a b", "embeddings": {"a": [1)", {}, ":1:43: invalid JSON"},
+        {"empty file", "", {}, "empty input"},
+        {"empty object", "{}", {}, "missing \"sentence\""},
+        {"empty sentence", R"({"sentence": "", )" + ok_embeddings + "}", {}, "/sentence: the sentence has no words"},
+        {"blank sentence", R"({"sentence": "   ", )" + ok_embeddings + "}", {}, "/sentence: the sentence has no words"},
+        {"unknown word", R"({"sentence": "a c", )" + ok_embeddings + "}", {}, "unknown word \"c\" (token 2 of 2)"},
+        {"ragged vectors", R"({"sentence": "a b", "embeddings": {"a": [1, 2], "b": [3]}})", {}, "/embeddings/b: vector of 1 number, expected 2"},
+        {"zero-length vector", R"({"sentence": "a", "embeddings": {"a": []}})", {}, "/embeddings/a: empty vector"},
+        {"string for a number", R"({"sentence": "a", "embeddings": {"a": [1, "x"]}})", {}, "/embeddings/a/1: expected a number, found string \"x\""},
+        {"NaN", R"({"sentence": "a", "embeddings": {"a": [NaN]}})", {}, "invalid JSON"},
+        {"1e400", R"({"sentence": "a", "embeddings": {"a": [1e400]}})", {}, "number out of range: 1e400 does not fit a double"},
+        {"count mismatch", R"({"sentence": "a b c", "embeddings": [[1], [2]]})", {}, "/embeddings: 2 vectors for 3 tokens"},
+        {"query shape", R"({"tokens": ["a"], "embeddings": [[1, 2]], "weights": {"query": [[1]], "key": [[1]], "value": [[1]]}})", {"-m", "self"},
+         "/weights/query: shape 1×1 does not fit: expected 2×…"},
+        {"key shape", R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"query": [[1, 2]], "key": [[1]], "value": [[1]]}})", {"-m", "self"},
+         "/weights/key: shape 1×1 does not fit: expected 1×2"},
+        {"deep nesting", std::string(100000, '['), {}, "JSON nested deeper than 64 levels"},
+        {"binary garbage", std::string("\x7f\x45\x4c\x46\x02\x01\x01\x00\xff\xfe", 10), {}, "invalid JSON"},
+        {"invalid UTF-8", "{\"sentence\": \"a\xc3\x28\", " + ok_embeddings + "}", {}, "ill-formed UTF-8"},
+        {"overflow", R"({"sentence": "a b", "embeddings": {"a": [1e300], "b": [1e300]}})", {}, "the scores stage overflows"},
+        {"single sentence, bahdanau mode", R"({"sentence": "a b", )" + ok_embeddings + "}", {"-m", "bahdanau"}, "mode bahdanau needs a source and a target"},
+        {"top level array", "[1, 2, 3]", {}, "/: expected an object"},
+    };
+    for (const auto& c : cases) {
+        DYNAMIC_SECTION(c.what) {
+            cli::TempFile file(c.contents, "bad.json");
+            auto args = c.args;
+            args.insert(args.begin(), file.path());
+            for (const char* format : {"table", "json"}) {
+                auto with_format = args;
+                with_format.insert(with_format.end(), {"-f", format});
+                const auto r = cli::run(with_format);
+                require_clean_error(r, 1, c.fragment);
+                CHECK_THAT(r.err, Contains("bad.json"));
+            }
+        }
+    }
+}
+
+TEST_CASE("a missing file or a directory is a data error", "[cli][errors]") {
+    require_clean_error(cli::run({"/nonexistent/input.json"}), 1, "cannot read /nonexistent/input.json: No such file");
+    require_clean_error(cli::run({"/"}), 1, "cannot read /: it is a directory");
+}

@@ -1,0 +1,148 @@
+// load: tokenising, word look-up and the messages for bad input.
+#include "error.hpp"
+#include "input/load.hpp"
+#include "input/tokenize.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace attntrace;
+using Catch::Contains;
+
+namespace {
+
+std::vector<std::string> texts(const std::vector<Word>& words) {
+    std::vector<std::string> out;
+    for (const auto& w : words) out.push_back(w.text + (w.punctuation ? "(p)" : ""));
+    return out;
+}
+
+const SingleSequenceInput& single(const Problem& p) { return std::get<SingleSequenceInput>(p.input); }
+
+}  // namespace
+
+TEST_CASE("sentences split into words, punctuation peeled off", "[load][tokenize]") {
+    CHECK(texts(split_sentence("Your journey starts with one step.")) ==
+          std::vector<std::string>{"Your", "journey", "starts", "with", "one", "step", ".(p)"});
+    CHECK(texts(split_sentence("  The teacher's well-known,  \"smile\"!")) ==
+          std::vector<std::string>{"The", "teacher's", "well-known", ",(p)", "\"(p)", "smile", "\"(p)", "!(p)"});
+    CHECK(texts(split_sentence("le chat noir — très élégant…")) ==
+          std::vector<std::string>{"le", "chat", "noir", "—(p)", "très", "élégant", "…(p)"});
+    CHECK(split_sentence(" \t\n ").empty());
+}
+
+TEST_CASE("word look-up: exact first, then case-insensitive; labels keep the spelling", "[load]") {
+    const Problem p = load_problem(R"({"sentence": "Bank bank BANK", "embeddings": {"bank": [1, 2], "Bank": [3, 4]}})", "t");
+    const auto& seq = single(p).sequence;
+    CHECK(seq.tokens == std::vector<std::string>{"Bank", "bank", "BANK"});
+    CHECK(seq.vectors(0, 0) == 3);  // exact "Bank"
+    CHECK(seq.vectors(1, 0) == 1);  // exact "bank"
+}
+
+TEST_CASE("case-insensitive look-up that matches two spellings is refused", "[load]") {
+    REQUIRE_THROWS_WITH(load_problem(R"({"sentence": "BANK", "embeddings": {"bank": [1], "Bank": [3]}})", "t"),
+                        Contains("differ only in case: bank, Bank"));
+}
+
+TEST_CASE("case-insensitive look-up covers accented capitals", "[load]") {
+    const Problem p = load_problem(R"({"sentence": "Élan élan", "embeddings": {"élan": [1, 2]}})", "t");
+    CHECK(single(p).sequence.tokens == std::vector<std::string>{"Élan", "élan"});
+    CHECK(single(p).sequence.vectors.row(0) == single(p).sequence.vectors.row(1));
+}
+
+TEST_CASE("repeated words share one vector; punctuation stays only when named", "[load]") {
+    const Problem dropped = load_problem(R"({"sentence": "the cat, the hat.", "embeddings": {"the": [1], "cat": [2], "hat": [3]}})", "t");
+    CHECK(single(dropped).sequence.tokens == std::vector<std::string>{"the", "cat", "the", "hat"});
+    CHECK(single(dropped).sequence.vectors(0, 0) == single(dropped).sequence.vectors(2, 0));
+
+    const Problem kept = load_problem(R"({"sentence": "the cat, the hat.", "embeddings": {"the": [1], "cat": [2], "hat": [3], ".": [4]}})", "t");
+    CHECK(single(kept).sequence.tokens == std::vector<std::string>{"the", "cat", "the", "hat", "."});
+    CHECK(single(kept).sequence.vectors(4, 0) == 4);
+}
+
+TEST_CASE("array embeddings align with tokens; tokens are taken as given", "[load]") {
+    const Problem p = load_problem(R"({"tokens": ["a", "b,"], "embeddings": [[1, 2], [3, 4]]})", "t");
+    CHECK(single(p).sequence.tokens == std::vector<std::string>{"a", "b,"});
+    CHECK(single(p).sequence.vectors(1, 1) == 4);
+    CHECK(p.vocabulary.empty());
+}
+
+TEST_CASE("object embeddings keep the file's order as the vocabulary", "[load]") {
+    const Problem p = load_problem(R"({"sentence": "b a", "embeddings": {"zebra": [0], "b": [1], "a": [2]}})", "t");
+    REQUIRE(p.vocabulary.size() == 3);
+    CHECK(p.vocabulary[0].first == "zebra");
+    CHECK(p.vocabulary[2].first == "a");
+}
+
+TEST_CASE("weights are read as d_in × d_k matrices of rows", "[load]") {
+    const Problem p = load_problem(R"({"tokens": ["a", "b"], "embeddings": [[1, 2, 3], [4, 5, 6]],
+        "weights": {"query": [[1, 0], [0, 1], [1, 1]], "key": [[1, 0], [0, 1], [0, 0]], "value": [[1], [2], [3]]}})", "t");
+    const auto& w = *single(p).weights;
+    CHECK(w.query.rows() == 3);
+    CHECK(w.query.cols() == 2);
+    CHECK(w.query(2, 1) == 1);
+    CHECK(w.value.cols() == 1);
+}
+
+TEST_CASE("data errors name the input, the JSON pointer, what was expected and found", "[load][errors]") {
+    const auto fails_with = [](const std::string& json, const std::string& fragment) {
+        INFO(json);
+        REQUIRE_THROWS_AS(load_problem(json, "in.json"), DataError);
+        REQUIRE_THROWS_WITH(load_problem(json, "in.json"), Contains("in.json") && Contains(fragment));
+    };
+    fails_with("[1, 2]", "/: expected an object, found an array of 2");
+    fails_with("{}", "missing \"sentence\"");
+    fails_with(R"({"sentence": "a", "tokens": ["a"], "embeddings": {"a": [1]}})", "not both");
+    fails_with(R"({"sentence": "a"})", "missing \"embeddings\"");
+    fails_with(R"({"sentence": "", "embeddings": {"a": [1]}})", "/sentence: the sentence has no words");
+    fails_with(R"({"sentence": " ?! ", "embeddings": {"a": [1]}})", "/sentence: no words left after dropping punctuation");
+    fails_with(R"({"sentence": "Your jurney", "embeddings": {"Your": [1], "journey": [2]}})",
+               "/sentence: unknown word \"jurney\" (token 2 of 2): /embeddings has no vector for it; closest known words: journey, Your");
+    fails_with(R"({"tokens": ["a", "zz"], "embeddings": {"a": [1]}})", "/tokens/1: unknown word \"zz\"");
+    fails_with(R"({"sentence": "a b", "embeddings": {"a": [1, 2], "b": [1]}})", "/embeddings/b: vector of 1 number, expected 2 (like \"a\")");
+    fails_with(R"({"sentence": "a", "embeddings": {"a": []}})", "/embeddings/a: empty vector");
+    fails_with(R"({"sentence": "a", "embeddings": {"a": [1, "2"]}})", "/embeddings/a/1: expected a number, found string \"2\"");
+    fails_with(R"({"sentence": "a", "embeddings": {"a": [true]}})", "/embeddings/a/0: expected a number, found boolean true");
+    fails_with(R"({"sentence": "a b c", "embeddings": [[1], [2]]})", "/embeddings: 2 vectors for 3 tokens");
+    fails_with(R"({"tokens": ["a", ""], "embeddings": [[1], [2]]})", "/tokens/1: empty token");
+    fails_with(R"({"tokens": "a b", "embeddings": [[1]]})", "/tokens: expected an array of strings, found string");
+    fails_with(R"({"sentence": "a", "embeddings": "no"})", "/embeddings: expected an object word → vector or an array of vectors, found string");
+    fails_with(R"({"sentence": "a", "embedings": {"a": [1]}})", "/embedings: unknown field \"embedings\" (did you mean \"embeddings\"?");
+    fails_with(R"({"sentence": "a", "embeddings": {"a": [1]}, "mode": "selff"})", "/mode: unknown mode \"selff\"");
+    fails_with(R"({"sentence": "a", "embeddings": {"a": [1]}, "description": 3})", "/description: expected a string, found number 3");
+}
+
+TEST_CASE("weight shapes must fit d_in and each other", "[load][errors]") {
+    const std::string head = R"({"tokens": ["a", "b"], "embeddings": [[1, 2, 3], [4, 5, 6]], "weights": )";
+    const auto fails_with = [&](const std::string& weights, const std::string& fragment) {
+        INFO(weights);
+        REQUIRE_THROWS_WITH(load_problem(head + weights + "}", "in.json"), Contains(fragment));
+    };
+    fails_with(R"({"query": [[1, 0, 0], [0, 1, 0]], "key": [[1], [1], [1]], "value": [[1], [1], [1]]})",
+               "/weights/query: shape 2×3 does not fit: expected 3×… (d_in × d_k, d_in = 3 from the embeddings)");
+    fails_with(R"({"query": [[1, 0], [0, 1], [1, 1]], "key": [[1], [1], [1]], "value": [[1], [1], [1]]})",
+               "/weights/key: shape 3×1 does not fit: expected 3×2 (d_in × d_k, like /weights/query");
+    fails_with(R"({"query": [[1], [1], [1]], "key": [[1], [1], [1]], "value": [[1], [1]]})",
+               "/weights/value: shape 2×1 does not fit: expected 3×…");
+    fails_with(R"({"query": [[1], [1], [1]], "key": [[1], [1], [1]]})", "/weights: missing \"value\"");
+    fails_with(R"({"query": [[1, 2], [1], [1]], "key": [[1], [1], [1]], "value": [[1], [1], [1]]})",
+               "/weights/query/1: vector of 1 number, expected 2 (like row 0)");
+}
+
+TEST_CASE("invalid JSON is located by line and column", "[load][errors]") {
+    REQUIRE_THROWS_WITH(load_problem("{\n  \"sentence\": \"a\",\n  \"embeddings\": {\"a\": [NaN]}\n}", "in.json"),
+                        Contains("in.json:3:") && Contains("invalid JSON"));
+    REQUIRE_THROWS_WITH(load_problem("{\"sentence\": \"a\",\n \"embeddings\": {\"a\": [1e400]}}", "in.json"),
+                        Contains("in.json:2:23: number out of range: 1e400 does not fit a double"));
+    REQUIRE_THROWS_WITH(load_problem("   \n", "in.json"), Contains("in.json: empty input"));
+    REQUIRE_THROWS_WITH(load_problem(std::string(65, '[') + std::string(65, ']'), "in.json"),
+                        Contains("in.json:1:65: JSON nested deeper than 64 levels"));
+    REQUIRE_THROWS_WITH(load_problem("{\"sentence\": \"a\xff\"}", "in.json"),
+                        Contains("in.json:1:") && Contains("ill-formed UTF-8"));
+}
+
+TEST_CASE("a file's mode must fit its shape", "[load][errors]") {
+    REQUIRE_THROWS_WITH(load_problem(R"({"mode": "bahdanau", "sentence": "a", "embeddings": {"a": [1]}})", "in.json"),
+                        Contains("/mode: mode bahdanau needs \"source\""));
+    const Problem p = load_problem(R"({"mode": "causal", "sentence": "a", "embeddings": {"a": [1]}})", "in.json");
+    CHECK(p.mode == Mode::causal);
+}

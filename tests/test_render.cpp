@@ -1,0 +1,110 @@
+// The table format: alignment by display width, fitting the terminal, rounding, masked cells.
+#include "attention/trace.hpp"
+#include "render/number.hpp"
+#include "render/render.hpp"
+#include "support/cli.hpp"
+#include "util/utf8.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+using namespace attntrace;
+using Catch::Contains;
+using Catch::StartsWith;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// The lines of one stage's table: from its heading to the next blank line.
+std::vector<std::string> table_lines(const std::string& text, const std::string& stage) {
+    const auto lines = lines_of(text);
+    std::vector<std::string> out;
+    bool in_stage = false;
+    for (const auto& line : lines) {
+        if (line.rfind(stage + " · ", 0) == 0) in_stage = true;
+        else if (in_stage && line.empty()) break;
+        else if (in_stage) out.push_back(line);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("display width counts characters, not bytes", "[render][utf8]") {
+    CHECK(display_width("journey") == 7);
+    CHECK(display_width("élève") == 5);
+    CHECK(display_width("e\xCC\x81l\xC3\xA8ve") == 5);  // e + combining acute
+    CHECK(display_width("日本") == 4);
+    CHECK(display_width("ça") == 2);
+    CHECK(fold_case("ÉCOLE Ça") == "école ça");
+    CHECK(is_valid_utf8("garçon"));
+    CHECK_FALSE(is_valid_utf8("gar\xE7on"));  // Latin-1 byte
+}
+
+TEST_CASE("labels with non-ASCII letters stay aligned", "[render][utf8]") {
+    cli::TempFile file(R"({"tokens": ["élève", "garçon", "日本", "e)" "\xCC\x81" R"(a"],
+        "embeddings": [[1, 0], [0, 1], [1, 1], [0.5, 0.5]]})");
+    const auto r = cli::run({file.path(), "-s", "scores"});
+    REQUIRE(r.exit_code == 0);
+    const auto table = table_lines(r.out, "scores");
+    REQUIRE(table.size() == 6);  // title, header, 4 rows
+    // Every row ends at the same display column, and each number column ends where its
+    // header ends.
+    const std::size_t width = display_width(table[1]);
+    for (std::size_t i = 2; i < table.size(); ++i) {
+        INFO(table[i]);
+        CHECK(display_width(table[i]) == width);
+    }
+    const std::string header = table[1];
+    const auto header_end_of_first_column = display_width(header.substr(0, header.find("élève") + std::string("élève").size()));
+    const std::string row = table[2];  // élève row: "élève   1.0000 …"
+    const auto first_number_end = display_width(row.substr(0, row.find("1.0000") + 6));
+    CHECK(first_number_end == header_end_of_first_column);
+}
+
+TEST_CASE("wide matrices fit the width by eliding middle columns", "[render]") {
+    const auto full = cli::run({"--example", "teacher_smiled", "-s", "weights", "--width", "0"});
+    const auto narrow = cli::run({"--example", "teacher_smiled", "-s", "weights", "--width", "72"});
+    REQUIRE(narrow.exit_code == 0);
+    const auto table = table_lines(narrow.out, "weights");
+    for (std::size_t i = 1; i < table.size(); ++i) {
+        INFO(table[i]);
+        CHECK(display_width(table[i]) <= 72);
+        CHECK_THAT(table[i], Contains("…"));
+    }
+    // Nothing is elided without a limit; the first and last key columns survive elision.
+    CHECK_THAT(table_lines(full.out, "weights")[1], !Contains("…"));
+    CHECK_THAT(table[1], Contains("The") && Contains("smiled") && Contains("Σ") && Contains("strongest"));
+}
+
+TEST_CASE("rounding follows --digits and negative zero prints as 0", "[render]") {
+    const auto r = cli::run({"-s", "scores", "--digits", "2"});
+    CHECK_THAT(r.out, Contains("journey  0.95     1.50    1.48  0.84  0.71  1.09"));
+    CHECK(format_fixed(-0.00001, 4) == "0.0000");
+    CHECK(format_fixed(-0.00006, 4) == "-0.0001");
+    CHECK(format_fixed(-std::numeric_limits<double>::infinity(), 4) == "-inf");
+    CHECK(format_fixed(2.5, 0) == "2");
+}
+
+TEST_CASE("causal tables show -inf for masked scores and 0 for masked weights", "[render]") {
+    const auto r = cli::run({"-m", "causal", "-s", "masked,weights"});
+    const auto masked = table_lines(r.out, "masked");
+    const auto weights = table_lines(r.out, "weights");
+    REQUIRE(masked.size() == 8);
+    CHECK_THAT(masked[2], Contains("-inf"));              // Your row: five future keys
+    CHECK_THAT(masked[7], !Contains("-inf"));             // step row sees everything
+    CHECK_THAT(weights[2], StartsWith("Your     1.0000        0       0       0       0       0  1.0000  Your"));
+}
+
+TEST_CASE("skipped stages say why instead of printing a table", "[render]") {
+    const auto r = cli::run({"-s", "scaled,masked"});
+    CHECK_THAT(r.out, Contains("scaled · 6×6 · S' = S · not applied\nno scaling: the simplified version uses raw dot products"));
+    CHECK_THAT(r.out, Contains("masked · 6×6 · S'' = S · not applied\nno mask: bidirectional, every position sees every position"));
+}
