@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     app.get_formatter()->column_width(28);
 
     TraceRequest request;
-    std::string mode_name, format_name = "table", normalize_name = "softmax";
+    std::string mode_name, format_name = "table", normalize_name = "softmax", score_name = "additive";
     int threads = 0;
     long long dim = 0;
     bool list = false;
@@ -59,6 +59,10 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--normalize", normalize_name, "turn scores into weights by softmax, or by dividing by the row sum")
         ->check(CLI::IsMember({"softmax", "sum"}))
+        ->capture_default_str();
+    app.add_option("--score", score_name,
+                   "bahdanau: additive (v_a·tanh(s·W_a + h·U_a)), Luong's dot (s·h) or general (s·W·h)")
+        ->check(CLI::IsMember({"additive", "dot", "general"}))
         ->capture_default_str();
     app.add_option("--seed", request.trace.seed, "seed for weights the input does not give")
         ->capture_default_str();
@@ -90,6 +94,9 @@ int main(int argc, char** argv) {
             request.render.width = width;
             request.trace.normalization = normalize_name == "sum" ? Normalization::sum : Normalization::softmax;
             if (dim > 0) request.trace.dim = dim;
+            request.trace.score = score_name == "dot"       ? Score::dot
+                                  : score_name == "general" ? Score::general
+                                                            : Score::additive;
             if (threads > 0) omp_set_num_threads(threads);
             run_trace(std::move(request), out);
         }

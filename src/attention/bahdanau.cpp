@@ -3,7 +3,10 @@
 #include "attention/kernels.hpp"
 #include "attention/stage_builder.hpp"
 #include "attention/weights_stage.hpp"
+#include "error.hpp"
 #include "input/generator.hpp"
+
+#include <fmt/format.h>
 
 namespace attntrace {
 namespace {
@@ -37,8 +40,15 @@ BoolMatrix source_mask(const std::vector<bool>& mask, Eigen::Index n_tgt) {
     return allowed;
 }
 
+// The parameters a score uses, taken from the input or generated (and said so).
+struct ScoreParameters {
+    AdditiveWeights additive;  // Score::additive
+    Matrix general;            // Score::general: W, d_s × d_h
+};
+
 template <typename T>
-void add_bahdanau_stages(Trace& trace, const EncoderDecoderInput& input, const AdditiveWeights& w) {
+void add_bahdanau_stages(Trace& trace, const EncoderDecoderInput& input, Score score,
+                         const ScoreParameters& w) {
     const auto& src = input.source.tokens;
     const auto& tgt = input.target.tokens;
     const MatrixT<T> h = input.source.vectors.cast<T>();
@@ -49,18 +59,46 @@ void add_bahdanau_stages(Trace& trace, const EncoderDecoderInput& input, const A
                numbered("h", h.cols()), h);
     stages.add("decoder_states", "Decoder states: one per target step", "S", tgt,
                numbered("s", s.cols()), s);
-    const MatrixT<T> ps = project<T>(s, w.W_a.cast<T>());
-    const MatrixT<T> ph = project<T>(h, w.U_a.cast<T>());
-    stages.add("projected_decoder", "Decoder states in the alignment space", "S·W_a", tgt,
-               numbered("a", ps.cols()), ps);
-    stages.add("projected_encoder", "Encoder states in the alignment space", "H·U_a", src,
-               numbered("a", ph.cols()), ph);
 
-    MatrixT<T> scores = additive_scores<T>(ps, ph, MatrixT<T>(w.v_a.cast<T>()));
-    stages.add("scores", "Alignment scores: how well each source word fits this target step",
-               "e_tj = v_a · tanh(s_t·W_a + h_j·U_a)", tgt, src, scores);
+    MatrixT<T> scores;
+    switch (score) {
+    case Score::additive: {
+        const MatrixT<T> ps = project<T>(s, w.additive.W_a.cast<T>());
+        const MatrixT<T> ph = project<T>(h, w.additive.U_a.cast<T>());
+        stages.add("projected_decoder", "Decoder states in the alignment space", "S·W_a", tgt,
+                   numbered("a", ps.cols()), ps);
+        stages.add("projected_encoder", "Encoder states in the alignment space", "H·U_a", src,
+                   numbered("a", ph.cols()), ph);
+        scores = additive_scores<T>(ps, ph, MatrixT<T>(w.additive.v_a.cast<T>()));
+        stages.add("scores", "Alignment scores: how well each source word fits this target step",
+                   "e_tj = v_a · tanh(s_t·W_a + h_j·U_a)", tgt, src, scores);
+        break;
+    }
+    case Score::dot:
+        stages.skip("projected_decoder", "Decoder states in the alignment space", "S", tgt,
+                    numbered("s", s.cols()), s, "no projection: the dot score compares s and h directly");
+        stages.skip("projected_encoder", "Encoder states in the alignment space", "H", src,
+                    numbered("h", h.cols()), h, "no projection: the dot score compares s and h directly");
+        scores = dot_scores<T>(s, h);
+        stages.add("scores", "Alignment scores: decoder state · encoder state (Luong's dot)",
+                   "e_tj = s_t · h_j", tgt, src, scores);
+        break;
+    case Score::general: {
+        const MatrixT<T> sw = project<T>(s, w.general.cast<T>());
+        stages.add("projected_decoder", "Decoder states mapped into the encoder's space", "S·W",
+                   tgt, numbered("h", sw.cols()), sw);
+        stages.skip("projected_encoder", "Encoder states in the alignment space", "H", src,
+                    numbered("h", h.cols()), h, "no projection: the general score maps only the decoder side");
+        scores = dot_scores<T>(sw, h);
+        stages.add("scores", "Alignment scores: (decoder state · W) · encoder state (Luong's general)",
+                   "e_tj = s_t·W·h_jᵀ", tgt, src, scores);
+        break;
+    }
+    }
     stages.skip("scaled", "Scaled scores", "e' = e", tgt, src, scores,
-                "no scaling: additive scores pass through tanh and are not scaled");
+                score == Score::additive
+                    ? "no scaling: additive scores pass through tanh and are not scaled"
+                    : "no scaling: Luong's scores are used as they are (the Transformer adds ÷ √d_k)");
 
     std::optional<BoolMatrix> mask;
     if (input.source_mask) {
@@ -88,6 +126,7 @@ Trace trace_bahdanau(const EncoderDecoderInput& input, const TraceOptions& optio
                      const std::string& origin) {
     Trace trace;
     trace.mode = Mode::bahdanau;
+    trace.score = options.score;
     trace.normalization = options.normalization;
     trace.dtype = options.dtype;
     trace.origin = origin;
@@ -96,23 +135,46 @@ Trace trace_bahdanau(const EncoderDecoderInput& input, const TraceOptions& optio
 
     const Eigen::Index d_h = input.source.vectors.cols();
     const Eigen::Index d_s = input.target.vectors.cols();
-    AdditiveWeights generated;
-    const AdditiveWeights* w = input.weights ? &*input.weights : nullptr;
-    if (w) {
-        trace.weights = WeightsOrigin::file;
-    } else {
-        generated = generate_additive_weights(options.seed, d_s, d_h,
-                                              options.dim.value_or(std::max(d_s, d_h)));
-        w = &generated;
+    trace.dims = {{"d_h", d_h}, {"d_s", d_s}};
+    ScoreParameters w;
+    const auto generated = [&] {
         trace.weights = WeightsOrigin::generated;
         trace.seed = options.seed;
+    };
+    switch (options.score) {
+    case Score::additive:
+        if (input.weights) {
+            w.additive = *input.weights;
+            trace.weights = WeightsOrigin::file;
+        } else {
+            w.additive = generate_additive_weights(options.seed, d_s, d_h,
+                                                   options.dim.value_or(std::max(d_s, d_h)));
+            generated();
+        }
+        trace.dims.emplace_back("d_a", w.additive.W_a.cols());
+        break;
+    case Score::dot:
+        if (d_s != d_h)
+            throw DataError(fmt::format(
+                "{}: the dot score needs decoder and encoder states of one size, but /target/states "
+                "has d_s = {} and /source/states has d_h = {}; use --score general or additive",
+                origin, d_s, d_h));
+        break;
+    case Score::general:
+        if (input.general_weight) {
+            w.general = *input.general_weight;
+            trace.weights = WeightsOrigin::file;
+        } else {
+            w.general = generate_general_weight(options.seed, d_s, d_h);
+            generated();
+        }
+        break;
     }
-    trace.dims = {{"d_h", d_h}, {"d_s", d_s}, {"d_a", w->W_a.cols()}};
 
     if (options.dtype == Dtype::float32)
-        add_bahdanau_stages<float>(trace, input, *w);
+        add_bahdanau_stages<float>(trace, input, options.score, w);
     else
-        add_bahdanau_stages<double>(trace, input, *w);
+        add_bahdanau_stages<double>(trace, input, options.score, w);
     return trace;
 }
 

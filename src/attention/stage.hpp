@@ -39,6 +39,7 @@ struct Trace {
     Mode mode = Mode::plain;
     Normalization normalization = Normalization::softmax;
     Dtype dtype = Dtype::float64;
+    Score score = Score::additive;  // bahdanau mode: how s and h are scored
     std::string origin;       // where the input came from
     std::string description;  // the input's one-line description
     // Single-sequence modes: tokens. Bahdanau: source_tokens (columns) and target_tokens (rows).

@@ -12,6 +12,14 @@ namespace attntrace {
 namespace {
 
 Trace trace_problem(const Problem& problem, const TraceOptions& options) {
+    if (options.score != Score::additive && options.mode != Mode::bahdanau)
+        throw UsageError(fmt::format("--score {} applies to mode bahdanau only", to_string(options.score)));
+    const auto refuse_dim = [&](std::string_view own) {
+        throw UsageError(fmt::format("--dim sets the size of generated weights, but {} gives its "
+                                     "own weights ({})",
+                                     problem.origin, own));
+    };
+
     if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
         if (!is_single_sequence(options.mode))
             throw DataError(fmt::format(
@@ -20,22 +28,21 @@ Trace trace_problem(const Problem& problem, const TraceOptions& options) {
                 problem.origin));
         if (options.mode == Mode::plain || !single->weights)
             return trace_single(single->sequence, nullptr, options, problem.origin);
-        if (options.dim)
-            throw UsageError(fmt::format("--dim sets the size of generated weights, but {} gives "
-                                         "its own weights (d_k = {})",
-                                         problem.origin, single->weights->query.cols()));
+        if (options.dim) refuse_dim(fmt::format("d_k = {}", single->weights->query.cols()));
         return trace_single(single->sequence, &*single->weights, options, problem.origin);
     }
+
     const auto& pair = std::get<EncoderDecoderInput>(problem.input);
     if (options.mode != Mode::bahdanau)
         throw DataError(fmt::format(
             "{}: mode {} reads one sentence (\"sentence\" or \"tokens\" with \"embeddings\"), but "
             "this input has a source and a target; use mode bahdanau",
             problem.origin, to_string(options.mode)));
-    if (pair.weights && options.dim)
-        throw UsageError(fmt::format("--dim sets the size of generated weights, but {} gives its "
-                                     "own weights (d_a = {})",
-                                     problem.origin, pair.weights->W_a.cols()));
+    if (options.dim && options.score != Score::additive)
+        throw UsageError(fmt::format("--dim sets d_a of the additive score; the {} score has no "
+                                     "free dimension",
+                                     to_string(options.score)));
+    if (options.dim && pair.weights) refuse_dim(fmt::format("d_a = {}", pair.weights->W_a.cols()));
     return trace_bahdanau(pair, options, problem.origin);
 }
 

@@ -17,6 +17,7 @@ struct TraceOptions {
     std::uint64_t seed = default_seed;  // for weights the input does not give
     std::optional<Eigen::Index> dim;    // d_k = d_v (or d_a) of generated weights
     Dtype dtype = Dtype::float64;
+    Score score = Score::additive;  // bahdanau mode only
 };
 
 // The mode the user meant: --mode, else the file's "mode", else the input's natural mode

@@ -38,6 +38,15 @@ std::string_view to_string(Normalization normalization) {
     return normalization == Normalization::softmax ? "softmax" : "sum";
 }
 
+std::string_view to_string(Score score) {
+    switch (score) {
+    case Score::additive: return "additive";
+    case Score::dot: return "dot";
+    case Score::general: return "general";
+    }
+    return "?";
+}
+
 std::string_view to_string(Dtype dtype) { return dtype == Dtype::float64 ? "float64" : "float32"; }
 
 }  // namespace attntrace

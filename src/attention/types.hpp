@@ -21,11 +21,14 @@ using BoolMatrix = Eigen::Array<bool, Eigen::Dynamic, Eigen::Dynamic, Eigen::Row
 enum class Mode { plain, self, causal, bahdanau };
 enum class Normalization { softmax, sum };
 enum class Dtype { float64, float32 };
+// How bahdanau mode scores a decoder state s against an encoder state h.
+enum class Score { additive, dot, general };
 
 std::string_view to_string(Mode mode);
 std::optional<Mode> parse_mode(std::string_view text);
 std::string_view to_string(Normalization normalization);
 std::string_view to_string(Dtype dtype);
+std::string_view to_string(Score score);
 
 // "plain, self, causal, bahdanau": for messages and help texts.
 std::string mode_names();

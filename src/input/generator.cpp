@@ -31,4 +31,9 @@ AdditiveWeights generate_additive_weights(std::uint64_t seed, Eigen::Index d_s, 
     return w;
 }
 
+Matrix generate_general_weight(std::uint64_t seed, Eigen::Index d_s, Eigen::Index d_h) {
+    SplitMix64 rng(seed);
+    return random_matrix(rng, d_s, d_h, 1.0 / std::sqrt(static_cast<double>(d_s)));
+}
+
 }  // namespace attntrace

@@ -48,4 +48,7 @@ Projections generate_projections(std::uint64_t seed, Eigen::Index d_in, Eigen::I
 AdditiveWeights generate_additive_weights(std::uint64_t seed, Eigen::Index d_s, Eigen::Index d_h,
                                           Eigen::Index d_a);
 
+// W (d_s × d_h) for Luong's general score, entries in [-1/√d_s, 1/√d_s).
+Matrix generate_general_weight(std::uint64_t seed, Eigen::Index d_s, Eigen::Index d_h);
+
 }  // namespace attntrace

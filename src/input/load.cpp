@@ -275,9 +275,10 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
     std::erase_if(labels.words, [](const Word& w) { return w.punctuation; });
     if (labels.words.empty()) in.fail(labels.pointer, "no words left after dropping punctuation");
     if (vectors.size() != labels.words.size())
-        in.fail(vectors_pointer, fmt::format("{} vectors for {} tokens: an array of vectors needs "
-                                             "one vector per token, in order",
-                                             vectors.size(), labels.words.size()));
+        in.fail(vectors_pointer, fmt::format("{} vector{} for {} token{}: an array of vectors "
+                                             "needs one vector per token, in order",
+                                             vectors.size(), vectors.size() == 1 ? "" : "s",
+                                             labels.words.size(), labels.words.size() == 1 ? "" : "s"));
     seq.vectors = in.matrix(vectors, vectors_pointer);
     for (auto& w : labels.words) seq.tokens.push_back(std::move(w.text));
     return seq;
@@ -303,35 +304,45 @@ Projections read_projections(const Reader& in, const Json& weights, Eigen::Index
     return p;
 }
 
-AdditiveWeights read_additive_weights(const Reader& in, const Json& weights, Eigen::Index d_s,
-                                      Eigen::Index d_h) {
+// {"W_a", "U_a", "v_a"} for the additive score (all three or none) and "W" for Luong's
+// general score; whatever is missing is generated when a score needs it.
+void read_alignment_weights(const Reader& in, const Json& weights, EncoderDecoderInput& input) {
     const std::string pointer = "/weights";
     in.require_object(weights, pointer);
-    in.only_keys(weights, pointer, {"W_a", "U_a", "v_a"});
-    for (const char* name : {"W_a", "U_a", "v_a"})
-        if (!weights.contains(name))
-            in.fail(pointer, fmt::format("missing \"{}\": give all three of W_a, U_a and v_a "
-                                         "(or none, to have them generated)",
-                                         name));
-    AdditiveWeights w;
-    w.W_a = in.matrix_of_shape(weights["W_a"], "/weights/W_a", d_s, 0,
-                               fmt::format("d_s × d_a, d_s = {} from /target/states", d_s));
-    w.U_a = in.matrix_of_shape(weights["U_a"], "/weights/U_a", d_h, w.W_a.cols(),
-                               fmt::format("d_h × d_a, d_h = {} from /source/states, d_a = {} "
-                                           "from /weights/W_a",
-                                           d_h, w.W_a.cols()));
-    w.v_a = in.vector(weights["v_a"], "/weights/v_a", w.W_a.cols(),
-                      fmt::format("d_a = {}, the columns of /weights/W_a", w.W_a.cols()));
-    return w;
+    in.only_keys(weights, pointer, {"W_a", "U_a", "v_a", "W"});
+    const Eigen::Index d_s = input.target.vectors.cols();
+    const Eigen::Index d_h = input.source.vectors.cols();
+    const int additive_parts = weights.contains("W_a") + weights.contains("U_a") + weights.contains("v_a");
+    if (additive_parts > 0) {
+        for (const char* name : {"W_a", "U_a", "v_a"})
+            if (!weights.contains(name))
+                in.fail(pointer, fmt::format("missing \"{}\": give all three of W_a, U_a and v_a "
+                                             "(or none, to have them generated)",
+                                             name));
+        AdditiveWeights w;
+        w.W_a = in.matrix_of_shape(weights["W_a"], "/weights/W_a", d_s, 0,
+                                   fmt::format("d_s × d_a, d_s = {} from /target/states", d_s));
+        w.U_a = in.matrix_of_shape(weights["U_a"], "/weights/U_a", d_h, w.W_a.cols(),
+                                   fmt::format("d_h × d_a, d_h = {} from /source/states, d_a = {} "
+                                               "from /weights/W_a",
+                                               d_h, w.W_a.cols()));
+        w.v_a = in.vector(weights["v_a"], "/weights/v_a", w.W_a.cols(),
+                          fmt::format("d_a = {}, the columns of /weights/W_a", w.W_a.cols()));
+        input.weights = std::move(w);
+    }
+    if (weights.contains("W"))
+        input.general_weight = in.matrix_of_shape(
+            weights["W"], "/weights/W", d_s, d_h,
+            fmt::format("d_s × d_h, d_s = {} from /target/states, d_h = {} from /source/states", d_s, d_h));
 }
 
 std::vector<bool> read_mask(const Reader& in, const Json& mask, std::size_t n) {
     const std::string pointer = "/source/mask";
     if (!mask.is_array()) in.fail(pointer, "expected an array of booleans, found " + describe(mask));
     if (mask.size() != n)
-        in.fail(pointer, fmt::format("{} mask entries for {} source tokens: give one boolean per "
+        in.fail(pointer, fmt::format("{} mask entr{} for {} source token{}: give one boolean per "
                                      "source token (true: the decoder may look there)",
-                                     mask.size(), n));
+                                     mask.size(), mask.size() == 1 ? "y" : "ies", n, n == 1 ? "" : "s"));
     std::vector<bool> allowed;
     for (std::size_t i = 0; i < n; ++i) {
         if (!mask[i].is_boolean())
@@ -365,9 +376,7 @@ EncoderDecoderInput read_encoder_decoder(const Reader& in, const Json& doc) {
     input.target = read_sequence(in, target, "/target", "states", false, nullptr);
     if (source.contains("mask"))
         input.source_mask = read_mask(in, source["mask"], input.source.tokens.size());
-    if (doc.contains("weights"))
-        input.weights = read_additive_weights(in, doc["weights"], input.target.vectors.cols(),
-                                              input.source.vectors.cols());
+    if (doc.contains("weights")) read_alignment_weights(in, doc["weights"], input);
     return input;
 }
 

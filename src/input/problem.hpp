@@ -44,7 +44,8 @@ struct EncoderDecoderInput {
     Sequence source;                            // encoder states H: n_src × d_h
     std::optional<std::vector<bool>> source_mask;  // true: the decoder may look at this position
     Sequence target;                            // decoder states S: n_tgt × d_s
-    std::optional<AdditiveWeights> weights;
+    std::optional<AdditiveWeights> weights;     // for the additive score
+    std::optional<Matrix> general_weight;       // W (d_s × d_h) for Luong's general score
 };
 
 struct Problem {

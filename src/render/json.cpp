@@ -94,6 +94,8 @@ void render_json(const Trace& trace, const RenderOptions& options, std::ostream&
     append(out, ",\n  \"weights\": ");
     append_weights_origin(out, trace);
     if (trace.mode == Mode::bahdanau) {
+        append(out, ",\n  \"score\": ");
+        append_json_string(out, to_string(trace.score));
         append(out, ",\n  \"source_tokens\": ");
         append_json_string_array(out, trace.source_tokens);
         append(out, ",\n  \"target_tokens\": ");

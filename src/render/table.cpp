@@ -136,8 +136,11 @@ void write_preamble(const Trace& trace, std::ostream& out) {
             ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(),
                           trace.target_tokens.size())
             : fmt::format("{} tokens", trace.tokens.size());
-    out << fmt::format("attntrace · {} mode · {} · {} · {} · {}\n", to_string(trace.mode), tokens,
-                       dims_text(trace), to_string(trace.normalization), trace.origin);
+    const std::string mode = trace.mode == Mode::bahdanau
+                                 ? fmt::format("bahdanau mode ({} score)", to_string(trace.score))
+                                 : fmt::format("{} mode", to_string(trace.mode));
+    out << fmt::format("attntrace · {} · {} · {} · {} · {}\n", mode, tokens, dims_text(trace),
+                       to_string(trace.normalization), trace.origin);
     if (!trace.description.empty()) out << trace.description << '\n';
     if (trace.weights == WeightsOrigin::generated)
         out << fmt::format("weights: generated from seed {} (splitmix64), not learned: the "
