@@ -5,6 +5,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <fmt/format.h>
+
 using Catch::Contains;
 using Catch::StartsWith;
 using nlohmann::json;
@@ -137,7 +140,14 @@ TEST_CASE("usage errors exit 2 with one line on stderr", "[cli][errors]") {
     require_clean_error(cli::run({"--digits", "x"}), 2, "--digits");
     require_clean_error(cli::run({"--format", "xml"}), 2, "--format");
     require_clean_error(cli::run({"--threads", "0"}), 2, "--threads");
-    require_clean_error(cli::run({"--stage", "softmax"}), 2, "no stage \"softmax\" in mode plain");
+    require_clean_error(cli::run({"--stage", "softmax"}), 2, "no stage named \"softmax\"");
+    require_clean_error(cli::run({"--stage", "softmax", "/nonexistent.json"}), 2, "no stage named \"softmax\"");
+    require_clean_error(cli::run({"--stage", "encoder_states"}), 2, "no stage \"encoder_states\" in mode plain");
+    require_clean_error(cli::run({"--seed", "-1"}), 2, "--seed: expected a whole number");
+    require_clean_error(cli::run({"--seed", "99999999999999999999"}), 2, "--seed: expected a whole number");
+    require_clean_error(cli::run({"--width", "-5"}), 2, "--width");
+    require_clean_error(cli::run({"--dim", "2"}), 2, "plain mode has none");
+    require_clean_error(cli::run({"--list-examples", "--example", "x"}), 2, "excludes");
     require_clean_error(cli::run({"--example", "nope"}), 2, "no example named \"nope\"");
     require_clean_error(cli::run({"a.json", "--example", "your_journey"}), 2, "excludes");
     cli::TempFile with_weights(R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"query": [[1]], "key": [[1]], "value": [[1]]}})");
@@ -206,4 +216,125 @@ TEST_CASE("bad input files exit 1 with one clear line and no output", "[cli][err
 TEST_CASE("a missing file or a directory is a data error", "[cli][errors]") {
     require_clean_error(cli::run({"/nonexistent/input.json"}), 1, "cannot read /nonexistent/input.json: No such file");
     require_clean_error(cli::run({"/"}), 1, "cannot read /: it is a directory");
+}
+
+namespace {
+
+// n tokens with d-dimensional embeddings from a fixed formula (no generator involved).
+std::string long_input(int n, int d) {
+    nlohmann::json doc;
+    doc["tokens"] = json::array();
+    doc["embeddings"] = json::array();
+    for (int i = 0; i < n; ++i) {
+        doc["tokens"].push_back(fmt::format("w{}", i));
+        json row = json::array();
+        for (int k = 0; k < d; ++k) row.push_back(std::sin(0.37 * i + 1.3 * k));
+        doc["embeddings"].push_back(row);
+    }
+    return doc.dump();
+}
+
+}  // namespace
+
+TEST_CASE("threads split a long input and still give identical bytes", "[cli][threads]") {
+    cli::TempFile file(long_input(150, 8));  // 150 rows: five row blocks
+    for (const char* mode : {"plain", "self", "causal"}) {
+        INFO(mode);
+        const auto one = cli::run({file.path(), "-m", mode, "-f", "json", "--threads", "1"});
+        const auto two = cli::run({file.path(), "-m", mode, "-f", "json", "--threads", "2"});
+        REQUIRE(one.exit_code == 0);
+        CHECK(one.out == two.out);
+        const auto table_one = cli::run({file.path(), "-m", mode, "--threads", "1"});
+        const auto table_two = cli::run({file.path(), "-m", mode, "--threads", "2"});
+        CHECK(table_one.out == table_two.out);
+    }
+}
+
+TEST_CASE("JSON numbers read back to the very same doubles", "[cli][json]") {
+    // Recompute journey · Your in the same order as the kernel (x₁y₁ + x₂y₂ + x₃y₃) and the
+    // sum-normalised weight; both must survive the text round trip bit for bit.
+    const json doc = json::parse(cli::run({"-f", "json", "-s", "inputs,scores,weights", "--normalize", "sum"}).out);
+    const auto& x = doc["stages"][0]["data"];
+    CHECK(x[1] == json({0.55, 0.87, 0.66}));
+    const auto& scores = doc["stages"][1]["data"];
+    double row_sum = 0;
+    for (const auto& s : scores[1]) row_sum += s.get<double>();
+    for (std::size_t j = 0; j < 6; ++j) {
+        const double expected = scores[1][j].get<double>() / row_sum;
+        const double written = doc["stages"][2]["data"][1][j].get<double>();
+        CHECK(written == Approx(expected).epsilon(1e-15));
+    }
+    // Every number written has at most 17 significant digits and parses back exactly.
+    for (const auto& stage : doc["stages"])
+        for (const auto& row : stage["data"])
+            for (const auto& value : row) {
+                const double v = value.get<double>();
+                CHECK(json::parse(json(v).dump()).get<double>() == v);
+            }
+}
+
+TEST_CASE("a reader that goes away ends attntrace quietly", "[cli][pipe]") {
+    cli::TempFile file(long_input(300, 16));  // far more JSON than a pipe buffer holds
+    for (const bool ignore : {false, true}) {
+        INFO("SIGPIPE ignored: " << ignore);
+        const auto r = cli::run_into_closed_pipe({file.path(), "-f", "json"}, ignore);
+        CHECK(r.exit_code == 141);  // killed by SIGPIPE, or exiting as if it were
+        CHECK(r.err.empty());
+    }
+}
+
+TEST_CASE("inputs that would be silently misread are refused", "[cli][errors]") {
+    cli::TempFile duplicate(R"({"sentence": "a", "embeddings": {"a": [1, 2], "a": [3]}})");
+    require_clean_error(cli::run({duplicate.path()}), 1, "/embeddings/a: duplicate key \"a\"");
+    cli::TempFile duplicate_mode(R"({"mode": "self", "mode": "causal", "sentence": "a", "embeddings": {"a": [1]}})");
+    require_clean_error(cli::run({duplicate_mode.path()}), 1, "/mode: duplicate key \"mode\"");
+    require_clean_error(cli::run({"-"}, std::string("{\"sentence\":\"a\",\"embeddings\":{\"a\":[1]}}\0garbage", 47)), 1,
+                        "<stdin>:1:40: invalid JSON: a NUL byte");
+    cli::TempFile control(R"({"tokens": ["a\nb", "c"], "embeddings": [[1], [2]]})");
+    require_clean_error(cli::run({control.path()}), 1, "/tokens/0: control character U+000A");
+    cli::TempFile escape(R"({"sentence": "a \u001b[31m b", "embeddings": [[1], [2], [3]]})");
+    require_clean_error(cli::run({escape.path()}), 1, "/sentence: control character U+001B");
+    cli::TempFile located(R"({"description": "see 1e400", "sentence": "a",)" "\n" R"("embeddings": {"a": [1e400]}})");
+    require_clean_error(cli::run({located.path()}), 1, ":2:22: number out of range: 1e400");
+}
+
+TEST_CASE("sum normalisation from the command line", "[cli]") {
+    const auto r = cli::run({"--normalize", "sum", "-s", "weights"});
+    REQUIRE(r.exit_code == 0);
+    // The lecture: 0.9544 / 6.5617 = 0.1455 …
+    CHECK_THAT(r.out, Contains("journey  0.1455   0.2278  0.2249  0.1285  0.1077  0.1656  1.0000  journey"));
+    CHECK_THAT(r.out, Contains("A = S / (row sum of S)"));
+
+    cli::TempFile negative(R"({"sentence": "a b", "embeddings": {"a": [1, 0], "b": [-0.5, 1]}})");
+    const auto note = cli::run({negative.path(), "--normalize", "sum"});
+    REQUIRE(note.exit_code == 0);
+    CHECK_THAT(note.out, Contains("note: some scores are negative"));
+
+    cli::TempFile overflow(R"({"tokens": ["a", "b"], "embeddings": [[1e154, 0], [1e154, 0]]})");
+    require_clean_error(cli::run({overflow.path(), "--normalize", "sum"}), 1,
+                        "the scores of \"a\" (row 1) sum to inf, not a finite positive number");
+}
+
+TEST_CASE("an overflow names the stage and the entry", "[cli][errors]") {
+    cli::TempFile file(R"({"sentence": "tiny huge", "embeddings": {"tiny": [1e10, 1e10], "huge": [1e300, 1e300]}})");
+    require_clean_error(cli::run({file.path()}), 1,
+                        "the scores stage overflows: the entry for \"tiny\" (row 1) and \"huge\" (column 2) is inf");
+}
+
+TEST_CASE("paths that are not UTF-8 still give valid JSON and messages", "[cli][json]") {
+    cli::TempFile file(R"({"sentence": "a", "embeddings": {"a": [1]}})", "bad\xff" "name.json");
+    const auto r = cli::run({file.path(), "-f", "json"});
+    REQUIRE(r.exit_code == 0);
+    const json doc = json::parse(r.out);  // throws on invalid UTF-8
+    CHECK_THAT(doc["input"].get<std::string>(), Contains("bad\\xffname.json"));
+}
+
+TEST_CASE("plain mode says when it does not use the input's weights", "[cli]") {
+    cli::TempFile file(R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"query": [[1]], "key": [[1]], "value": [[1]]}})");
+    const auto r = cli::run({file.path(), "-f", "json"});
+    REQUIRE(r.exit_code == 0);
+    const json doc = json::parse(r.out);
+    CHECK(doc["weights"]["source"] == "none");
+    REQUIRE(doc["notes"].size() == 1);
+    CHECK_THAT(doc["notes"][0].get<std::string>(), Contains("the input's weights are not used"));
 }

@@ -129,8 +129,12 @@ TEST_CASE("weight shapes must fit d_in and each other", "[load][errors]") {
 }
 
 TEST_CASE("invalid JSON is located by line and column", "[load][errors]") {
+    // Line 3 is `  "embeddings": {"a": [NaN]}`: the N is column 24.
     REQUIRE_THROWS_WITH(load_problem("{\n  \"sentence\": \"a\",\n  \"embeddings\": {\"a\": [NaN]}\n}", "in.json"),
-                        Contains("in.json:3:") && Contains("invalid JSON"));
+                        Contains("in.json:3:24: invalid JSON"));
+    // The out-of-range literal is found where it stands, not where its text first appears.
+    REQUIRE_THROWS_WITH(load_problem("{\"description\": \"1e400\", \"sentence\": \"a\",\n\"embeddings\": {\"a\": [1e400]}}", "in.json"),
+                        Contains("in.json:2:22: number out of range"));
     REQUIRE_THROWS_WITH(load_problem("{\"sentence\": \"a\",\n \"embeddings\": {\"a\": [1e400]}}", "in.json"),
                         Contains("in.json:2:23: number out of range: 1e400 does not fit a double"));
     REQUIRE_THROWS_WITH(load_problem("   \n", "in.json"), Contains("in.json: empty input"));

@@ -44,8 +44,9 @@ TEST_CASE("display width counts characters, not bytes", "[render][utf8]") {
     CHECK(display_width("日本") == 4);
     CHECK(display_width("ça") == 2);
     CHECK(fold_case("ÉCOLE Ça") == "école ça");
-    CHECK(is_valid_utf8("garçon"));
-    CHECK_FALSE(is_valid_utf8("gar\xE7on"));  // Latin-1 byte
+    CHECK(first_control_character("garçon") == 0);
+    CHECK(first_control_character("a\x1b[31mred") == 0x1B);
+    CHECK(first_control_character("\xC2\x85") == 0x85);  // NEL, a C1 control
 }
 
 TEST_CASE("labels with non-ASCII letters stay aligned", "[render][utf8]") {

@@ -51,6 +51,7 @@ MatrixT<T> scale_scores(const MatrixT<T>& scores, Eigen::Index d_k) {
 // allowed(i, j) = (j ≤ i): position i sees itself and the positions before it.
 inline BoolMatrix causal_mask(Eigen::Index n) {
     BoolMatrix allowed(n, n);
+#pragma omp parallel for schedule(static)
     for (Eigen::Index i = 0; i < n; ++i)
         for (Eigen::Index j = 0; j < n; ++j) allowed(i, j) = j <= i;
     return allowed;
@@ -87,19 +88,25 @@ MatrixT<T> row_softmax(const MatrixT<T>& scores) {
 }
 
 // A(i, j) = S(i, j) / Σ_j S(i, j): the first normalisation the lecture shows. −∞ entries
-// count as 0. Returns the index of the first row whose sum is not positive, or -1.
+// count as 0. Returns the first row whose sum is not a finite positive number (it cannot
+// divide), or -1 when every row was normalised.
 template <typename T>
 Eigen::Index row_sum_normalize(const MatrixT<T>& scores, MatrixT<T>& weights) {
     weights = MatrixT<T>::Zero(scores.rows(), scores.cols());
+    Eigen::Index first_bad = scores.rows();
+#pragma omp parallel for schedule(static) reduction(min : first_bad)
     for (Eigen::Index i = 0; i < scores.rows(); ++i) {
         T sum = 0;
         for (Eigen::Index j = 0; j < scores.cols(); ++j)
             if (std::isfinite(scores(i, j))) sum += scores(i, j);
-        if (!(sum > 0)) return i;
+        if (!(sum > 0) || !std::isfinite(sum)) {
+            first_bad = std::min(first_bad, i);
+            continue;
+        }
         for (Eigen::Index j = 0; j < scores.cols(); ++j)
             if (std::isfinite(scores(i, j))) weights(i, j) = scores(i, j) / sum;
     }
-    return -1;
+    return first_bad == scores.rows() ? -1 : first_bad;
 }
 
 // Z = A·V. A: n_q×n_k weights, V: n_k×d_v values → n_q×d_v; z_i = Σ_j A(i, j)·v_j.

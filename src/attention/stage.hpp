@@ -50,6 +50,8 @@ struct Trace {
     WeightsOrigin weights = WeightsOrigin::none;
     std::uint64_t seed = 0;  // when weights are generated
     std::vector<Stage> stages;
+    // Things the learner should know about this run that no single stage shows (one line each).
+    std::vector<std::string> notes;
 
     const Stage* find(std::string_view name) const {
         for (const auto& stage : stages)

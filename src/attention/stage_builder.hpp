@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -56,16 +57,23 @@ public:
 
 private:
     void require_finite(const Stage& stage) const {
-        for (Eigen::Index r = 0; r < stage.data.rows(); ++r)
-            for (Eigen::Index c = 0; c < stage.data.cols(); ++c) {
-                const double value = stage.data(r, c);
-                if (std::isfinite(value) || stage.is_masked(r, c)) continue;
-                throw DataError(fmt::format(
-                    "{}: the {} stage overflows: the entry for \"{}\" (row {}) and \"{}\" "
-                    "(column {}) is {}, not a finite number; the input numbers are too large",
-                    trace_.origin, stage.name, stage.rows[static_cast<std::size_t>(r)], r + 1,
-                    stage.cols[static_cast<std::size_t>(c)], c + 1, value));
-            }
+        const Eigen::Index rows = stage.data.rows(), cols = stage.data.cols();
+        Eigen::Index first = rows * cols;  // the first bad entry in row-major order
+#pragma omp parallel for schedule(static) reduction(min : first)
+        for (Eigen::Index r = 0; r < rows; ++r)
+            for (Eigen::Index c = 0; c < cols; ++c)
+                if (!std::isfinite(stage.data(r, c)) && !stage.is_masked(r, c)) {
+                    first = std::min(first, r * cols + c);
+                    break;
+                }
+        if (first == rows * cols) return;
+        const Eigen::Index r = first / cols, c = first % cols;
+        const double value = stage.data(r, c);
+        throw DataError(fmt::format(
+            "{}: the {} stage overflows: the entry for \"{}\" (row {}) and \"{}\" (column {}) "
+            "is {}, not a finite number; the input numbers are too large",
+            trace_.origin, stage.name, stage.rows[static_cast<std::size_t>(r)], r + 1,
+            stage.cols[static_cast<std::size_t>(c)], c + 1, value));
     }
 
     Trace& trace_;

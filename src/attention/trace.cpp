@@ -26,8 +26,15 @@ Trace trace_problem(const Problem& problem, const TraceOptions& options) {
                 "{}: mode bahdanau needs a source and a target (\"source\" and \"target\" with "
                 "their states), but this input has one sentence; use mode plain, self or causal",
                 problem.origin));
-        if (options.mode == Mode::plain || !single->weights)
-            return trace_single(single->sequence, nullptr, options, problem.origin);
+        if (options.mode == Mode::plain && options.dim)
+            throw UsageError("--dim sets the size of generated weights, and plain mode has none");
+        if (options.mode == Mode::plain && single->weights) {
+            Trace t = trace_single(single->sequence, nullptr, options, problem.origin);
+            t.notes.push_back("the input's weights are not used: plain mode has no trainable "
+                              "weights (try --mode self)");
+            return t;
+        }
+        if (!single->weights) return trace_single(single->sequence, nullptr, options, problem.origin);
         if (options.dim) refuse_dim(fmt::format("d_k = {}", single->weights->query.cols()));
         return trace_single(single->sequence, &*single->weights, options, problem.origin);
     }

@@ -13,7 +13,7 @@ namespace attntrace {
 // `weights` stage with each row's sum. `scores_name` is the symbol of the input matrix in the
 // formula ("S''", "e"). Masked entries (−∞) get weight exactly 0.
 template <typename T>
-MatrixT<T> add_weights_stage(StageBuilder& stages, const Trace& trace, const MatrixT<T>& scores,
+MatrixT<T> add_weights_stage(StageBuilder& stages, Trace& trace, const MatrixT<T>& scores,
                              const BoolMatrix* mask, std::string_view weights_name,
                              std::string_view scores_name, std::string title_detail,
                              std::vector<std::string> rows, std::vector<std::string> cols) {
@@ -29,13 +29,16 @@ MatrixT<T> add_weights_stage(StageBuilder& stages, const Trace& trace, const Mat
                 [](T s) { return std::isfinite(s) ? s : T(0); });
             throw DataError(fmt::format(
                 "{}: cannot normalise by the sum: the scores of \"{}\" (row {}) sum to {}, not a "
-                "positive number; use --normalize softmax",
+                "finite positive number; use --normalize softmax",
                 trace.origin, rows[static_cast<std::size_t>(bad)], bad + 1,
                 static_cast<double>(finite.sum())));
         }
         title = "Attention weights: each row divided by its sum";
         formula = fmt::format("{} = {} / (row sum of {})", weights_name, scores_name, scores_name);
     }
+    if (trace.normalization == Normalization::sum && (weights.array() < 0).any())
+        trace.notes.push_back("some scores are negative, so dividing by the row sum gives negative "
+                        "weights; softmax (the default) always gives weights in [0, 1]");
     if (!title_detail.empty()) title += " — " + title_detail;
     Stage& stage = stages.add("weights", std::move(title), std::move(formula), std::move(rows),
                               std::move(cols), weights, mask);

@@ -23,6 +23,17 @@ void check_stage_names(const std::vector<std::string>& requested, Mode mode) {
 }  // namespace
 
 void run_trace(TraceRequest request, std::ostream& out) {
+    // Names no mode knows are refused before the input is read.
+    for (const auto& name : request.render.stages) {
+        bool known = false;
+        for (const Mode mode : {Mode::plain, Mode::bahdanau})
+            for (const auto& stage : stage_names(mode)) known = known || stage == name;
+        if (!known)
+            throw UsageError(fmt::format("--stage: no stage named \"{}\" (stages: {}; bahdanau "
+                                         "mode: {})",
+                                         name, fmt::join(stage_names(Mode::plain), ", "),
+                                         fmt::join(stage_names(Mode::bahdanau), ", ")));
+    }
     const InputText input = request.input_path ? read_input(*request.input_path)
                                                : example_input(request.example.value_or(
                                                      std::string(default_example)));

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <unordered_set>
+#include <vector>
 
 namespace attntrace {
 namespace {
@@ -59,35 +61,109 @@ std::string parse_reason(const std::string& what) {
     return colon == std::string::npos ? what : what.substr(colon + 2);
 }
 
+// Builds the document through nlohmann's DOM builder while keeping what that builder does not:
+// the JSON pointer of the current value (for duplicate keys, which nlohmann would silently
+// merge) and the exact position of a number beyond the double range.
+class LocatingBuilder {
+public:
+    LocatingBuilder(Json& root, std::string_view text, const std::string& origin)
+        : dom_(root), text_(text), origin_(origin) {}
+
+    bool null() { return value(), dom_.null(); }
+    bool boolean(bool b) { return value(), dom_.boolean(b); }
+    bool number_integer(Json::number_integer_t n) { return value(), dom_.number_integer(n); }
+    bool number_unsigned(Json::number_unsigned_t n) { return value(), dom_.number_unsigned(n); }
+    bool number_float(Json::number_float_t n, const std::string& text) {
+        return value(), dom_.number_float(n, text);
+    }
+    bool string(std::string& s) { return value(), dom_.string(s); }
+    bool binary(Json::binary_t& b) { return value(), dom_.binary(b); }
+    bool start_object(std::size_t n) {
+        value();
+        frames_.push_back({true, {}, {}, 0});
+        return dom_.start_object(n);
+    }
+    bool key(std::string& k) {
+        Frame& frame = frames_.back();
+        frame.current = k;
+        if (!frame.keys.insert(k).second)
+            throw DataError(fmt::format("{}: {}: duplicate key \"{}\": a key may appear once in an "
+                                        "object",
+                                        origin_, pointer(), printable(k)));
+        return dom_.key(k);
+    }
+    bool end_object() {
+        frames_.pop_back();
+        return dom_.end_object();
+    }
+    bool start_array(std::size_t n) {
+        value();
+        frames_.push_back({false, {}, {}, 0});
+        return dom_.start_array(n);
+    }
+    bool end_array() {
+        frames_.pop_back();
+        return dom_.end_array();
+    }
+    bool parse_error(std::size_t position, const std::string& token,
+                     const nlohmann::detail::exception& e) {
+        if (e.id == 406) {  // a number literal beyond the double range, such as 1e400
+            const auto where = locate(text_, position - std::min(position, token.size()));
+            throw DataError(fmt::format("{}:{}:{}: number out of range: {} does not fit a double",
+                                        origin_, where.line, where.column, printable(token)));
+        }
+        // position counts the bytes read, including the one the parser stopped at.
+        const auto where = locate(text_, position == 0 ? 0 : position - 1);
+        throw DataError(fmt::format("{}:{}:{}: invalid JSON: {}", origin_, where.line,
+                                    where.column, printable(parse_reason(e.what()), 120)));
+    }
+
+private:
+    struct Frame {
+        bool object = false;
+        std::unordered_set<std::string> keys;  // objects: the keys seen so far
+        std::string current;                   // objects: the key of the current value
+        std::size_t count = 0;                 // arrays: values seen so far
+    };
+
+    // Every value advances the index of the array it sits in.
+    void value() {
+        if (!frames_.empty() && !frames_.back().object) ++frames_.back().count;
+    }
+
+    std::string pointer() const {
+        std::string out;
+        for (const auto& frame : frames_)
+            out = frame.object ? pointer_child(out, frame.current)
+                               : pointer_child(out, frame.count - 1);
+        return show_pointer(out);
+    }
+
+    nlohmann::detail::json_sax_dom_parser<Json> dom_;
+    std::string_view text_;
+    const std::string& origin_;
+    std::vector<Frame> frames_;
+};
+
 }  // namespace
 
 Json parse_json(std::string_view text, const std::string& origin) {
     if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
         throw DataError(fmt::format("{}: empty input: expected a JSON object", origin));
+    if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
+        const auto where = locate(text, nul);
+        throw DataError(fmt::format("{}:{}:{}: invalid JSON: a NUL byte, which JSON text cannot contain", origin,
+                                    where.line, where.column));
+    }
     if (const auto at = too_deep_at(text); at != std::string_view::npos) {
         const auto where = locate(text, at);
         throw DataError(fmt::format("{}:{}:{}: JSON nested deeper than {} levels", origin,
                                     where.line, where.column, max_json_depth));
     }
-    try {
-        return Json::parse(text);
-    } catch (const Json::parse_error& e) {
-        // e.byte is 1-based: the byte the parser stopped at.
-        const auto where = locate(text, e.byte == 0 ? 0 : e.byte - 1);
-        throw DataError(fmt::format("{}:{}:{}: invalid JSON: {}", origin, where.line,
-                                    where.column, printable(parse_reason(e.what()), 120)));
-    } catch (const Json::out_of_range& e) {
-        // A number literal beyond the double range (1e400); nlohmann does not say where, so
-        // point at the literal it names.
-        const std::string what = e.what();
-        const auto quote = what.find('\'');
-        const auto literal = quote == std::string::npos
-                                 ? std::string()
-                                 : what.substr(quote + 1, what.rfind('\'') - quote - 1);
-        const auto where = locate(text, literal.empty() ? 0 : text.find(literal));
-        throw DataError(fmt::format("{}:{}:{}: number out of range: {} does not fit a double",
-                                    origin, where.line, where.column, printable(literal)));
-    }
+    Json doc;
+    LocatingBuilder builder(doc, text, origin);
+    Json::sax_parse(text.begin(), text.end(), &builder);
+    return doc;
 }
 
 std::string pointer_child(std::string_view pointer, std::string_view key) {

@@ -91,6 +91,20 @@ public:
         return value.get<std::string>();
     }
 
+    // A string shown in tables: one line, no control characters (the sentence may hold white
+    // space, which splitting removes).
+    std::string label(const Json& value, std::string_view pointer, bool allow_white_space) const {
+        std::string text = string(value, pointer);
+        if (allow_white_space)
+            for (char& c : text)
+                if (c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') c = ' ';
+        if (const char32_t c = first_control_character(text))
+            fail(pointer, fmt::format("control character U+{:04X} in the text: labels and "
+                                      "descriptions are printed, so they must be plain text",
+                                      static_cast<std::uint32_t>(c)));
+        return text;
+    }
+
 private:
     std::string origin_;
 };
@@ -214,7 +228,7 @@ Labels read_labels(const Reader& in, const Json& object, const std::string& poin
     if (has_sentence) {
         labels.pointer = pointer_child(pointer, "sentence");
         labels.from_sentence = true;
-        const auto sentence = in.string(object["sentence"], labels.pointer);
+        const auto sentence = in.label(object["sentence"], labels.pointer, true);
         labels.words = split_sentence(sentence);
         if (labels.words.empty()) in.fail(labels.pointer, "the sentence has no words");
         return labels;
@@ -225,7 +239,7 @@ Labels read_labels(const Reader& in, const Json& object, const std::string& poin
     if (tokens.empty()) in.fail(labels.pointer, "no tokens: the array is empty");
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         const auto token_pointer = pointer_child(labels.pointer, i);
-        auto text = in.string(tokens[i], token_pointer);
+        auto text = in.label(tokens[i], token_pointer, false);
         if (text.find_first_not_of(" \t\r\n") == std::string::npos)
             in.fail(token_pointer, "empty token: a token needs at least one visible character");
         labels.words.push_back({std::move(text), false});
@@ -392,9 +406,7 @@ Problem load_problem(std::string_view json_text, const std::string& origin) {
     Problem problem;
     problem.origin = origin;
     if (doc.contains("description")) {
-        problem.description = in.string(doc["description"], "/description");
-        if (problem.description.find('\n') != std::string::npos)
-            in.fail("/description", "the description is one line: it holds a line break");
+        problem.description = in.label(doc["description"], "/description", false);
     }
     if (doc.contains("mode")) {
         const auto name = in.string(doc["mode"], "/mode");

@@ -2,6 +2,7 @@
 
 #include "error.hpp"
 #include "input/examples.hpp"
+#include "input/json_text.hpp"
 
 #include <fmt/format.h>
 
@@ -19,6 +20,9 @@ std::string read_all(std::FILE* file, const std::string& origin) {
     char buffer[1 << 16];
     while (true) {
         const std::size_t n = std::fread(buffer, 1, sizeof buffer, file);
+        if (text.size() + n > max_input_bytes)
+            throw DataError(fmt::format("{}: input larger than {} MiB, the limit for one input",
+                                        origin, max_input_bytes >> 20));
         text.append(buffer, n);
         if (n < sizeof buffer) break;
     }
@@ -31,13 +35,15 @@ std::string read_all(std::FILE* file, const std::string& origin) {
 
 InputText read_input(const std::string& path) {
     if (path == "-") return {read_all(stdin, "<stdin>"), "<stdin>"};
+    // The path appears in messages and in JSON output: make it printable, valid UTF-8.
+    const std::string origin = printable(path, 4096);
     struct stat info {};
     if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
-        throw DataError(fmt::format("cannot read {}: it is a directory", path));
+        throw DataError(fmt::format("cannot read {}: it is a directory", origin));
     const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
                                                                &std::fclose);
-    if (!file) throw DataError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-    return {read_all(file.get(), path), path};
+    if (!file) throw DataError(fmt::format("cannot read {}: {}", origin, std::strerror(errno)));
+    return {read_all(file.get(), origin), origin};
 }
 
 InputText example_input(std::string_view name) {

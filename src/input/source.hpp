@@ -1,10 +1,14 @@
 // Where input text comes from: a file, standard input, or a built-in example.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace attntrace {
+
+// Larger inputs are refused before they exhaust memory.
+inline constexpr std::size_t max_input_bytes = std::size_t{1} << 30;  // 1 GiB
 
 struct InputText {
     std::string text;

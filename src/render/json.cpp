@@ -93,6 +93,8 @@ void render_json(const Trace& trace, const RenderOptions& options, std::ostream&
     append_json_string(out, trace.description);
     append(out, ",\n  \"weights\": ");
     append_weights_origin(out, trace);
+    append(out, ",\n  \"notes\": ");
+    append_json_string_array(out, trace.notes);
     if (trace.mode == Mode::bahdanau) {
         append(out, ",\n  \"score\": ");
         append_json_string(out, to_string(trace.score));

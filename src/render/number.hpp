@@ -11,9 +11,11 @@
 namespace attntrace {
 
 // Fixed-point with `digits` decimals; "-inf" for −∞; a value that rounds to zero is shown
-// without a minus sign ("-0.0000" would only confuse).
+// without a minus sign ("-0.0000" would only confuse). Magnitudes from 1e7 up switch to
+// scientific notation, so one huge entry cannot make a column hundreds of digits wide.
 inline std::string format_fixed(double value, int digits) {
     if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
+    if (std::abs(value) >= 1e7) return fmt::format("{:.{}e}", value, digits);
     std::string text = fmt::format("{:.{}f}", value, digits);
     if (text.front() == '-' && text.find_first_not_of("-0.") == std::string::npos) text.erase(0, 1);
     return text;

@@ -29,31 +29,31 @@ struct Column {
     }
 };
 
-// Which data columns fit beside the fixed ones: all of them, or the first and last few with
-// an ellipsis column between. Returns the kept column indices; -1 marks the ellipsis.
-std::vector<long> fit_columns(const std::vector<Column>& data, std::size_t fixed_width,
-                              std::size_t limit) {
-    std::vector<long> all(data.size());
-    for (std::size_t i = 0; i < data.size(); ++i) all[i] = static_cast<long>(i);
+// Which data columns fit beside the fixed ones: all, or the first `left` and the last
+// columns from `right` on, with an ellipsis column between them.
+struct ColumnWindow {
+    std::size_t left = 0;
+    std::size_t right = 0;
+    bool elided() const { return left < right; }
+};
+
+ColumnWindow fit_columns(const std::vector<Column>& data, std::size_t fixed_width, std::size_t limit) {
     std::size_t total = fixed_width;
     for (const auto& column : data) total += gap.size() + column.width;
-    if (limit == 0 || total <= limit) return all;
+    if (limit == 0 || total <= limit) return {data.size(), data.size()};
 
+    ColumnWindow window{0, data.size()};
     std::size_t used = fixed_width + gap.size() + 1;  // the ellipsis column
-    std::size_t left = 0, right = data.size();         // keep [0, left) and [right, n)
-    for (bool take_left = true; left < right; take_left = !take_left) {
-        const std::size_t next = take_left ? left : right - 1;
+    for (bool take_left = true; window.left < window.right; take_left = !take_left) {
+        const std::size_t next = take_left ? window.left : window.right - 1;
         const std::size_t need = gap.size() + data[next].width;
-        if (used + need > limit && left + (data.size() - right) > 0) break;
+        const bool kept_one = window.left > 0 || window.right < data.size();
+        if (used + need > limit && kept_one) break;
         used += need;
-        if (take_left) ++left;
-        else --right;
+        if (take_left) ++window.left;
+        else --window.right;
     }
-    std::vector<long> kept;
-    for (std::size_t i = 0; i < left; ++i) kept.push_back(static_cast<long>(i));
-    if (left < right) kept.push_back(-1);
-    for (std::size_t i = right; i < data.size(); ++i) kept.push_back(static_cast<long>(i));
-    return kept;
+    return window;
 }
 
 // A masked score is −∞; a masked weight is exactly 0, shown as "0" rather than rounded.
@@ -100,14 +100,19 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
         column.measure();
         fixed += gap.size() + column.width;
     }
-    const auto kept = fit_columns(data, fixed, options.width);
+    const ColumnWindow window = fit_columns(data, fixed, options.width);
 
     const auto write_row = [&](auto&& cell_of) {
         std::string line = labels.pad(cell_of(labels));
-        for (const long index : kept) {
+        for (std::size_t i = 0; i < data.size(); ++i) {
+            if (i == window.left && window.elided()) {
+                line += gap;
+                line += ellipsis;
+                i = window.right;
+                if (i == data.size()) break;
+            }
             line += gap;
-            line += index < 0 ? std::string(ellipsis) : data[static_cast<std::size_t>(index)].pad(
-                                                            cell_of(data[static_cast<std::size_t>(index)]));
+            line += data[i].pad(cell_of(data[i]));
         }
         for (const auto& column : extra) {
             line += gap;
@@ -135,13 +140,14 @@ void write_preamble(const Trace& trace, std::ostream& out) {
         trace.mode == Mode::bahdanau
             ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(),
                           trace.target_tokens.size())
-            : fmt::format("{} tokens", trace.tokens.size());
+            : fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
     const std::string mode = trace.mode == Mode::bahdanau
                                  ? fmt::format("bahdanau mode ({} score)", to_string(trace.score))
                                  : fmt::format("{} mode", to_string(trace.mode));
     out << fmt::format("attntrace · {} · {} · {} · {} · {}\n", mode, tokens, dims_text(trace),
                        to_string(trace.normalization), trace.origin);
     if (!trace.description.empty()) out << trace.description << '\n';
+    for (const auto& note : trace.notes) out << "note: " << note << '\n';
     if (trace.weights == WeightsOrigin::generated)
         out << fmt::format("weights: generated from seed {} (splitmix64), not learned: the "
                            "pattern shows the mechanics, not meaning; give your own under "

@@ -15,6 +15,7 @@ void write_stdout(std::string_view text) {
         const ssize_t n = ::write(STDOUT_FILENO, text.data(), text.size());
         if (n < 0) {
             if (errno == EINTR) continue;
+            if (errno == EPIPE) throw BrokenPipe{};
             throw DataError(fmt::format("cannot write output: {}", std::strerror(errno)));
         }
         text.remove_prefix(static_cast<std::size_t>(n));

@@ -6,8 +6,13 @@
 
 namespace attntrace {
 
-// Writes `text` to standard output and flushes. Throws DataError("cannot write output: …")
-// when the write fails (disk full, closed descriptor).
+// The reader of a pipe went away (EPIPE with SIGPIPE ignored): not an error of ours, so the
+// program ends quietly, like one killed by SIGPIPE.
+struct BrokenPipe {};
+inline constexpr int exit_broken_pipe = 141;  // 128 + SIGPIPE, what a shell shows either way
+
+// Writes `text` to standard output. Throws BrokenPipe when the reader has gone, and
+// DataError("cannot write output: …") when the write fails otherwise (disk full, bad fd).
 void write_stdout(std::string_view text);
 
 }  // namespace attntrace

@@ -85,13 +85,17 @@ char32_t fold(char32_t cp) {
 
 std::size_t utf8_sequence_length(std::string_view text) { return decode(text).length; }
 
-bool is_valid_utf8(std::string_view text) {
+char32_t first_control_character(std::string_view text) {
     for (std::size_t i = 0; i < text.size();) {
-        const auto n = decode(text.substr(i)).length;
-        if (n == 0) return false;
-        i += n;
+        const auto d = decode(text.substr(i));
+        if (d.length == 0) {
+            ++i;
+            continue;
+        }
+        if (d.code_point < 0x20 || in(d.code_point, 0x7F, 0x9F)) return d.code_point;
+        i += d.length;
     }
-    return true;
+    return 0;
 }
 
 std::size_t utf8_length(std::string_view text) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <csignal>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -71,6 +72,54 @@ Result run(const std::vector<std::string>& args, const std::string& input,
     Result result;
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     result.out = slurp(out_path);
+    result.err = slurp(err_path);
+    std::filesystem::remove_all(dir);
+    return result;
+}
+
+Result run_into_closed_pipe(const std::vector<std::string>& args, bool ignore_sigpipe) {
+    const std::string dir = make_temp_dir();
+    const std::string err_path = dir + "/stderr";
+    int fds[2];
+    if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
+    ::close(fds[0]);  // the reader is gone before the writer starts
+
+    std::vector<std::string> argv_storage{ATTNTRACE_BINARY};
+    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGPIPE);
+    struct sigaction old_action {};
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    if (ignore_sigpipe) {
+        ::sigaction(SIGPIPE, &ignore, &old_action);  // inherited through exec
+    } else {
+        posix_spawnattr_setsigdefault(&attributes, &signals);
+        posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
+    }
+    pid_t pid = 0;
+    const int spawned = posix_spawn(&pid, argv[0], &actions, &attributes, argv.data(), environ);
+    if (ignore_sigpipe) ::sigaction(SIGPIPE, &old_action, nullptr);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    ::close(fds[1]);
+    if (spawned != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(spawned));
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+    }
+    Result result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     result.err = slurp(err_path);
     std::filesystem::remove_all(dir);
     return result;

@@ -18,6 +18,11 @@ struct Result {
 Result run(const std::vector<std::string>& args, const std::string& input = "",
            const std::map<std::string, std::string>& env = {});
 
+// Runs attntrace with stdout a pipe whose reader has already gone. With `ignore_sigpipe`
+// the child inherits SIG_IGN for SIGPIPE (its writes fail with EPIPE); otherwise SIGPIPE
+// has its default action.
+Result run_into_closed_pipe(const std::vector<std::string>& args, bool ignore_sigpipe);
+
 // A file in a fresh temporary folder, removed with the object.
 class TempFile {
 public:

@@ -25,7 +25,13 @@ inline void require_trace(const nlohmann::json& doc) {
         REQUIRE(doc.at("tokens").is_array());
         for (const char* d : {"d_in", "d_k", "d_v"}) REQUIRE(doc.at("dims").contains(d));
     }
+    REQUIRE(doc.at("notes").is_array());
+    REQUIRE(doc.at("weights").at("source").is_string());
     REQUIRE(doc.at("stages").is_array());
+    // The masked and weights stages of causal mode carry the mask.
+    if (doc.at("mode") == "causal")
+        for (const auto& stage : doc.at("stages"))
+            if (stage.at("name") == "masked" || stage.at("name") == "weights") REQUIRE(stage.contains("allowed"));
     for (const auto& stage : doc.at("stages")) {
         INFO(stage.value("name", "?"));
         REQUIRE(stage.at("name").is_string());
@@ -40,14 +46,22 @@ inline void require_trace(const nlohmann::json& doc) {
         const auto& data = stage.at("data");
         REQUIRE(data.size() == rows);
         const bool has_mask = stage.contains("allowed");
+        const bool masks_scores = stage.at("name") == "masked";
+        const bool masks_weights = stage.at("name") == "weights";
+        if (has_mask) {
+            REQUIRE(stage.at("allowed").size() == rows);
+            REQUIRE((masks_scores || masks_weights));
+        }
         for (std::size_t r = 0; r < rows; ++r) {
             REQUIRE(data[r].size() == cols);
             for (std::size_t c = 0; c < cols; ++c) {
+                const bool hidden = has_mask && stage["allowed"][r][c] == false;
                 if (data[r][c].is_null()) {
-                    REQUIRE(has_mask);
-                    REQUIRE(stage["allowed"][r][c] == false);
+                    REQUIRE(hidden);  // null only where the mask hides
                 } else {
                     REQUIRE(data[r][c].is_number());
+                    REQUIRE(!(hidden && masks_scores));     // a hidden score is null
+                    if (hidden) REQUIRE(data[r][c] == 0);  // a hidden weight is exactly 0
                 }
             }
         }
