@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
     app.get_formatter()->column_width(28);
 
     TraceRequest request;
-    std::string mode_name, format_name = "table", normalize_name = "softmax", score_name = "additive";
+    std::string mode_name, format_name = "table", normalize_name = "softmax", score_name = "additive",
+                color_name = "auto";
     int threads = 0;
     long long dim = 0;
     int width = -1;
@@ -66,12 +67,20 @@ int main(int argc, char** argv) {
         ->excludes(app.get_option("INPUT"));
     app.add_option("-m,--mode", mode_name, "plain, self, causal or bahdanau (default: the input's mode, else plain)")
         ->check(CLI::IsMember({"plain", "self", "causal", "bahdanau"}));
-    app.add_option("-f,--format", format_name, "output format: table or json")
-        ->check(CLI::IsMember({"table", "json"}))
+    app.add_option("-f,--format", format_name, "output format: table, json, markdown or csv")
+        ->check(CLI::IsMember({"table", "json", "markdown", "csv"}))
         ->capture_default_str();
     app.add_option("-s,--stage", request.render.stages,
                    "show only these stages, comma-separated (e.g. scores,weights)")
         ->delimiter(',');
+    app.add_option("-q,--query", request.trace.query,
+                   "work through one query's arithmetic: a token as spelled, or a 1-based position");
+    app.add_flag("--explain", request.render.explain, "explain each stage before showing it");
+    app.add_option("--color", color_name, "shade scores and weights in tables: auto (a terminal, NO_COLOR unset), always, never")
+        ->check(CLI::IsMember({"auto", "always", "never"}))
+        ->capture_default_str();
+    app.add_flag("--check", request.check,
+                 "verify the trace (rows sum to 1, masked weights 0, context = weights·values, all finite) and print the verdict");
     app.add_option("--digits", request.render.digits, "decimals in tables")
         ->check(CLI::Range(0, 17))
         ->capture_default_str();
@@ -118,6 +127,7 @@ int main(int argc, char** argv) {
             if (!mode_name.empty()) request.mode = parse_mode(mode_name);
             request.render.format = *parse_format(format_name);
             request.render.width = width >= 0 ? static_cast<std::size_t>(width) : output_width();
+            request.render.color = color_name == "always" || (color_name == "auto" && color_wanted());
             request.trace.normalization = normalize_name == "sum" ? Normalization::sum : Normalization::softmax;
             if (dim > 0) request.trace.dim = dim;
             request.trace.score = score_name == "dot"       ? Score::dot

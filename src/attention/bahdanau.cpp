@@ -175,6 +175,8 @@ Trace trace_bahdanau(const EncoderDecoderInput& input, const TraceOptions& optio
         add_bahdanau_stages<float>(trace, input, options.score, w);
     else
         add_bahdanau_stages<double>(trace, input, options.score, w);
+    if (options.query)
+        trace.worked = work_through(trace, find_query_row(trace.target_tokens, *options.query), &w.additive);
     return trace;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "attention/types.hpp"
+#include "attention/worked.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -52,6 +53,7 @@ struct Trace {
     std::vector<Stage> stages;
     // Things the learner should know about this run that no single stage shows (one line each).
     std::vector<std::string> notes;
+    std::optional<WorkedExample> worked;  // --query: one row's arithmetic
 
     const Stage* find(std::string_view name) const {
         for (const auto& stage : stages)

@@ -160,6 +160,7 @@ Trace trace_single(const Sequence& sequence, const Projections* weights, const T
         add_single_sequence_stages<float>(trace, sequence, weights, options);
     else
         add_single_sequence_stages<double>(trace, sequence, weights, options);
+    if (options.query) trace.worked = work_through(trace, find_query_row(trace.tokens, *options.query), nullptr);
     return trace;
 }
 

@@ -18,6 +18,7 @@ struct TraceOptions {
     std::optional<Eigen::Index> dim;    // d_k = d_v (or d_a) of generated weights
     Dtype dtype = Dtype::float64;
     Score score = Score::additive;  // bahdanau mode only
+    std::optional<std::string> query;  // --query: work through this row (token or 1-based position)
 };
 
 // The mode the user meant: --mode, else the file's "mode", else the input's natural mode

@@ -1,5 +1,6 @@
 #include "commands/trace_command.hpp"
 
+#include "attention/check.hpp"
 #include "error.hpp"
 #include "input/examples.hpp"
 #include "input/load.hpp"
@@ -34,6 +35,8 @@ void run_trace(TraceRequest request, std::ostream& out) {
                                          name, fmt::join(stage_names(Mode::plain), ", "),
                                          fmt::join(stage_names(Mode::bahdanau), ", ")));
     }
+    if (request.render.format == Format::csv && (request.render.explain || request.trace.query))
+        throw UsageError("--explain and --query need room for text: use --format table, markdown or json");
     const InputText input = request.input_path ? read_input(*request.input_path)
                                                : example_input(request.example.value_or(
                                                      std::string(default_example)));
@@ -41,6 +44,12 @@ void run_trace(TraceRequest request, std::ostream& out) {
     request.trace.mode = resolve_mode(problem, request.mode);
     check_stage_names(request.render.stages, request.trace.mode);
     const Trace result = trace(problem, request.trace);
+    if (request.check) {
+        if (const auto failure = first_failed_check(result))
+            throw DataError(fmt::format("{}: check failed: {}", result.origin, *failure));
+        out << "all checks passed\n";
+        return;
+    }
     render(result, request.render, out);
 }
 

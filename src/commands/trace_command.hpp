@@ -16,6 +16,7 @@ struct TraceRequest {
     std::optional<Mode> mode;               // --mode; absent: the file's mode, else its natural one
     TraceOptions trace;                     // mode filled in from the above
     RenderOptions render;
+    bool check = false;                     // verify the trace's invariants instead of printing it
 };
 
 // Throws UsageError or DataError; writes nothing to `out` before the trace is complete.

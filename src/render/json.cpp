@@ -1,5 +1,6 @@
 // The JSON format (schema attntrace.trace/1, documented in docs/json-output.md): one
 // document; each stage's matrix as an array of rows; masked entries null; no NaN or Infinity.
+#include "render/explain.hpp"
 #include "render/json_writer.hpp"
 #include "render/number.hpp"
 #include "render/render.hpp"
@@ -38,13 +39,127 @@ void append_allowed(Buffer& out, const BoolMatrix& allowed) {
     append(out, "\n      ]");
 }
 
-void append_stage(Buffer& out, const Stage& stage, Dtype dtype) {
+void append_numbers(Buffer& out, const std::vector<double>& values, Dtype dtype) {
+    append(out, "[");
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (i > 0) append(out, ", ");
+        if (std::isfinite(values[i])) append_exact(out, values[i], dtype);
+        else append(out, "null");  // an excluded (masked) entry
+    }
+    append(out, "]");
+}
+
+void append_labelled(Buffer& out, const std::vector<LabelledVector>& vectors, Dtype dtype) {
+    append(out, "[");
+    for (std::size_t i = 0; i < vectors.size(); ++i) {
+        append(out, i > 0 ? ", {\"label\": " : "{\"label\": ");
+        append_json_string(out, vectors[i].label);
+        append(out, ", \"values\": ");
+        append_numbers(out, vectors[i].values, dtype);
+        append(out, "}");
+    }
+    append(out, "]");
+}
+
+// The worked example (--query) as structured numbers: docs/json-output.md.
+void append_worked(Buffer& out, const WorkedExample& w, Dtype dtype) {
+    const auto field = [&](std::string_view name) { fmt::format_to(std::back_inserter(out), ",\n    \"{}\": ", name); };
+    append(out, "{\n    \"query\": ");
+    append_json_string(out, w.query);
+    fmt::format_to(std::back_inserter(out), ",\n    \"position\": {}", w.row + 1);
+    field("keys");
+    append_json_string_array(out, w.keys);
+    field("inputs");
+    append_labelled(out, w.inputs, dtype);
+    if (!w.additive.empty()) {
+        field("v_a");
+        append_numbers(out, w.v_a, dtype);
+        field("additive_scores");
+        append(out, "[");
+        for (std::size_t j = 0; j < w.additive.size(); ++j) {
+            const auto& a = w.additive[j];
+            append(out, j > 0 ? ",\n      {\"key\": " : "\n      {\"key\": ");
+            append_json_string(out, a.key);
+            append(out, ", \"projected_key\": ");
+            append_numbers(out, a.projected_key, dtype);
+            append(out, ", \"sum\": ");
+            append_numbers(out, a.sum, dtype);
+            append(out, ", \"tanh\": ");
+            append_numbers(out, a.features, dtype);
+            append(out, ", \"score\": ");
+            append_exact(out, a.value, dtype);
+            append(out, "}");
+        }
+        append(out, "\n    ]");
+    } else {
+        field("dot_scores");
+        append(out, "[");
+        for (std::size_t j = 0; j < w.dots.size(); ++j) {
+            const auto& d = w.dots[j];
+            append(out, j > 0 ? ",\n      {\"key\": " : "\n      {\"key\": ");
+            append_json_string(out, d.key);
+            append(out, ", \"query_vector\": ");
+            append_numbers(out, d.query, dtype);
+            append(out, ", \"key_vector\": ");
+            append_numbers(out, d.key_vector, dtype);
+            append(out, ", \"score\": ");
+            append_exact(out, d.value, dtype);
+            append(out, "}");
+        }
+        append(out, "\n    ]");
+    }
+    field("d_k");
+    if (w.d_k) fmt::format_to(std::back_inserter(out), "{}", *w.d_k);
+    else append(out, "null");
+    field("scaled");
+    append_numbers(out, w.scaled, dtype);
+    field("mask");
+    if (w.allowed.empty()) {
+        append(out, "null");
+    } else {
+        append(out, "{\"allowed\": [");
+        for (std::size_t j = 0; j < w.allowed.size(); ++j) append(out, j > 0 ? (w.allowed[j] ? ", true" : ", false") : (w.allowed[j] ? "true" : "false"));
+        append(out, "], \"reason\": ");
+        append_json_string(out, w.mask_reason);
+        append(out, "}");
+    }
+    field("normalize");
+    append_json_string(out, to_string(w.normalization));
+    if (w.normalization == Normalization::softmax) {
+        field("max");
+        append_exact(out, w.max, dtype);
+        field("shifted");
+        append_numbers(out, w.shifted, dtype);
+        field("exp");
+        append_numbers(out, w.exps, dtype);
+    }
+    field("sum");
+    append_exact(out, w.sum, dtype);
+    field("weights");
+    append_numbers(out, w.weights, dtype);
+    if (!w.zeroed_then_renormalised.empty()) {
+        field("zeroed_then_renormalised");
+        append_numbers(out, w.zeroed_then_renormalised, dtype);
+    }
+    field("values");
+    append_labelled(out, w.values, dtype);
+    field("context");
+    append_numbers(out, w.context, dtype);
+    append(out, "\n  }");
+}
+
+void append_stage(Buffer& out, const Trace& trace, const Stage& stage, const RenderOptions& options) {
+    const Dtype dtype = trace.dtype;
     append(out, "    {\n      \"name\": ");
     append_json_string(out, stage.name);
     append(out, ",\n      \"title\": ");
     append_json_string(out, stage.title);
     append(out, ",\n      \"formula\": ");
     append_json_string(out, stage.formula);
+    if (options.explain) {
+        append(out, ",\n      \"explanation\": ");
+        append_json_string_array(out, explanation(trace, stage));
+    }
     fmt::format_to(std::back_inserter(out), ",\n      \"applied\": {}", stage.applied);
     if (!stage.applied) {
         append(out, ",\n      \"reason\": ");
@@ -117,12 +232,17 @@ void render_json(const Trace& trace, const RenderOptions& options, std::ostream&
     for (const Stage* stage : selected_stages(trace, options)) {
         append(out, first ? "\n" : ",\n");
         first = false;
-        append_stage(out, *stage, trace.dtype);
+        append_stage(out, trace, *stage, options);
         // Flush stage by stage so a large trace never holds two copies of its text.
         os.write(out.data(), static_cast<std::streamsize>(out.size()));
         out.clear();
     }
-    append(out, first ? "]\n}\n" : "\n  ]\n}\n");
+    append(out, first ? "]" : "\n  ]");
+    if (trace.worked) {
+        append(out, ",\n  \"worked\": ");
+        append_worked(out, *trace.worked, trace.dtype);
+    }
+    append(out, "\n}\n");
     os.write(out.data(), static_cast<std::streamsize>(out.size()));
 }
 

@@ -21,6 +21,17 @@ inline std::string format_fixed(double value, int digits) {
     return text;
 }
 
+// As format_fixed, without trailing zeros: 0.55 rather than 0.5500 (for worked arithmetic,
+// where inputs such as 0.55 should read as they were written).
+inline std::string format_compact(double value, int digits) {
+    std::string text = format_fixed(value, digits);
+    if (text.find('.') == std::string::npos || text.find('e') != std::string::npos) return text;
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+    if (text == "-0") text = "0";
+    return text;
+}
+
 // The shortest text that reads back as the same number: of a double for float64 traces, of
 // a float for float32 traces (whose values are floats widened to double).
 template <typename Out>

@@ -8,9 +8,11 @@
 
 namespace attntrace {
 namespace {
-constexpr std::array<std::pair<Format, std::string_view>, 2> format_table{{
+constexpr std::array<std::pair<Format, std::string_view>, 4> format_table{{
     {Format::table, "table"},
     {Format::json, "json"},
+    {Format::markdown, "markdown"},
+    {Format::csv, "csv"},
 }};
 }  // namespace
 
@@ -54,6 +56,8 @@ void render(const Trace& trace, const RenderOptions& options, std::ostream& out)
     switch (options.format) {
     case Format::table: render_table(trace, options, out); return;
     case Format::json: render_json(trace, options, out); return;
+    case Format::markdown: render_markdown(trace, options, out); return;
+    case Format::csv: render_csv(trace, options, out); return;
     }
 }
 

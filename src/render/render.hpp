@@ -13,7 +13,7 @@
 
 namespace attntrace {
 
-enum class Format { table, json };
+enum class Format { table, json, markdown, csv };
 
 std::string_view to_string(Format format);
 std::optional<Format> parse_format(std::string_view text);
@@ -24,6 +24,8 @@ struct RenderOptions {
     int digits = 4;                   // decimals in tables
     std::size_t width = 0;            // terminal columns for tables; 0: no limit
     std::vector<std::string> stages;  // names to show, empty: all
+    bool color = false;               // tables: shade scores and weights (ANSI 256 colours)
+    bool explain = false;             // a few sentences and the shapes before each stage
 };
 
 void render(const Trace& trace, const RenderOptions& options, std::ostream& out);
@@ -37,5 +39,7 @@ std::vector<std::string> stage_names(Mode mode);
 // The per-format renderers (render/<format>.cpp).
 void render_table(const Trace& trace, const RenderOptions& options, std::ostream& out);
 void render_json(const Trace& trace, const RenderOptions& options, std::ostream& out);
+void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out);
+void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& out);
 
 }  // namespace attntrace

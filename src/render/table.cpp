@@ -1,11 +1,16 @@
-// The terminal format: per stage a heading and an aligned table with token labels.
+// The terminal format: per stage a heading and an aligned table with token labels. With
+// colour on, score and weight cells are shaded by value and a legend follows the table.
+#include "render/cells.hpp"
+#include "render/explain.hpp"
 #include "render/number.hpp"
 #include "render/render.hpp"
 #include "render/text.hpp"
+#include "render/worked_text.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace attntrace {
 namespace {
@@ -13,6 +18,47 @@ namespace {
 constexpr std::size_t max_label_width = 24;
 constexpr std::string_view gap = "  ";
 constexpr std::string_view ellipsis = "…";
+
+// Shading: backgrounds from the xterm 256-colour cube, white to dark blue. Light cells get
+// black text, dark cells white text.
+struct Shade {
+    int background;
+    int foreground;
+};
+constexpr Shade shades[] = {{231, 16}, {189, 16}, {147, 16}, {105, 16},
+                            {63, 231}, {21, 231}, {19, 231}, {17, 231}};
+constexpr int shade_count = static_cast<int>(std::size(shades));
+
+// Value range of the finite entries of a stage (masked −∞ excluded).
+struct Range {
+    double low = 0, high = 0;
+};
+
+Range finite_range(const Stage& stage) {
+    Range range{INFINITY, -INFINITY};
+    for (Eigen::Index r = 0; r < stage.row_count(); ++r)
+        for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+            if (!stage.is_masked(r, c)) {
+                range.low = std::min(range.low, stage.data(r, c));
+                range.high = std::max(range.high, stage.data(r, c));
+            }
+    return range;
+}
+
+int shade_level(double value, Range range) {
+    if (!(range.high > range.low)) return 0;
+    const double t = (value - range.low) / (range.high - range.low);
+    return std::clamp(static_cast<int>(t * shade_count), 0, shade_count - 1);
+}
+
+std::string painted(std::string_view text, Shade shade) {
+    return fmt::format("\x1b[48;5;{}m\x1b[38;5;{}m{}\x1b[0m", shade.background, shade.foreground, text);
+}
+
+bool is_shaded(const Stage& stage) {
+    return stage.name == "scores" || stage.name == "scaled" || stage.name == "masked" ||
+           stage.name == "weights";
+}
 
 struct Column {
     std::string header;
@@ -56,53 +102,29 @@ ColumnWindow fit_columns(const std::vector<Column>& data, std::size_t fixed_widt
     return window;
 }
 
-// A masked score is −∞; a masked weight is exactly 0, shown as "0" rather than rounded.
-std::string masked_cell(const Stage& stage, Eigen::Index r, Eigen::Index c, int digits) {
-    if (stage.is_masked(r, c) && stage.data(r, c) == 0) return "0";
-    return format_fixed(stage.data(r, c), digits);
-}
-
-std::vector<std::string> fitted_labels(const std::vector<std::string>& labels) {
-    std::vector<std::string> out;
-    for (const auto& label : labels) out.push_back(fit_width(label, max_label_width));
-    return out;
-}
-
 void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream& out) {
-    const auto rows = fitted_labels(stage.rows);
-    const auto cols = fitted_labels(stage.cols);
-
-    Column labels{"", rows, true};
-    std::vector<Column> data;
-    for (Eigen::Index c = 0; c < stage.col_count(); ++c) {
-        Column column{cols[static_cast<std::size_t>(c)], {}, false};
-        for (Eigen::Index r = 0; r < stage.row_count(); ++r)
-            column.cells.push_back(masked_cell(stage, r, c, options.digits));
-        data.push_back(std::move(column));
-    }
-    // The weights stage adds each row's sum and the key it weighs most.
-    std::vector<Column> extra;
-    if (stage.row_sums) {
-        Column sums{"Σ", {}, false};
-        for (Eigen::Index r = 0; r < stage.row_count(); ++r)
-            sums.cells.push_back(format_fixed((*stage.row_sums)(r), options.digits));
-        extra.push_back(std::move(sums));
-    }
-    if (!stage.strongest.empty()) {
-        Column strongest{"strongest", {}, true};
-        for (const auto c : stage.strongest) strongest.cells.push_back(cols[static_cast<std::size_t>(c)]);
-        extra.push_back(std::move(strongest));
+    const StageText text = stage_text(stage, options.digits);
+    Column labels{"", {}, true};
+    for (const auto& label : text.row_labels) labels.cells.push_back(fit_width(label, max_label_width));
+    std::vector<Column> data, extra;
+    for (std::size_t c = 0; c < text.header.size(); ++c) {
+        Column column{fit_width(text.header[c], max_label_width), {}, c >= text.data_columns && text.header[c] == "strongest"};
+        for (const auto& row : text.rows) column.cells.push_back(fit_width(row[c], max_label_width));
+        column.measure();
+        (c < text.data_columns ? data : extra).push_back(std::move(column));
     }
     labels.measure();
-    for (auto& column : data) column.measure();
     std::size_t fixed = labels.width;
-    for (auto& column : extra) {
-        column.measure();
-        fixed += gap.size() + column.width;
-    }
+    for (const auto& column : extra) fixed += gap.size() + column.width;
     const ColumnWindow window = fit_columns(data, fixed, options.width);
 
-    const auto write_row = [&](auto&& cell_of) {
+    const bool shade = options.color && is_shaded(stage);
+    const Range range = shade ? finite_range(stage) : Range{};
+    // row < 0: the header line.
+    const auto write_row = [&](long row) {
+        const auto cell_of = [row](const Column& column) -> const std::string& {
+            return row < 0 ? column.header : column.cells[static_cast<std::size_t>(row)];
+        };
         std::string line = labels.pad(cell_of(labels));
         for (std::size_t i = 0; i < data.size(); ++i) {
             if (i == window.left && window.elided()) {
@@ -112,7 +134,12 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
                 if (i == data.size()) break;
             }
             line += gap;
-            line += data[i].pad(cell_of(data[i]));
+            const std::string cell = data[i].pad(cell_of(data[i]));
+            const auto r = static_cast<Eigen::Index>(row), c = static_cast<Eigen::Index>(i);
+            if (shade && row >= 0 && !stage.is_masked(r, c))
+                line += painted(cell, shades[shade_level(stage.data(r, c), range)]);
+            else
+                line += cell;
         }
         for (const auto& column : extra) {
             line += gap;
@@ -121,9 +148,16 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
         while (!line.empty() && line.back() == ' ') line.pop_back();
         out << line << '\n';
     };
-    write_row([](const Column& column) -> const std::string& { return column.header; });
-    for (std::size_t r = 0; r < rows.size(); ++r)
-        write_row([r](const Column& column) -> const std::string& { return column.cells[r]; });
+    for (long row = -1; row < static_cast<long>(text.rows.size()); ++row) write_row(row);
+
+    if (shade && range.high > range.low) {
+        std::string legend = "shading:";
+        for (int level = 0; level < shade_count; ++level) {
+            const double from = range.low + (range.high - range.low) * level / shade_count;
+            legend += fmt::format(" {}", painted(fmt::format(" {} ", format_fixed(from, options.digits)), shades[level]));
+        }
+        out << legend << fmt::format("  (up to {})\n", format_fixed(range.high, options.digits));
+    }
 }
 
 std::string dims_text(const Trace& trace) {
@@ -164,6 +198,8 @@ void render_table(const Trace& trace, const RenderOptions& options, std::ostream
     for (const Stage* stage : selected_stages(trace, options)) {
         if (!first) out << '\n';
         first = false;
+        if (options.explain)
+            for (const auto& line : explanation(trace, *stage)) out << "  " << line << '\n';
         out << fmt::format("{} · {}×{} · {}{}\n", stage->name, stage->row_count(),
                            stage->col_count(), stage->formula,
                            stage->applied ? "" : " · not applied");
@@ -173,6 +209,10 @@ void render_table(const Trace& trace, const RenderOptions& options, std::ostream
         }
         out << stage->title << '\n';
         write_matrix(*stage, options, out);
+    }
+    if (trace.worked) {
+        out << '\n';
+        for (const auto& line : worked_lines(*trace.worked, options.digits)) out << line << '\n';
     }
 }
 

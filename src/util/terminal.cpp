@@ -10,6 +10,11 @@ namespace attntrace {
 
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
 
+bool color_wanted() {
+    const char* no_color = std::getenv("NO_COLOR");
+    return stdout_is_terminal() && (no_color == nullptr || *no_color == '\0');
+}
+
 std::size_t output_width() {
     if (stdout_is_terminal()) {
         winsize size{};

@@ -7,6 +7,9 @@ namespace attntrace {
 
 bool stdout_is_terminal();
 
+// --color auto: colour when stdout is a terminal and NO_COLOR is unset or empty (no-color.org).
+bool color_wanted();
+
 // Columns for tables: the terminal's width when stdout is one, else $COLUMNS when set,
 // else 0 (no limit: a pipe or a file gets whole tables).
 std::size_t output_width();

@@ -1,0 +1,160 @@
+#include "attention/worked.hpp"
+
+#include "attention/stage.hpp"
+#include "error.hpp"
+#include "input/problem.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace attntrace {
+namespace {
+
+std::vector<double> row_of(const Stage& stage, Eigen::Index row) {
+    const auto r = stage.data.row(row);
+    return {r.begin(), r.end()};
+}
+
+std::vector<LabelledVector> labelled_rows(const Stage& stage, std::string_view symbol) {
+    std::vector<LabelledVector> out;
+    for (Eigen::Index j = 0; j < stage.row_count(); ++j)
+        out.push_back({fmt::format("{}_{}", symbol, stage.rows[static_cast<std::size_t>(j)]), row_of(stage, j)});
+    return out;
+}
+
+// Softmax written out over the visible entries of `scores`, and the other way to mask:
+// softmax over every entry of `unmasked`, zero the hidden ones, divide by what is left.
+void work_normalisation(WorkedExample& w, const std::vector<double>& scores,
+                        const std::vector<double>& unmasked) {
+    const auto visible = [&](std::size_t j) { return w.allowed.empty() || w.allowed[j]; };
+    const std::size_t n = scores.size();
+    if (w.normalization == Normalization::sum) {
+        w.sum = 0;
+        for (std::size_t j = 0; j < n; ++j)
+            if (visible(j)) w.sum += scores[j];
+        return;
+    }
+    w.max = -std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < n; ++j)
+        if (visible(j)) w.max = std::max(w.max, scores[j]);
+    w.shifted.assign(n, -std::numeric_limits<double>::infinity());
+    w.exps.assign(n, 0.0);
+    w.sum = 0;
+    for (std::size_t j = 0; j < n; ++j)
+        if (visible(j)) {
+            w.shifted[j] = scores[j] - w.max;
+            w.exps[j] = std::exp(w.shifted[j]);
+            w.sum += w.exps[j];
+        }
+    if (w.allowed.empty()) return;
+    double all_max = -std::numeric_limits<double>::infinity(), all_sum = 0, kept = 0;
+    for (const double s : unmasked) all_max = std::max(all_max, s);
+    std::vector<double> all(n);
+    for (std::size_t j = 0; j < n; ++j) all_sum += all[j] = std::exp(unmasked[j] - all_max);
+    for (std::size_t j = 0; j < n; ++j) kept += visible(j) ? all[j] / all_sum : 0.0;
+    w.zeroed_then_renormalised.assign(n, 0.0);
+    if (kept > 0)
+        for (std::size_t j = 0; j < n; ++j)
+            if (visible(j)) w.zeroed_then_renormalised[j] = all[j] / all_sum / kept;
+}
+
+void work_single(WorkedExample& w, const Trace& trace) {
+    const Eigen::Index i = w.row;
+    const bool plain = trace.mode == Mode::plain;
+    const Stage& keys = *trace.find("keys");
+    const Stage& queries = *trace.find("queries");
+    w.inputs.push_back({fmt::format("x_{}", w.query), row_of(*trace.find("inputs"), i)});
+    if (!plain) w.inputs.push_back({fmt::format("q_{} = x_{}·W_q", w.query, w.query), row_of(queries, i)});
+    for (Eigen::Index j = 0; j < keys.row_count(); ++j)
+        w.dots.push_back({w.keys[static_cast<std::size_t>(j)], row_of(queries, i), row_of(keys, j),
+                          trace.find("scores")->data(i, j)});
+    if (!plain) w.d_k = queries.col_count();
+    w.scaled = row_of(*trace.find("scaled"), i);
+    const Stage& masked = *trace.find("masked");
+    if (masked.applied) {
+        const auto allowed = masked.allowed->row(i);
+        w.allowed.assign(allowed.begin(), allowed.end());
+        w.mask_reason = "they come after it, and a causal model must not see the future";
+    }
+    work_normalisation(w, row_of(masked, i), w.scaled);
+    w.values = labelled_rows(*trace.find("values"), plain ? "x" : "v");
+}
+
+void work_bahdanau(WorkedExample& w, const Trace& trace, const AdditiveWeights* additive) {
+    const Eigen::Index t = w.row;
+    const Stage& decoder = *trace.find("decoder_states");
+    const Stage& encoder = *trace.find("encoder_states");
+    const Stage& projected_decoder = *trace.find("projected_decoder");
+    const Stage& scores = *trace.find("scores");
+    w.inputs.push_back({fmt::format("s_{}", w.query), row_of(decoder, t)});
+    switch (trace.score) {
+    case Score::additive: {
+        w.inputs.push_back({fmt::format("s_{}·W_a", w.query), row_of(projected_decoder, t)});
+        const Stage& projected_encoder = *trace.find("projected_encoder");
+        const auto v = additive->v_a;
+        w.v_a.assign(v.begin(), v.end());
+        for (Eigen::Index j = 0; j < encoder.row_count(); ++j) {
+            WorkedAdditive a{w.keys[static_cast<std::size_t>(j)], row_of(projected_encoder, j), {}, {}, scores.data(t, j)};
+            for (std::size_t k = 0; k < a.projected_key.size(); ++k) {
+                a.sum.push_back(w.inputs.back().values[k] + a.projected_key[k]);
+                a.features.push_back(std::tanh(a.sum.back()));
+            }
+            w.additive.push_back(std::move(a));
+        }
+        break;
+    }
+    case Score::dot:
+    case Score::general:
+        if (trace.score == Score::general)
+            w.inputs.push_back({fmt::format("s_{}·W", w.query), row_of(projected_decoder, t)});
+        for (Eigen::Index j = 0; j < encoder.row_count(); ++j)
+            w.dots.push_back({w.keys[static_cast<std::size_t>(j)], w.inputs.back().values,
+                              row_of(encoder, j), scores.data(t, j)});
+        break;
+    }
+    w.scaled = row_of(scores, t);
+    const Stage& masked = *trace.find("masked");
+    if (masked.applied) {
+        const auto allowed = masked.allowed->row(t);
+        w.allowed.assign(allowed.begin(), allowed.end());
+        w.mask_reason = "source.mask hides them";
+    }
+    work_normalisation(w, row_of(masked, t), w.scaled);
+    w.values = labelled_rows(encoder, "h");
+}
+
+}  // namespace
+
+WorkedExample work_through(const Trace& trace, Eigen::Index row, const AdditiveWeights* additive) {
+    WorkedExample w;
+    w.mode = trace.mode;
+    w.score = trace.score;
+    w.normalization = trace.normalization;
+    w.row = row;
+    const Stage& weights = *trace.find("weights");
+    w.query = weights.rows[static_cast<std::size_t>(row)];
+    w.keys = weights.cols;
+    if (trace.mode == Mode::bahdanau) work_bahdanau(w, trace, additive);
+    else work_single(w, trace);
+    w.weights = row_of(weights, row);
+    w.context = row_of(*trace.find("context"), row);
+    return w;
+}
+
+Eigen::Index find_query_row(const std::vector<std::string>& tokens, const std::string& spec) {
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+        if (tokens[i] == spec) return static_cast<Eigen::Index>(i);
+    std::size_t position = 0;
+    const char* end = spec.data() + spec.size();
+    if (const auto [stop, error] = std::from_chars(spec.data(), end, position);
+        error == std::errc() && stop == end && position >= 1 && position <= tokens.size())
+        return static_cast<Eigen::Index>(position - 1);
+    throw UsageError(fmt::format("--query: \"{}\" is neither a token nor a position from 1 to {} "
+                                 "(tokens: {})",
+                                 spec, tokens.size(), fmt::join(tokens, ", ")));
+}
+
+}  // namespace attntrace

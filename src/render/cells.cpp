@@ -1,0 +1,34 @@
+#include "render/cells.hpp"
+
+#include "render/number.hpp"
+
+namespace attntrace {
+namespace {
+
+// A masked score is −∞; a masked weight is exactly 0, shown as "0" rather than rounded.
+std::string cell(const Stage& stage, Eigen::Index r, Eigen::Index c, int digits) {
+    if (stage.is_masked(r, c) && stage.data(r, c) == 0) return "0";
+    return format_fixed(stage.data(r, c), digits);
+}
+
+}  // namespace
+
+StageText stage_text(const Stage& stage, int digits) {
+    StageText text;
+    text.header = stage.cols;
+    text.row_labels = stage.rows;
+    text.data_columns = stage.cols.size();
+    if (stage.row_sums) text.header.push_back("Σ");
+    if (!stage.strongest.empty()) text.header.push_back("strongest");
+    for (Eigen::Index r = 0; r < stage.row_count(); ++r) {
+        std::vector<std::string> row;
+        for (Eigen::Index c = 0; c < stage.col_count(); ++c) row.push_back(cell(stage, r, c, digits));
+        if (stage.row_sums) row.push_back(format_fixed((*stage.row_sums)(r), digits));
+        if (!stage.strongest.empty())
+            row.push_back(stage.cols[static_cast<std::size_t>(stage.strongest[static_cast<std::size_t>(r)])]);
+        text.rows.push_back(std::move(row));
+    }
+    return text;
+}
+
+}  // namespace attntrace

@@ -1,0 +1,49 @@
+// The CSV format (docs/output-formats.md): one block per stage, blocks separated by an empty
+// line. A block: `stage,NAME`, `formula,…`, `applied,true|false[,reason]`, then for an applied
+// stage a header row (`row`, then the column labels) and one row per query. Numbers are rounded
+// to --digits; a masked score is -inf. Fields are quoted as RFC 4180 says; lines end in \n.
+#include "render/cells.hpp"
+#include "render/render.hpp"
+
+#include <ostream>
+
+namespace attntrace {
+namespace {
+
+std::string field(std::string_view text) {
+    if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+    std::string out = "\"";
+    for (const char c : text) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    return out + '"';
+}
+
+void write_row(std::ostream& out, std::string_view first, const std::vector<std::string>& rest) {
+    out << field(first);
+    for (const auto& item : rest) out << ',' << field(item);
+    out << '\n';
+}
+
+}  // namespace
+
+void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& out) {
+    bool first = true;
+    for (const Stage* stage : selected_stages(trace, options)) {
+        if (!first) out << '\n';
+        first = false;
+        write_row(out, "stage", {stage->name});
+        write_row(out, "formula", {stage->formula});
+        if (!stage->applied) {
+            write_row(out, "applied", {"false", stage->reason});
+            continue;
+        }
+        write_row(out, "applied", {"true"});
+        const StageText text = stage_text(*stage, options.digits);
+        write_row(out, "row", text.header);
+        for (std::size_t r = 0; r < text.rows.size(); ++r) write_row(out, text.row_labels[r], text.rows[r]);
+    }
+}
+
+}  // namespace attntrace

@@ -1,0 +1,14 @@
+// --explain: a few sentences before each stage saying what it does and why, ending with the
+// formula and its shapes, e.g. "S = Q·Kᵀ: (6×2)·(2×6) → 6×6".
+#pragma once
+
+#include "attention/stage.hpp"
+
+#include <string>
+#include <vector>
+
+namespace attntrace {
+
+std::vector<std::string> explanation(const Trace& trace, const Stage& stage);
+
+}  // namespace attntrace

@@ -1,0 +1,160 @@
+#include "render/worked_text.hpp"
+
+#include "render/number.hpp"
+#include "render/text.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attntrace {
+namespace {
+
+class Writer {
+public:
+    explicit Writer(int digits) : digits_(digits) {}
+
+    std::string number(double value) const { return format_compact(value, digits_); }
+
+    std::string vector(const std::vector<double>& values) const {
+        std::string out = "[";
+        for (std::size_t k = 0; k < values.size(); ++k) out += (k ? ", " : "") + number(values[k]);
+        return out + "]";
+    }
+
+    // "a₁×b₁ + a₂×b₂ + …"; negative factors in parentheses so the signs read clearly.
+    std::string products(const std::vector<double>& a, const std::vector<double>& b) const {
+        std::string out;
+        for (std::size_t k = 0; k < a.size(); ++k)
+            out += fmt::format("{}{}×{}", k ? " + " : "", factor(a[k]), factor(b[k]));
+        return out;
+    }
+
+    std::string factor(double value) const {
+        const std::string text = number(value);
+        return text.front() == '-' ? "(" + text + ")" : text;
+    }
+
+    void line(std::string text) { lines_.push_back(std::move(text)); }
+    std::vector<std::string> take() { return std::move(lines_); }
+
+private:
+    int digits_;
+    std::vector<std::string> lines_;
+};
+
+// Labels padded to one width so the "=" signs line up.
+std::size_t widest(const std::vector<std::string>& labels) {
+    std::size_t width = 0;
+    for (const auto& label : labels) width = std::max(width, display_width(label));
+    return width;
+}
+
+void write_scores(Writer& out, const WorkedExample& w) {
+    const bool additive = !w.additive.empty();
+    std::vector<std::string> names;
+    for (const auto& key : w.keys) names.push_back(fmt::format("{}·{}", w.query, key));
+    const std::size_t width = widest(names);
+    if (additive) {
+        out.line(fmt::format("scores: e = v_a · tanh(s·W_a + h_j·U_a), with v_a = {}", out.vector(w.v_a)));
+        for (const auto& a : w.additive) {
+            out.line(fmt::format("  {}: h·U_a = {}; tanh(s·W_a + h·U_a) = tanh({}) = {}", a.key, out.vector(a.projected_key),
+                                 out.vector(a.sum), out.vector(a.features)));
+            out.line(fmt::format("  {:>{}}  e = {} = {}", "", display_width(a.key), out.products(w.v_a, a.features),
+                                 out.number(a.value)));
+        }
+        return;
+    }
+    out.line("scores: the query's dot product with every key");
+    for (std::size_t j = 0; j < w.dots.size(); ++j)
+        out.line(fmt::format("  {} = {} = {}", pad_right(names[j], width),
+                             out.products(w.dots[j].query, w.dots[j].key_vector), out.number(w.dots[j].value)));
+}
+
+void write_scaling(Writer& out, const WorkedExample& w) {
+    if (!w.d_k) {
+        out.line(w.mode == Mode::bahdanau ? "scaling: none (the scores are used as they are)"
+                                          : "scaling: none (the simplified version uses raw dot products)");
+        return;
+    }
+    const double root = std::sqrt(static_cast<double>(*w.d_k));
+    out.line(fmt::format("scaling: each score ÷ √d_k = ÷ √{} = ÷ {}", *w.d_k, out.number(root)));
+    for (std::size_t j = 0; j < w.dots.size(); ++j)
+        out.line(fmt::format("  {} ÷ {} = {}", out.number(w.dots[j].value), out.number(root), out.number(w.scaled[j])));
+}
+
+void write_mask(Writer& out, const WorkedExample& w) {
+    if (w.allowed.empty()) {
+        out.line("mask: none, every key is visible");
+        return;
+    }
+    std::vector<std::string> hidden;
+    for (std::size_t j = 0; j < w.keys.size(); ++j)
+        if (!w.allowed[j]) hidden.push_back(w.keys[j]);
+    if (hidden.empty())
+        out.line("mask: no key is hidden from this query");
+    else
+        out.line(fmt::format("mask: {} excluded ({}): score −∞, weight exactly 0", fmt::join(hidden, ", "),
+                             w.mask_reason));
+}
+
+void write_weights(Writer& out, const WorkedExample& w) {
+    const auto visible = [&](std::size_t j) { return w.allowed.empty() || w.allowed[j]; };
+    const std::size_t width = widest(w.keys);
+    const std::vector<double>& scores = w.scaled;
+    if (w.normalization == Normalization::sum) {
+        out.line(fmt::format("weights: each score ÷ their sum {}", out.number(w.sum)));
+        for (std::size_t j = 0; j < w.keys.size(); ++j)
+            out.line(visible(j) ? fmt::format("  {}  {} ÷ {} = {}", pad_right(w.keys[j], width), out.number(scores[j]),
+                                              out.number(w.sum), out.number(w.weights[j]))
+                                : fmt::format("  {}  excluded: 0", pad_right(w.keys[j], width)));
+        return;
+    }
+    out.line(fmt::format("softmax: subtract the row max {}, exponentiate, divide by the sum", out.number(w.max)));
+    for (std::size_t j = 0; j < w.keys.size(); ++j)
+        out.line(visible(j) ? fmt::format("  {}  exp({} − {}) = exp({}) = {}", pad_right(w.keys[j], width),
+                                          out.number(scores[j]), out.factor(w.max), out.number(w.shifted[j]),
+                                          out.number(w.exps[j]))
+                            : fmt::format("  {}  excluded: exp(−∞) = 0", pad_right(w.keys[j], width)));
+    out.line(fmt::format("  sum = {}", out.number(w.sum)));
+    for (std::size_t j = 0; j < w.keys.size(); ++j)
+        if (visible(j))
+            out.line(fmt::format("  {}  {} ÷ {} = {}", pad_right(w.keys[j], width), out.number(w.exps[j]),
+                                 out.number(w.sum), out.number(w.weights[j])));
+    if (!w.zeroed_then_renormalised.empty()) {
+        double gap = 0;
+        for (std::size_t j = 0; j < w.weights.size(); ++j)
+            gap = std::max(gap, std::abs(w.weights[j] - w.zeroed_then_renormalised[j]));
+        out.line(fmt::format("  the other way to mask: softmax over all keys, set the excluded to 0, "
+                             "divide by what is left: {} (largest difference {:.1e}: the same weights)",
+                             out.vector(w.zeroed_then_renormalised), gap));
+    }
+}
+
+void write_context(Writer& out, const WorkedExample& w) {
+    const std::string name = w.mode == Mode::bahdanau ? fmt::format("c_{}", w.query) : fmt::format("z_{}", w.query);
+    out.line(fmt::format("context: the weighted sum of the {}", w.mode == Mode::bahdanau ? "encoder states" : "values"));
+    const std::string indent(display_width(name), ' ');
+    for (std::size_t j = 0; j < w.values.size(); ++j)
+        out.line(fmt::format("  {} {} {}×{}", j == 0 ? name : indent, j == 0 ? "=" : "+",
+                             out.number(w.weights[j]), out.vector(w.values[j].values)));
+    out.line(fmt::format("  {} = {}", indent, out.vector(w.context)));
+}
+
+}  // namespace
+
+std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
+    Writer out(digits);
+    out.line(fmt::format("worked example · {} \"{}\" (row {}) · {} mode", w.mode == Mode::bahdanau ? "target" : "query",
+                         w.query, w.row + 1, to_string(w.mode)));
+    for (const auto& input : w.inputs) out.line(fmt::format("{} = {}", input.label, out.vector(input.values)));
+    write_scores(out, w);
+    write_scaling(out, w);
+    write_mask(out, w);
+    write_weights(out, w);
+    write_context(out, w);
+    return out.take();
+}
+
+}  // namespace attntrace
