@@ -1,5 +1,7 @@
 // attntrace: trace the attention mechanism step by step. This file only wires the command
-// line to the library: options → load → trace → render.
+// line to the library: options → a request → a command (load → trace → render).
+#include "commands/compare_command.hpp"
+#include "commands/similarity_command.hpp"
 #include "commands/trace_command.hpp"
 #include "error.hpp"
 #include "util/output.hpp"
@@ -15,6 +17,8 @@
 #include <sstream>
 
 namespace {
+
+using namespace attntrace;
 
 constexpr const char* version = "attntrace 0.1.0";
 
@@ -38,104 +42,78 @@ const CLI::Validator whole_number_u64(
     },
     "UINT64");
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    using namespace attntrace;
-
-    CLI::App app{"Trace the attention mechanism step by step: scores, scaling, masking, softmax "
-                 "weights and context vectors, as tables or JSON.",
-                 "attntrace"};
-    app.set_version_flag("--version", version);
-    app.get_formatter()->column_width(28);
-
-    TraceRequest request;
-    std::string mode_name, format_name = "table", normalize_name = "softmax", score_name = "additive",
-                color_name = "auto";
-    int threads = 0;
-    long long dim = 0;
+// How output looks: shared by every command that prints tables.
+struct OutputFlags {
+    std::string format = "table";
+    std::string color = "auto";
     int width = -1;
-    bool list = false;
+    int digits = 4;
 
-    app.add_option("INPUT", request.input_path,
-                   "input JSON file (docs/input-format.md), - for stdin; default: the built-in "
-                   "example your_journey");
-    auto* example = app.add_option("--example", request.example, "trace a built-in example by name");
-    app.get_option("INPUT")->excludes(example);
-    app.add_flag("--list-examples", list, "list the built-in examples and exit")
-        ->excludes(example)
-        ->excludes(app.get_option("INPUT"));
-    app.add_option("-m,--mode", mode_name, "plain, self, causal or bahdanau (default: the input's mode, else plain)")
-        ->check(CLI::IsMember({"plain", "self", "causal", "bahdanau"}));
-    app.add_option("-f,--format", format_name, "output format: table, json, markdown or csv")
-        ->check(CLI::IsMember({"table", "json", "markdown", "csv"}))
-        ->capture_default_str();
-    app.add_option("-s,--stage", request.render.stages,
-                   "show only these stages, comma-separated (e.g. scores,weights)")
-        ->delimiter(',');
-    app.add_option("-q,--query", request.trace.query,
-                   "work through one query's arithmetic: a token as spelled, or a 1-based position");
-    app.add_flag("--explain", request.render.explain, "explain each stage before showing it");
-    app.add_option("--color", color_name, "shade scores and weights in tables: auto (a terminal, NO_COLOR unset), always, never")
-        ->check(CLI::IsMember({"auto", "always", "never"}))
-        ->capture_default_str();
-    app.add_flag("--check", request.check,
-                 "verify the trace (rows sum to 1, masked weights 0, context = weights·values, all finite) and print the verdict");
-    app.add_option("--digits", request.render.digits, "decimals in tables")
-        ->check(CLI::Range(0, 17))
-        ->capture_default_str();
-    app.add_option("--normalize", normalize_name, "turn scores into weights by softmax, or by dividing by the row sum")
-        ->check(CLI::IsMember({"softmax", "sum"}))
-        ->capture_default_str();
-    app.add_option("--score", score_name,
-                   "bahdanau: additive (v_a·tanh(s·W_a + h·U_a)), Luong's dot (s·h) or general (s·W·h)")
-        ->check(CLI::IsMember({"additive", "dot", "general"}))
-        ->capture_default_str();
-    app.add_option("--seed", request.trace.seed, "seed for weights the input does not give")
-        ->check(whole_number_u64)
-        ->capture_default_str();
-    app.add_option("--dim", dim, "d_k = d_v (bahdanau: d_a) of generated weights (default: d_in)")
-        ->check(CLI::Range(1LL, 1LL << 20));
-    app.add_option("--threads", threads, "OpenMP threads (default: all cores); the output is the same for any")
-        ->check(CLI::Range(1, 1024));
-    app.add_option("--width", width, "table width in columns, 0 for no limit (default: the terminal's)")
-        ->check(CLI::Range(0, 1'000'000));
-
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) {
-            std::ostringstream text;
-            app.exit(e, text, text);
-            try {
-                write_stdout(text.view());
-            } catch (const BrokenPipe&) {
-                return exit_broken_pipe;
-            } catch (const DataError& write_error) {
-                return fail(exit_data_error, write_error.what());
-            }
-            return 0;
-        }
-        return fail(exit_usage_error, std::string(e.what()) + " (see attntrace --help)");
+    void add_to(CLI::App& app) {
+        app.add_option("-f,--format", format, "output format: table, json, markdown or csv")
+            ->check(CLI::IsMember({"table", "json", "markdown", "csv"}))
+            ->capture_default_str();
+        app.add_option("--digits", digits, "decimals in tables")->check(CLI::Range(0, 17))->capture_default_str();
+        app.add_option("--width", width, "table width in columns, 0 for no limit (default: the terminal's)")
+            ->check(CLI::Range(0, 1'000'000));
+        app.add_option("--color", color,
+                       "shade scores and weights in tables: auto (a terminal, NO_COLOR unset), always, never")
+            ->check(CLI::IsMember({"auto", "always", "never"}))
+            ->capture_default_str();
     }
 
+    void apply(RenderOptions& render) const {
+        render.format = *parse_format(format);
+        render.digits = digits;
+        render.width = width >= 0 ? static_cast<std::size_t>(width) : output_width();
+        render.color = color == "always" || (color == "auto" && color_wanted());
+    }
+};
+
+// How attention is computed: shared by the trace and compare commands.
+struct TraceFlags {
+    std::string mode, normalize = "softmax", score = "additive";
+    long long dim = 0;
+    int threads = 0;
+    TraceOptions options;
+
+    void add_to(CLI::App& app) {
+        app.add_option("-m,--mode", mode, "plain, self, causal or bahdanau (default: the input's mode, else plain)")
+            ->check(CLI::IsMember({"plain", "self", "causal", "bahdanau"}));
+        app.add_option("--normalize", normalize, "turn scores into weights by softmax, or by dividing by the row sum")
+            ->check(CLI::IsMember({"softmax", "sum"}))
+            ->capture_default_str();
+        app.add_option("--score", score,
+                       "bahdanau: additive (v_a·tanh(s·W_a + h·U_a)), Luong's dot (s·h) or general (s·W·h)")
+            ->check(CLI::IsMember({"additive", "dot", "general"}))
+            ->capture_default_str();
+        app.add_option("--seed", options.seed, "seed for weights the input does not give")
+            ->check(whole_number_u64)
+            ->capture_default_str();
+        app.add_option("--dim", dim, "d_k = d_v (bahdanau: d_a) of generated weights (default: d_in)")
+            ->check(CLI::Range(1LL, 1LL << 20));
+        app.add_option("--threads", threads, "OpenMP threads (default: all cores); the output is the same for any")
+            ->check(CLI::Range(1, 1024));
+    }
+
+    std::optional<Mode> requested_mode() const { return mode.empty() ? std::nullopt : parse_mode(mode); }
+
+    TraceOptions apply() const {
+        TraceOptions o = options;
+        o.normalization = normalize == "sum" ? Normalization::sum : Normalization::softmax;
+        o.score = score == "dot" ? Score::dot : score == "general" ? Score::general : Score::additive;
+        if (dim > 0) o.dim = dim;
+        if (threads > 0) omp_set_num_threads(threads);
+        return o;
+    }
+};
+
+// Runs `job`, writing its output only when it succeeds; returns the exit status.
+template <typename Job>
+int run(Job&& job) {
     try {
         std::ostringstream out;
-        if (list) {
-            list_examples(out);
-        } else {
-            if (!mode_name.empty()) request.mode = parse_mode(mode_name);
-            request.render.format = *parse_format(format_name);
-            request.render.width = width >= 0 ? static_cast<std::size_t>(width) : output_width();
-            request.render.color = color_name == "always" || (color_name == "auto" && color_wanted());
-            request.trace.normalization = normalize_name == "sum" ? Normalization::sum : Normalization::softmax;
-            if (dim > 0) request.trace.dim = dim;
-            request.trace.score = score_name == "dot"       ? Score::dot
-                                  : score_name == "general" ? Score::general
-                                                            : Score::additive;
-            if (threads > 0) omp_set_num_threads(threads);
-            run_trace(std::move(request), out);
-        }
+        job(out);
         write_stdout(out.view());
         return 0;
     } catch (const BrokenPipe&) {
@@ -149,4 +127,85 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         return fail(exit_data_error, fmt::format("internal error: {}", e.what()));
     }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Trace the attention mechanism step by step: scores, scaling, masking, softmax "
+                 "weights and context vectors, as tables, JSON, markdown or CSV.",
+                 "attntrace"};
+    app.set_version_flag("--version", version);
+    app.get_formatter()->column_width(30);
+
+    // The main job: trace one input.
+    TraceRequest request;
+    OutputFlags output;
+    TraceFlags flags;
+    bool list = false;
+    auto* input = app.add_option("INPUT", request.input_path,
+                                 "input JSON file (docs/input-format.md), - for stdin, example:NAME; "
+                                 "default: the built-in example your_journey");
+    auto* example = app.add_option("--example", request.example, "trace a built-in example by name");
+    input->excludes(example);
+    app.add_flag("--list-examples", list, "list the built-in examples and exit")->excludes(example)->excludes(input);
+    flags.add_to(app);
+    output.add_to(app);
+    app.add_option("-s,--stage", request.render.stages, "show only these stages, comma-separated (e.g. scores,weights)")
+        ->delimiter(',');
+    app.add_option("-q,--query", request.trace.query,
+                   "work through one query's arithmetic: a token as spelled, or a 1-based position");
+    app.add_flag("--explain", request.render.explain, "explain each stage before showing it");
+    app.add_flag("--check", request.check,
+                 "verify the trace (rows sum to 1, masked weights 0, context = weights·values, all finite) "
+                 "and print the verdict instead of the trace");
+
+    // attntrace similarity INPUT
+    SimilarityRequest similarity;
+    OutputFlags similarity_output;
+    auto* similarity_command = app.add_subcommand(
+        "similarity", "dot-product and cosine-similarity tables of an input's words (embeddings as points in space)");
+    similarity_command->add_option("INPUT", similarity.input, "input JSON file, - for stdin, or example:NAME")->required();
+    similarity_output.add_to(*similarity_command);
+
+    // attntrace compare A B --token WORD
+    CompareRequest compare;
+    OutputFlags compare_output;
+    TraceFlags compare_flags;
+    auto* compare_command = app.add_subcommand(
+        "compare", "one word's context vector in two inputs: their difference, cosine and what moved it");
+    compare_command->add_option("A", compare.a, "first input (file, - or example:NAME)")->required();
+    compare_command->add_option("B", compare.b, "second input")->required();
+    compare_command->add_option("-t,--token", compare.token, "the word to follow (first occurrence)")->required();
+    compare_flags.add_to(*compare_command);
+    compare_output.add_to(*compare_command);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() != 0) return fail(exit_usage_error, std::string(e.what()) + " (see attntrace --help)");
+        return run([&](std::ostream& out) { app.exit(e, out, out); });
+    }
+
+    if (*similarity_command)
+        return run([&](std::ostream& out) {
+            similarity_output.apply(similarity.render);
+            run_similarity(similarity, out);
+        });
+    if (*compare_command)
+        return run([&](std::ostream& out) {
+            compare.mode = compare_flags.requested_mode();
+            compare.trace = compare_flags.apply();
+            compare_output.apply(compare.render);
+            run_compare(std::move(compare), out);
+        });
+    return run([&](std::ostream& out) {
+        if (list) return list_examples(out);
+        const auto query = request.trace.query;
+        request.trace = flags.apply();
+        request.trace.query = query;
+        request.mode = flags.requested_mode();
+        output.apply(request.render);
+        run_trace(std::move(request), out);
+    });
 }

@@ -35,6 +35,7 @@ std::string read_all(std::FILE* file, const std::string& origin) {
 
 InputText read_input(const std::string& path) {
     if (path == "-") return {read_all(stdin, "<stdin>"), "<stdin>"};
+    if (path.starts_with("example:")) return example_input(std::string_view(path).substr(8));
     // The path appears in messages and in JSON output: make it printable, valid UTF-8.
     const std::string origin = printable(path, 4096);
     struct stat info {};

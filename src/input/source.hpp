@@ -15,7 +15,8 @@ struct InputText {
     std::string origin;  // for messages: the path, "<stdin>" or "example:NAME"
 };
 
-// Reads PATH, or standard input for "-". Throws DataError when it cannot be read.
+// Reads PATH, standard input for "-", or the built-in example NAME for "example:NAME" (the
+// same name messages and JSON give it). Throws DataError when it cannot be read.
 InputText read_input(const std::string& path);
 
 // A built-in example. Throws UsageError naming the known examples when there is none.

@@ -4,6 +4,7 @@
 // to --digits; a masked score is -inf. Fields are quoted as RFC 4180 says; lines end in \n.
 #include "render/cells.hpp"
 #include "render/render.hpp"
+#include "render/stage_writers.hpp"
 
 #include <ostream>
 
@@ -28,21 +29,25 @@ void write_row(std::ostream& out, std::string_view first, const std::vector<std:
 
 }  // namespace
 
+void write_stage_csv(const Stage& stage, const RenderOptions& options, std::ostream& out) {
+    write_row(out, "stage", {stage.name});
+    write_row(out, "formula", {stage.formula});
+    if (!stage.applied) {
+        write_row(out, "applied", {"false", stage.reason});
+        return;
+    }
+    write_row(out, "applied", {"true"});
+    const StageText text = stage_text(stage, options.digits);
+    write_row(out, "row", text.header);
+    for (std::size_t r = 0; r < text.rows.size(); ++r) write_row(out, text.row_labels[r], text.rows[r]);
+}
+
 void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     bool first = true;
     for (const Stage* stage : selected_stages(trace, options)) {
         if (!first) out << '\n';
         first = false;
-        write_row(out, "stage", {stage->name});
-        write_row(out, "formula", {stage->formula});
-        if (!stage->applied) {
-            write_row(out, "applied", {"false", stage->reason});
-            continue;
-        }
-        write_row(out, "applied", {"true"});
-        const StageText text = stage_text(*stage, options.digits);
-        write_row(out, "row", text.header);
-        for (std::size_t r = 0; r < text.rows.size(); ++r) write_row(out, text.row_labels[r], text.rows[r]);
+        write_stage_csv(*stage, options, out);
     }
 }
 

@@ -12,20 +12,6 @@ using Buffer = fmt::memory_buffer;
 
 void append(Buffer& out, std::string_view text) { out.append(text); }
 
-void append_matrix(Buffer& out, const Stage& stage, Dtype dtype) {
-    append(out, "[");
-    for (Eigen::Index r = 0; r < stage.row_count(); ++r) {
-        append(out, r == 0 ? "\n        [" : ",\n        [");
-        for (Eigen::Index c = 0; c < stage.col_count(); ++c) {
-            if (c > 0) append(out, ", ");
-            if (std::isinf(stage.data(r, c))) append(out, "null");  // masked: −∞
-            else append_exact(out, stage.data(r, c), dtype);
-        }
-        append(out, "]");
-    }
-    append(out, "\n      ]");
-}
-
 void append_allowed(Buffer& out, const BoolMatrix& allowed) {
     append(out, "[");
     for (Eigen::Index r = 0; r < allowed.rows(); ++r) {
@@ -39,23 +25,13 @@ void append_allowed(Buffer& out, const BoolMatrix& allowed) {
     append(out, "\n      ]");
 }
 
-void append_numbers(Buffer& out, const std::vector<double>& values, Dtype dtype) {
-    append(out, "[");
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        if (i > 0) append(out, ", ");
-        if (std::isfinite(values[i])) append_exact(out, values[i], dtype);
-        else append(out, "null");  // an excluded (masked) entry
-    }
-    append(out, "]");
-}
-
 void append_labelled(Buffer& out, const std::vector<LabelledVector>& vectors, Dtype dtype) {
     append(out, "[");
     for (std::size_t i = 0; i < vectors.size(); ++i) {
         append(out, i > 0 ? ", {\"label\": " : "{\"label\": ");
         append_json_string(out, vectors[i].label);
         append(out, ", \"values\": ");
-        append_numbers(out, vectors[i].values, dtype);
+        append_json_numbers(out, vectors[i].values, dtype);
         append(out, "}");
     }
     append(out, "]");
@@ -73,7 +49,7 @@ void append_worked(Buffer& out, const WorkedExample& w, Dtype dtype) {
     append_labelled(out, w.inputs, dtype);
     if (!w.additive.empty()) {
         field("v_a");
-        append_numbers(out, w.v_a, dtype);
+        append_json_numbers(out, w.v_a, dtype);
         field("additive_scores");
         append(out, "[");
         for (std::size_t j = 0; j < w.additive.size(); ++j) {
@@ -81,11 +57,11 @@ void append_worked(Buffer& out, const WorkedExample& w, Dtype dtype) {
             append(out, j > 0 ? ",\n      {\"key\": " : "\n      {\"key\": ");
             append_json_string(out, a.key);
             append(out, ", \"projected_key\": ");
-            append_numbers(out, a.projected_key, dtype);
+            append_json_numbers(out, a.projected_key, dtype);
             append(out, ", \"sum\": ");
-            append_numbers(out, a.sum, dtype);
+            append_json_numbers(out, a.sum, dtype);
             append(out, ", \"tanh\": ");
-            append_numbers(out, a.features, dtype);
+            append_json_numbers(out, a.features, dtype);
             append(out, ", \"score\": ");
             append_exact(out, a.value, dtype);
             append(out, "}");
@@ -99,9 +75,9 @@ void append_worked(Buffer& out, const WorkedExample& w, Dtype dtype) {
             append(out, j > 0 ? ",\n      {\"key\": " : "\n      {\"key\": ");
             append_json_string(out, d.key);
             append(out, ", \"query_vector\": ");
-            append_numbers(out, d.query, dtype);
+            append_json_numbers(out, d.query, dtype);
             append(out, ", \"key_vector\": ");
-            append_numbers(out, d.key_vector, dtype);
+            append_json_numbers(out, d.key_vector, dtype);
             append(out, ", \"score\": ");
             append_exact(out, d.value, dtype);
             append(out, "}");
@@ -112,7 +88,7 @@ void append_worked(Buffer& out, const WorkedExample& w, Dtype dtype) {
     if (w.d_k) fmt::format_to(std::back_inserter(out), "{}", *w.d_k);
     else append(out, "null");
     field("scaled");
-    append_numbers(out, w.scaled, dtype);
+    append_json_numbers(out, w.scaled, dtype);
     field("mask");
     if (w.allowed.empty()) {
         append(out, "null");
@@ -129,22 +105,22 @@ void append_worked(Buffer& out, const WorkedExample& w, Dtype dtype) {
         field("max");
         append_exact(out, w.max, dtype);
         field("shifted");
-        append_numbers(out, w.shifted, dtype);
+        append_json_numbers(out, w.shifted, dtype);
         field("exp");
-        append_numbers(out, w.exps, dtype);
+        append_json_numbers(out, w.exps, dtype);
     }
     field("sum");
     append_exact(out, w.sum, dtype);
     field("weights");
-    append_numbers(out, w.weights, dtype);
+    append_json_numbers(out, w.weights, dtype);
     if (!w.zeroed_then_renormalised.empty()) {
         field("zeroed_then_renormalised");
-        append_numbers(out, w.zeroed_then_renormalised, dtype);
+        append_json_numbers(out, w.zeroed_then_renormalised, dtype);
     }
     field("values");
     append_labelled(out, w.values, dtype);
     field("context");
-    append_numbers(out, w.context, dtype);
+    append_json_numbers(out, w.context, dtype);
     append(out, "\n  }");
 }
 
@@ -172,7 +148,7 @@ void append_stage(Buffer& out, const Trace& trace, const Stage& stage, const Ren
     append(out, ",\n      \"cols\": ");
     append_json_string_array(out, stage.cols);
     append(out, ",\n      \"data\": ");
-    append_matrix(out, stage, dtype);
+    append_json_matrix(out, stage.data, dtype, "      ");
     if (stage.allowed) {
         append(out, ",\n      \"allowed\": ");
         append_allowed(out, *stage.allowed);

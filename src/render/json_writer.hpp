@@ -2,8 +2,12 @@
 // that large traces stream without building a document in memory).
 #pragma once
 
+#include "attention/types.hpp"
+#include "render/number.hpp"
+
 #include <fmt/format.h>
 
+#include <cmath>
 #include <string_view>
 
 namespace attntrace {
@@ -37,6 +41,39 @@ void append_json_string_array(fmt::memory_buffer& out, const Strings& items) {
         first = false;
         append_json_string(out, item);
     }
+    out.push_back(']');
+}
+
+// A number, round-trip exact; null for a non-finite value (a masked −∞): JSON has no infinity.
+inline void append_json_number(fmt::memory_buffer& out, double value, Dtype dtype) {
+    if (std::isfinite(value)) append_exact(out, value, dtype);
+    else out.append(std::string_view("null"));
+}
+
+// [a, b, c] from any range of numbers (std::vector<double>, an Eigen row).
+template <typename Numbers>
+void append_json_numbers(fmt::memory_buffer& out, const Numbers& values, Dtype dtype) {
+    out.push_back('[');
+    bool first = true;
+    for (const double value : values) {
+        if (!first) out.append(std::string_view(", "));
+        first = false;
+        append_json_number(out, value, dtype);
+    }
+    out.push_back(']');
+}
+
+// An array of rows, one row per line, each line starting with `indent` + two spaces.
+inline void append_json_matrix(fmt::memory_buffer& out, const Matrix& m, Dtype dtype, std::string_view indent) {
+    out.push_back('[');
+    for (Eigen::Index r = 0; r < m.rows(); ++r) {
+        out.append(std::string_view(r == 0 ? "\n" : ",\n"));
+        out.append(indent);
+        out.append(std::string_view("  "));
+        append_json_numbers(out, m.row(r), dtype);
+    }
+    out.push_back('\n');
+    out.append(indent);
     out.push_back(']');
 }
 

@@ -2,6 +2,7 @@
 #include "render/cells.hpp"
 #include "render/explain.hpp"
 #include "render/render.hpp"
+#include "render/stage_writers.hpp"
 #include "render/worked_text.hpp"
 
 #include <fmt/format.h>
@@ -9,8 +10,10 @@
 namespace attntrace {
 namespace {
 
+}  // namespace
+
 // A table cell: pipes and backslashes escaped so they stay text.
-std::string cell(std::string_view text) {
+std::string markdown_cell(std::string_view text) {
     std::string out;
     for (const char c : text) {
         if (c == '|' || c == '\\') out += '\\';
@@ -19,23 +22,39 @@ std::string cell(std::string_view text) {
     return out;
 }
 
+namespace {
+
 void write_table(const Stage& stage, const RenderOptions& options, std::ostream& out) {
     const StageText text = stage_text(stage, options.digits);
     out << "| |";
     std::string rule = "|---|";
     for (std::size_t c = 0; c < text.header.size(); ++c) {
-        out << ' ' << cell(text.header[c]) << " |";
+        out << ' ' << markdown_cell(text.header[c]) << " |";
         rule += c < text.data_columns || text.header[c] == "Σ" ? "---:|" : "---|";
     }
     out << '\n' << rule << '\n';
     for (std::size_t r = 0; r < text.rows.size(); ++r) {
-        out << "| **" << cell(text.row_labels[r]) << "** |";
-        for (const auto& value : text.rows[r]) out << ' ' << cell(value) << " |";
+        out << "| **" << markdown_cell(text.row_labels[r]) << "** |";
+        for (const auto& value : text.rows[r]) out << ' ' << markdown_cell(value) << " |";
         out << '\n';
     }
 }
 
 }  // namespace
+
+void write_stage_markdown(const Stage& stage, const RenderOptions& options,
+                          const std::vector<std::string>& explanation, std::ostream& out) {
+    out << fmt::format("## {} · {}×{}\n\n", stage.name, stage.row_count(), stage.col_count());
+    for (const auto& line : explanation) out << line << "\n\n";
+    out << fmt::format("`{}`", stage.formula);
+    if (!stage.applied) {
+        out << fmt::format(" — not applied: {}\n\n", stage.reason);
+        return;
+    }
+    out << fmt::format(" — {}\n\n", stage.title);
+    write_table(stage, options, out);
+    out << '\n';
+}
 
 void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     const std::string tokens = trace.mode == Mode::bahdanau
@@ -43,23 +62,12 @@ void render_markdown(const Trace& trace, const RenderOptions& options, std::ostr
                                                  trace.target_tokens.size())
                                    : fmt::format("{} tokens", trace.tokens.size());
     out << fmt::format("# attntrace: {} mode, {} ({})\n\n", to_string(trace.mode), tokens, trace.origin);
-    if (!trace.description.empty()) out << '*' << cell(trace.description) << "*\n\n";
+    if (!trace.description.empty()) out << '*' << markdown_cell(trace.description) << "*\n\n";
     for (const auto& note : trace.notes) out << "> Note: " << note << "\n\n";
     if (trace.weights == WeightsOrigin::generated)
         out << fmt::format("> Weights generated from seed {} (splitmix64), not learned.\n\n", trace.seed);
-    for (const Stage* stage : selected_stages(trace, options)) {
-        out << fmt::format("## {} · {}×{}\n\n", stage->name, stage->row_count(), stage->col_count());
-        if (options.explain)
-            for (const auto& line : explanation(trace, *stage)) out << line << "\n\n";
-        out << fmt::format("`{}`", stage->formula);
-        if (!stage->applied) {
-            out << fmt::format(" — not applied: {}\n\n", stage->reason);
-            continue;
-        }
-        out << fmt::format(" — {}\n\n", stage->title);
-        write_table(*stage, options, out);
-        out << '\n';
-    }
+    for (const Stage* stage : selected_stages(trace, options))
+        write_stage_markdown(*stage, options, options.explain ? explanation(trace, *stage) : std::vector<std::string>{}, out);
     if (trace.worked) {
         out << "## worked example\n\n```text\n";
         for (const auto& line : worked_lines(*trace.worked, options.digits)) out << line << '\n';

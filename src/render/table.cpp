@@ -4,6 +4,7 @@
 #include "render/explain.hpp"
 #include "render/number.hpp"
 #include "render/render.hpp"
+#include "render/stage_writers.hpp"
 #include "render/text.hpp"
 #include "render/worked_text.hpp"
 
@@ -57,7 +58,7 @@ std::string painted(std::string_view text, Shade shade) {
 
 bool is_shaded(const Stage& stage) {
     return stage.name == "scores" || stage.name == "scaled" || stage.name == "masked" ||
-           stage.name == "weights";
+           stage.name == "weights" || stage.name == "dot" || stage.name == "cosine";
 }
 
 struct Column {
@@ -192,6 +193,17 @@ void write_preamble(const Trace& trace, std::ostream& out) {
 
 }  // namespace
 
+void write_stage_table(const Stage& stage, const RenderOptions& options, std::ostream& out) {
+    out << fmt::format("{} · {}×{} · {}{}\n", stage.name, stage.row_count(), stage.col_count(),
+                       stage.formula, stage.applied ? "" : " · not applied");
+    if (!stage.applied) {
+        out << stage.reason << '\n';
+        return;
+    }
+    out << stage.title << '\n';
+    write_matrix(stage, options, out);
+}
+
 void render_table(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     write_preamble(trace, out);
     bool first = true;
@@ -200,15 +212,7 @@ void render_table(const Trace& trace, const RenderOptions& options, std::ostream
         first = false;
         if (options.explain)
             for (const auto& line : explanation(trace, *stage)) out << "  " << line << '\n';
-        out << fmt::format("{} · {}×{} · {}{}\n", stage->name, stage->row_count(),
-                           stage->col_count(), stage->formula,
-                           stage->applied ? "" : " · not applied");
-        if (!stage->applied) {
-            out << stage->reason << '\n';
-            continue;
-        }
-        out << stage->title << '\n';
-        write_matrix(*stage, options, out);
+        write_stage_table(*stage, options, out);
     }
     if (trace.worked) {
         out << '\n';

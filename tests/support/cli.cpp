@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <csignal>
+#include <sys/ioctl.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +32,34 @@ std::string make_temp_dir() {
     return pattern;
 }
 
+// argv and envp for posix_spawn, owning their strings.
+struct Command {
+    std::vector<std::string> argv_storage, env_storage;
+    std::vector<char*> argv, envp;
+
+    Command(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+        argv_storage.push_back(ATTNTRACE_BINARY);
+        argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+        for (auto& a : argv_storage) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        for (char** e = environ; *e; ++e) {
+            const std::string entry(*e);
+            if (!env.contains(entry.substr(0, entry.find('=')))) env_storage.push_back(entry);
+        }
+        for (const auto& [name, value] : env)
+            if (!value.empty()) env_storage.push_back(name + "=" + value);
+        for (auto& e : env_storage) envp.push_back(e.data());
+        envp.push_back(nullptr);
+    }
+};
+
+int wait_for(pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 }  // namespace
 
 Result run(const std::vector<std::string>& args, const std::string& input,
@@ -38,24 +67,9 @@ Result run(const std::vector<std::string>& args, const std::string& input,
     const std::string dir = make_temp_dir();
     const std::string in_path = dir + "/stdin", out_path = dir + "/stdout", err_path = dir + "/stderr";
     std::ofstream(in_path, std::ios::binary) << input;
-
-    std::vector<std::string> argv_storage{ATTNTRACE_BINARY};
-    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    std::vector<std::string> env_storage;
-    for (char** e = environ; *e; ++e) {
-        const std::string entry(*e);
-        const auto name = entry.substr(0, entry.find('='));
-        if (!env.contains(name)) env_storage.push_back(entry);
-    }
-    for (const auto& [name, value] : env)
-        if (!value.empty()) env_storage.push_back(name + "=" + value);
-    std::vector<char*> envp;
-    for (auto& e : env_storage) envp.push_back(e.data());
-    envp.push_back(nullptr);
+    Command command(args, env);
+    auto& argv = command.argv;
+    auto& envp = command.envp;
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -66,11 +80,8 @@ Result run(const std::vector<std::string>& args, const std::string& input,
     const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (spawned != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(spawned));
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0) {
-    }
     Result result;
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.exit_code = wait_for(pid);
     result.out = slurp(out_path);
     result.err = slurp(err_path);
     std::filesystem::remove_all(dir);
@@ -84,11 +95,7 @@ Result run_into_closed_pipe(const std::vector<std::string>& args, bool ignore_si
     if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
     ::close(fds[0]);  // the reader is gone before the writer starts
 
-    std::vector<std::string> argv_storage{ATTNTRACE_BINARY};
-    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
+    Command command(args, {});
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -109,19 +116,44 @@ Result run_into_closed_pipe(const std::vector<std::string>& args, bool ignore_si
         posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
     }
     pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, argv[0], &actions, &attributes, argv.data(), environ);
+    const int spawned = posix_spawn(&pid, command.argv[0], &actions, &attributes, command.argv.data(),
+                                    command.envp.data());
     if (ignore_sigpipe) ::sigaction(SIGPIPE, &old_action, nullptr);
     posix_spawn_file_actions_destroy(&actions);
     posix_spawnattr_destroy(&attributes);
     ::close(fds[1]);
     if (spawned != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(spawned));
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0) {
-    }
     Result result;
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.exit_code = wait_for(pid);
     result.err = slurp(err_path);
     std::filesystem::remove_all(dir);
+    return result;
+}
+
+Result run_in_terminal(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+    const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0)
+        throw std::runtime_error("no pseudo-terminal");
+    const int terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY);
+    struct winsize size {};
+    size.ws_col = 200;
+    size.ws_row = 50;
+    ::ioctl(terminal, TIOCSWINSZ, &size);
+    Command command(args, env);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, terminal, 1);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    pid_t pid = 0;
+    const int spawned = posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(terminal);
+    if (spawned != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(spawned));
+    Result result;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(master, buffer, sizeof buffer)) > 0;) result.out.append(buffer, static_cast<std::size_t>(n));
+    ::close(master);
+    result.exit_code = wait_for(pid);
     return result;
 }
 

@@ -1,0 +1,65 @@
+#include "attention/compare.hpp"
+
+#include "error.hpp"
+#include "util/utf8.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace attntrace {
+namespace {
+
+Eigen::Index find_token(const Trace& t, const std::string& token) {
+    for (std::size_t i = 0; i < t.tokens.size(); ++i)
+        if (t.tokens[i] == token) return static_cast<Eigen::Index>(i);
+    const std::string folded = fold_case(token);
+    for (std::size_t i = 0; i < t.tokens.size(); ++i)
+        if (fold_case(t.tokens[i]) == folded) return static_cast<Eigen::Index>(i);
+    throw UsageError(fmt::format("--token: \"{}\" does not occur in {} (tokens: {})", token, t.origin,
+                                 fmt::join(t.tokens, ", ")));
+}
+
+ContextIn context_in(const Trace& t, const std::string& token, std::size_t top) {
+    ContextIn in;
+    in.origin = t.origin;
+    in.description = t.description;
+    in.position = find_token(t, token);
+    in.context = t.find("context")->data.row(in.position);
+    const Matrix& weights = t.find("weights")->data;
+    const Matrix& values = t.find("values")->data;
+    for (Eigen::Index j = 0; j < values.rows(); ++j) {
+        if (j == in.position) continue;
+        Contribution c;
+        c.token = t.tokens[static_cast<std::size_t>(j)];
+        c.position = j;
+        c.weight = weights(in.position, j);
+        c.vector = c.weight * values.row(j);
+        c.size = c.vector.norm();
+        in.moved_most.push_back(std::move(c));
+    }
+    std::stable_sort(in.moved_most.begin(), in.moved_most.end(),
+                     [](const Contribution& x, const Contribution& y) { return x.size > y.size; });
+    if (in.moved_most.size() > top) in.moved_most.resize(top);
+    return in;
+}
+
+}  // namespace
+
+Comparison compare_contexts(const Trace& a, const Trace& b, const std::string& token, std::size_t top) {
+    Comparison c;
+    c.token = token;
+    c.mode = a.mode;
+    c.a = context_in(a, token, top);
+    c.b = context_in(b, token, top);
+    if (c.a.context.size() != c.b.context.size())
+        throw DataError(fmt::format("the context vectors of \"{}\" have {} numbers in {} but {} in {}: "
+                                    "compare inputs whose values have one size",
+                                    token, c.a.context.size(), a.origin, c.b.context.size(), b.origin));
+    c.difference = c.b.context - c.a.context;
+    const double norms = c.a.context.norm() * c.b.context.norm();
+    if (norms > 0) c.cosine = c.a.context.dot(c.b.context) / norms;
+    return c;
+}
+
+}  // namespace attntrace

@@ -1,0 +1,25 @@
+// One stage in each text format, shared by the trace renderers and by the reports of the
+// `similarity` and `compare` commands.
+#pragma once
+
+#include "attention/stage.hpp"
+#include "render/render.hpp"
+
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attntrace {
+
+// Heading, then the reason (skipped) or the title and the aligned table.
+void write_stage_table(const Stage& stage, const RenderOptions& options, std::ostream& out);
+// "## name · shape", the explanation paragraphs, the formula, then a pipe table.
+void write_stage_markdown(const Stage& stage, const RenderOptions& options,
+                          const std::vector<std::string>& explanation, std::ostream& out);
+// One CSV block (docs/output-formats.md).
+void write_stage_csv(const Stage& stage, const RenderOptions& options, std::ostream& out);
+
+std::string markdown_cell(std::string_view text);
+
+}  // namespace attntrace
