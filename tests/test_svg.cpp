@@ -1,0 +1,268 @@
+// The SVG heatmap: well-formed XML that rsvg-convert renders, one rect per weight, masked
+// cells hatched, values only in small matrices, escaped labels, the same bytes every time.
+#include "attention/bahdanau.hpp"
+#include "attention/trace.hpp"
+#include "input/examples.hpp"
+#include "input/generator.hpp"
+#include "input/load.hpp"
+#include "render/number.hpp"
+#include "render/svg.hpp"
+#include "support/cli.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <regex>
+#include <sstream>
+
+extern char** environ;
+
+using namespace attntrace;
+using Catch::Contains;
+
+namespace {
+
+// Where Debian's libxml2-utils and librsvg2-bin install them.
+const std::string xmllint = "/usr/bin/xmllint";
+const std::string rsvg_convert = "/usr/bin/rsvg-convert";
+
+std::string svg_of(const Trace& trace) {
+    std::ostringstream out;
+    render_svg(trace, out);
+    return out.str();
+}
+
+std::size_t count(const std::string& text, const std::string& needle) {
+    std::size_t n = 0;
+    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+    return n;
+}
+
+Sequence random_sequence(const std::vector<std::string>& tokens, std::uint64_t seed) {
+    SplitMix64 rng(seed);
+    Sequence s;
+    s.tokens = tokens;
+    s.vectors = random_matrix(rng, static_cast<Eigen::Index>(tokens.size()), 3, 1.0);
+    return s;
+}
+
+std::vector<std::string> numbered_tokens(std::size_t n) {
+    std::vector<std::string> tokens;
+    for (std::size_t i = 1; i <= n; ++i) tokens.push_back(fmt::format("t{}", i));
+    return tokens;
+}
+
+Trace single(Mode mode, const std::vector<std::string>& tokens) {
+    TraceOptions options;
+    options.mode = mode;
+    return trace_single(random_sequence(tokens, 42), nullptr, options);
+}
+
+// 3 source and 4 target tokens, weights generated: a 4×3 alignment matrix.
+Trace bahdanau_4x3() {
+    EncoderDecoderInput input;
+    input.source = random_sequence({"the", "black", "cat"}, 1);
+    input.target = random_sequence({"le", "chat", "noir", "<eos>"}, 2);
+    TraceOptions options;
+    options.mode = Mode::bahdanau;
+    return trace_bahdanau(input, options);
+}
+
+Trace example_trace(std::string_view name, std::optional<Mode> mode) {
+    const Example* example = find_example(name);
+    REQUIRE(example != nullptr);
+    const Problem problem = load_problem(example->json, fmt::format("example:{}", name));
+    TraceOptions options;
+    options.mode = resolve_mode(problem, mode);
+    return trace(problem, options);
+}
+
+struct ToolResult {
+    int exit_code = -1;
+    std::string err;
+};
+
+// Runs `args` (args[0] an absolute path) without a shell, stdout and stderr into `dir`.
+ToolResult run_tool(std::vector<std::string> args, const std::filesystem::path& dir) {
+    const std::string out_path = (dir / "tool.out").string(), err_path = (dir / "tool.err").string();
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = 0;
+    const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    REQUIRE(spawned == 0);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0) {
+    }
+    std::ostringstream err;
+    err << std::ifstream(err_path).rdbuf();
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), err.str()};
+}
+
+void require_well_formed(const std::string& svg) {
+    INFO("xmllint comes with Debian's libxml2-utils");
+    REQUIRE(std::filesystem::exists(xmllint));
+    const cli::TempFile file(svg, "heatmap.svg");
+    const auto result = run_tool({xmllint, "--noout", file.path()},
+                                 std::filesystem::path(file.path()).parent_path());
+    INFO(result.err);
+    REQUIRE(result.exit_code == 0);
+    REQUIRE(result.err.empty());
+}
+
+// The first number in `svg` that `pattern`'s group captures.
+double number_in(const std::string& svg, const std::string& pattern) {
+    std::smatch match;
+    REQUIRE(std::regex_search(svg, match, std::regex(pattern)));
+    return std::stod(match[1]);
+}
+
+double svg_width(const std::string& svg) { return number_in(svg, "<svg [^>]*width=\"([0-9.]+)\""); }
+
+// Where the matrix starts: right of the row labels.
+double matrix_left(const std::string& svg) { return number_in(svg, "<rect class=\"cell[^\"]*\" x=\"([0-9.]+)\""); }
+
+}  // namespace
+
+TEST_CASE("svg: a well-formed SVG document with one cell rect per weight", "[svg]") {
+    const std::vector<std::pair<std::string, Trace>> traces = {
+        {"plain 6×6", single(Mode::plain, numbered_tokens(6))},
+        {"causal 6×6", single(Mode::causal, numbered_tokens(6))},
+        {"bahdanau 4×3", bahdanau_4x3()},
+        {"plain 20×20", single(Mode::plain, numbered_tokens(20))},
+    };
+    for (const auto& [name, trace] : traces) {
+        INFO(name);
+        const std::string svg = svg_of(trace);
+        require_well_formed(svg);
+        CHECK(svg.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        CHECK_THAT(svg, Contains("font-family=\"sans-serif\"") && Contains("viewBox=\"0 0 "));
+        const Stage& weights = *trace.find("weights");
+        CHECK(count(svg, "<rect class=\"cell") == static_cast<std::size_t>(weights.data.size()));
+        CHECK(count(svg, "class=\"cell") == static_cast<std::size_t>(weights.data.size()));
+        // Every cell has its tooltip.
+        CHECK(count(svg, "<title>") == static_cast<std::size_t>(weights.data.size()));
+    }
+}
+
+TEST_CASE("svg: axis titles and heading follow the mode", "[svg]") {
+    const std::string causal = svg_of(example_trace("your_journey", Mode::causal));
+    CHECK_THAT(causal, Contains(">Attention weights · causal mode · example:your_journey</text>"));
+    CHECK_THAT(causal, Contains(">query</text>") && Contains(">key</text>"));
+
+    const std::string bahdanau = svg_of(example_trace("boy_apple_fr", std::nullopt));
+    CHECK_THAT(bahdanau, Contains("Attention weights · bahdanau mode (additive score) · example:boy_apple_fr"));
+    CHECK_THAT(bahdanau, Contains(">target</text>") && Contains(">source</text>"));
+    CHECK_THAT(bahdanau, Contains(">garçon</text>") && Contains(">mangé</text>"));
+    CHECK(count(bahdanau, "<rect class=\"cell") == 8 * 7);
+}
+
+TEST_CASE("svg: masked entries are hatched, untitled by value, and explained", "[svg]") {
+    const Trace causal = single(Mode::causal, numbered_tokens(6));
+    const std::string svg = svg_of(causal);
+    CHECK(count(svg, "class=\"cell masked\"") == 15);  // the 5 + 4 + 3 + 2 + 1 keys after their query
+    CHECK(count(svg, "class=\"cell masked\"") == count(svg, "fill=\"url(#hatch)\"><title>"));
+    CHECK_THAT(svg, Contains("<title>t1 → t2: masked</title>"));
+    CHECK_THAT(svg, Contains("<title>t2 → t1: ") && !Contains("<title>t2 → t1: masked"));
+    CHECK_THAT(svg, Contains("<pattern id=\"hatch\"") && Contains(">masked (weight 0)</text>"));
+
+    // A padded source: masked columns in bahdanau mode.
+    const Trace padded = example_trace("padded_cat_fr", std::nullopt);
+    const Stage& weights = *padded.find("weights");
+    REQUIRE(weights.allowed);
+    const auto masked = static_cast<std::size_t>((!*weights.allowed).count());
+    REQUIRE(masked > 0);
+    CHECK(count(svg_of(padded), "class=\"cell masked\"") == masked);
+
+    // No mask, no masked legend.
+    const std::string plain = svg_of(single(Mode::plain, numbered_tokens(6)));
+    CHECK(count(plain, "cell masked") == 0);
+    CHECK_THAT(plain, !Contains("masked (weight 0)"));
+}
+
+TEST_CASE("svg: values are printed in small matrices only", "[svg]") {
+    const Trace small = single(Mode::plain, numbered_tokens(6));
+    const std::string small_svg = svg_of(small);
+    const Stage& w = *small.find("weights");
+    for (Eigen::Index r = 0; r < 6; ++r)
+        for (Eigen::Index c = 0; c < 6; ++c) {
+            INFO("(" << r << ", " << c << ")");
+            CHECK_THAT(small_svg, Contains(fmt::format(">{}</text>", format_fixed(w.data(r, c), 2))));
+            CHECK_THAT(small_svg, Contains(fmt::format("<title>t{} → t{}: {}</title>", r + 1, c + 1,
+                                                       format_fixed(w.data(r, c), 4))));
+        }
+
+    // The darkest cell's value is white; light cells keep the default dark text.
+    const std::string causal = svg_of(example_trace("your_journey", Mode::causal));
+    CHECK_THAT(causal, Contains(" fill=\"#ffffff\">1.00</text>") && Contains("\">0.16</text>"));
+
+    // The 20×20 picture has the same fixed texts (headings, ticks) as the 6×6 one and its 40
+    // labels, but no values: only the tooltips carry them.
+    const Trace big = single(Mode::plain, numbered_tokens(20));
+    const std::string big_svg = svg_of(big);
+    const std::size_t fixed_texts = count(small_svg, "<text") - 36 - 12;
+    CHECK(count(big_svg, "<text") == fixed_texts + 40);
+    CHECK(count(big_svg, "<title>") == 400);
+    const double value = big.find("weights")->data(19, 7);
+    CHECK_THAT(big_svg, Contains(fmt::format("<title>t20 → t8: {}</title>", format_fixed(value, 4))));
+}
+
+TEST_CASE("svg: labels are escaped and wide labels get room", "[svg]") {
+    const Trace trace = single(Mode::causal, {"a&b<c>", "say \"hi\"", "l'été", "日本語"});
+    const std::string svg = svg_of(trace);
+    require_well_formed(svg);
+    CHECK_THAT(svg, Contains(">a&amp;b&lt;c&gt;</text>") && !Contains("a&b<c>"));
+    CHECK_THAT(svg, Contains(">say &quot;hi&quot;</text>") && Contains(">l&apos;été</text>"));
+    CHECK_THAT(svg, Contains(">日本語</text>"));
+    CHECK_THAT(svg, Contains("<title>l&apos;été → a&amp;b&lt;c&gt;: "));
+
+    // Nine East Asian characters take twice the columns of nine Latin letters: about 9 × 7.5 px
+    // more room left of the matrix.
+    const double latin = matrix_left(svg_of(single(Mode::plain, {"abcdefghi", "x"})));
+    const double wide = matrix_left(svg_of(single(Mode::plain, {"日本語日本語日本語", "x"})));
+    CHECK(wide - latin > 60);
+}
+
+TEST_CASE("svg: rsvg-convert renders the document to a PNG", "[svg]") {
+    INFO("rsvg-convert comes with Debian's librsvg2-bin");
+    REQUIRE(std::filesystem::exists(rsvg_convert));
+    for (const Trace& trace : {example_trace("your_journey", Mode::causal),
+                               example_trace("boy_apple_fr", std::nullopt),
+                               single(Mode::self, numbered_tokens(100))}) {
+        const cli::TempFile file(svg_of(trace), "heatmap.svg");
+        const auto dir = std::filesystem::path(file.path()).parent_path();
+        const auto png = dir / "heatmap.png";
+        const auto result = run_tool({rsvg_convert, "-o", png.string(), file.path()}, dir);
+        INFO(result.err);
+        REQUIRE(result.exit_code == 0);
+        REQUIRE(std::filesystem::exists(png));
+        CHECK(std::filesystem::file_size(png) > 0);
+    }
+}
+
+TEST_CASE("svg: a 100×100 matrix stays a reasonable size", "[svg]") {
+    const std::string svg = svg_of(single(Mode::self, numbered_tokens(100)));
+    require_well_formed(svg);
+    CHECK(svg_width(svg) < 1200);
+    CHECK(count(svg, "<rect class=\"cell") == 10000);
+}
+
+TEST_CASE("svg: the same trace gives the same bytes", "[svg]") {
+    const std::string first = svg_of(example_trace("your_journey", Mode::causal));
+    CHECK(svg_of(example_trace("your_journey", Mode::causal)) == first);
+    const Trace bahdanau = bahdanau_4x3();
+    CHECK(svg_of(bahdanau) == svg_of(bahdanau));
+}
