@@ -4,7 +4,9 @@
 
 BUILD_DIR ?= build
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
-PACKAGES  := cmake make g++ libcli11-dev libfmt-dev nlohmann-json3-dev libeigen3-dev catch2
+# Build: the first seven. Tests: xmllint and rsvg-convert check the SVG heatmaps.
+PACKAGES  := cmake make g++ libcli11-dev libfmt-dev nlohmann-json3-dev libeigen3-dev catch2 \
+             libxml2-utils librsvg2-bin
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test build deps clean

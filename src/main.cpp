@@ -156,6 +156,7 @@ int main(int argc, char** argv) {
     app.add_option("-q,--query", request.trace.query,
                    "work through one query's arithmetic: a token as spelled, or a 1-based position");
     app.add_flag("--explain", request.render.explain, "explain each stage before showing it");
+    app.add_option("--svg", request.svg_path, "also write a heatmap of the attention weights to this SVG file");
     app.add_flag("--check", request.check,
                  "verify the trace (rows sum to 1, masked weights 0, context = weights·values, all finite) "
                  "and print the verdict instead of the trace");

@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 using Catch::Contains;
@@ -349,4 +351,36 @@ TEST_CASE("compare: one word's context vector in two sentences", "[teaching][com
     const auto missing = cli::run({"compare", "example:big_dream", "example:bank_money", "-t", "big"});
     CHECK(missing.exit_code == 2);
     CHECK_THAT(missing.err, Contains("--token: \"big\" does not occur in example:bank_money"));
+}
+
+TEST_CASE("the svg option writes the heatmap whole, or not at all", "[teaching][svg][cli]") {
+    cli::TempFile dir_marker("", "marker");
+    const std::string folder = dir_marker.path().substr(0, dir_marker.path().rfind('/'));
+    const std::string svg = folder + "/weights.svg";
+    const auto r = cli::run({"-m", "causal", "--svg", svg, "-s", "context"});
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("context · 6×3"));  // the usual output still goes to stdout
+    std::ifstream in(svg);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK_THAT(text, Contains("<svg") && Contains("</svg>"));
+    std::size_t cells = 0, masked = 0;
+    for (std::size_t at = 0; (at = text.find("class=\"cell", at)) != std::string::npos; ++at) ++cells;
+    for (std::size_t at = 0; (at = text.find("class=\"cell masked", at)) != std::string::npos; ++at) ++masked;
+    CHECK(cells == 36);
+    CHECK(masked == 15);
+
+    // A failing run leaves an existing file untouched and no temporary behind.
+    cli::TempFile bad("{", "bad.json");
+    const auto failed = cli::run({bad.path(), "--svg", svg});
+    CHECK(failed.exit_code == 1);
+    std::ifstream again(svg);
+    const std::string after((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+    CHECK(after == text);
+    const auto unwritable = cli::run({"--svg", folder + "/missing/weights.svg"});
+    CHECK(unwritable.exit_code == 1);
+    CHECK(unwritable.out.empty());
+    CHECK_THAT(unwritable.err, Contains("cannot write " + folder + "/missing/weights.svg"));
+    std::size_t files = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(folder)) ++files;
+    CHECK(files == 2);  // marker and weights.svg
 }

@@ -5,10 +5,13 @@
 #include "input/examples.hpp"
 #include "input/load.hpp"
 #include "input/source.hpp"
+#include "render/svg.hpp"
+#include "util/output.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <sstream>
 
 namespace attntrace {
 namespace {
@@ -44,6 +47,11 @@ void run_trace(TraceRequest request, std::ostream& out) {
     request.trace.mode = resolve_mode(problem, request.mode);
     check_stage_names(request.render.stages, request.trace.mode);
     const Trace result = trace(problem, request.trace);
+    if (request.svg_path) {
+        std::ostringstream svg;
+        render_svg(result, svg);
+        write_file_atomically(*request.svg_path, svg.view());
+    }
     if (request.check) {
         if (const auto failure = first_failed_check(result))
             throw DataError(fmt::format("{}: check failed: {}", result.origin, *failure));

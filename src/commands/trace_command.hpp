@@ -17,6 +17,7 @@ struct TraceRequest {
     TraceOptions trace;                     // mode filled in from the above
     RenderOptions render;
     bool check = false;                     // verify the trace's invariants instead of printing it
+    std::optional<std::string> svg_path;    // also write a heatmap of the weights here
 };
 
 // Throws UsageError or DataError; writes nothing to `out` before the trace is complete.
