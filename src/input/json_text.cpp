@@ -6,6 +6,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <unordered_set>
 #include <vector>
 
@@ -32,116 +37,340 @@ Location locate(std::string_view text, std::size_t offset) {
     return where;
 }
 
-// Byte offset where nesting first exceeds max_json_depth, or npos. Runs before the parser
-// so that no recursion or allocation ever depends on an attacker's nesting depth.
-std::size_t too_deep_at(std::string_view text) {
-    int depth = 0;
-    bool in_string = false;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        if (in_string) {
-            if (c == '\\') ++i;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > max_json_depth) return i;
-        } else if (c == ']' || c == '}') {
-            --depth;
-        }
-    }
-    return std::string_view::npos;
-}
-
-// nlohmann's message without its "[json.exception…] parse error at line L, column C: " prefix.
-std::string parse_reason(const std::string& what) {
-    const auto at = what.find("parse error");
-    if (at == std::string::npos) return what;
-    const auto colon = what.find(": ", at);
-    return colon == std::string::npos ? what : what.substr(colon + 2);
-}
-
-// Builds the document through nlohmann's DOM builder while keeping what that builder does not:
-// the JSON pointer of the current value (for duplicate keys, which nlohmann would silently
-// merge) and the exact position of a number beyond the double range.
-class LocatingBuilder {
+// A JSON parser written for this job (RFC 8259, strict): it builds the same document type
+// nlohmann's parser would, with three differences that matter here. Arrays holding only
+// numbers are stored packed, as one binary value of doubles (an N×64 embeddings array then
+// costs 8 bytes a number instead of a 16-byte node each, and is read at from_chars speed).
+// Duplicate keys are refused with their JSON pointer. Every error names line and column.
+class Parser {
 public:
-    LocatingBuilder(Json& root, std::string_view text, const std::string& origin)
-        : dom_(root), text_(text), origin_(origin) {}
+    Parser(std::string_view text, const std::string& origin) : text_(text), origin_(origin) {}
 
-    bool null() { return value(), dom_.null(); }
-    bool boolean(bool b) { return value(), dom_.boolean(b); }
-    bool number_integer(Json::number_integer_t n) { return value(), dom_.number_integer(n); }
-    bool number_unsigned(Json::number_unsigned_t n) { return value(), dom_.number_unsigned(n); }
-    bool number_float(Json::number_float_t n, const std::string& text) {
-        return value(), dom_.number_float(n, text);
-    }
-    bool string(std::string& s) { return value(), dom_.string(s); }
-    bool binary(Json::binary_t& b) { return value(), dom_.binary(b); }
-    bool start_object(std::size_t n) {
-        value();
-        frames_.push_back({true, {}, {}, 0});
-        return dom_.start_object(n);
-    }
-    bool key(std::string& k) {
-        Frame& frame = frames_.back();
-        frame.current = k;
-        if (!frame.keys.insert(k).second)
-            throw DataError(fmt::format("{}: {}: duplicate key \"{}\": a key may appear once in an "
-                                        "object",
-                                        origin_, pointer(), printable(k)));
-        return dom_.key(k);
-    }
-    bool end_object() {
-        frames_.pop_back();
-        return dom_.end_object();
-    }
-    bool start_array(std::size_t n) {
-        value();
-        frames_.push_back({false, {}, {}, 0});
-        return dom_.start_array(n);
-    }
-    bool end_array() {
-        frames_.pop_back();
-        return dom_.end_array();
-    }
-    bool parse_error(std::size_t position, const std::string& token,
-                     const nlohmann::detail::exception& e) {
-        if (e.id == 406) {  // a number literal beyond the double range, such as 1e400
-            const auto where = locate(text_, position - std::min(position, token.size()));
-            throw DataError(fmt::format("{}:{}:{}: number out of range: {} does not fit a double",
-                                        origin_, where.line, where.column, printable(token)));
-        }
-        // position counts the bytes read, including the one the parser stopped at.
-        const auto where = locate(text_, position == 0 ? 0 : position - 1);
-        throw DataError(fmt::format("{}:{}:{}: invalid JSON: {}", origin_, where.line,
-                                    where.column, printable(parse_reason(e.what()), 120)));
+    Json document() {
+        if (text_.starts_with("\xEF\xBB\xBF")) pos_ = 3;  // a UTF-8 byte order mark
+        skip_space();
+        Json doc = value();
+        skip_space();
+        if (pos_ < text_.size()) fail(pos_, "text after the end of the JSON document");
+        return doc;
     }
 
 private:
     struct Frame {
         bool object = false;
-        std::unordered_set<std::string> keys;  // objects: the keys seen so far
-        std::string current;                   // objects: the key of the current value
-        std::size_t count = 0;                 // arrays: values seen so far
+        std::string key;        // objects: the key of the value being read
+        std::size_t index = 0;  // arrays: the index of the value being read
     };
 
-    // Every value advances the index of the array it sits in.
-    void value() {
-        if (!frames_.empty() && !frames_.back().object) ++frames_.back().count;
+    [[noreturn]] void fail(std::size_t at, std::string_view reason) const { refuse(at, fmt::format("invalid JSON: {}", reason)); }
+
+    // Valid JSON that attntrace still cannot take (nesting, a number beyond double).
+    [[noreturn]] void refuse(std::size_t at, std::string_view message) const {
+        const auto where = locate(text_, at);
+        throw DataError(fmt::format("{}:{}:{}: {}", origin_, where.line, where.column, message));
+    }
+
+    [[noreturn]] void unexpected(std::string_view expected) const {
+        if (pos_ >= text_.size()) fail(pos_, fmt::format("unexpected end of input; expected {}", expected));
+        fail(pos_, fmt::format("expected {}, found '{}'", expected, printable(text_.substr(pos_, 1), 1)));
     }
 
     std::string pointer() const {
         std::string out;
-        for (const auto& frame : frames_)
-            out = frame.object ? pointer_child(out, frame.current)
-                               : pointer_child(out, frame.count - 1);
-        return show_pointer(out);
+        for (const auto& frame : frames_) out = frame.object ? pointer_child(out, frame.key) : pointer_child(out, frame.index);
+        return out;
     }
 
-    nlohmann::detail::json_sax_dom_parser<Json> dom_;
+    void skip_space() {
+        while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t' || text_[pos_] == '\r'))
+            ++pos_;
+    }
+
+    char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+
+    void enter(std::size_t at, bool object) {
+        if (frames_.size() >= static_cast<std::size_t>(max_json_depth))
+            refuse(at, fmt::format("JSON nested deeper than {} levels", max_json_depth));
+        frames_.push_back({object, {}, 0});
+    }
+
+    Json value() {
+        switch (peek()) {
+        case '{': return object();
+        case '[': return array();
+        case '"': return Json(string());
+        case 't': return literal("true", Json(true));
+        case 'f': return literal("false", Json(false));
+        case 'n': return literal("null", Json(nullptr));
+        case 'N':
+        case 'I': fail(pos_, "NaN and Infinity are not JSON numbers: every number must be finite");
+        default:
+            if (peek() == '-' || (peek() >= '0' && peek() <= '9')) return number_value();
+            unexpected("a value (object, array, string, number, true, false or null)");
+        }
+    }
+
+    Json literal(std::string_view word, Json result) {
+        if (text_.substr(pos_, word.size()) != word) {
+            std::size_t end = pos_;
+            while (end < text_.size() && end - pos_ < 12 && std::isalnum(static_cast<unsigned char>(text_[end]))) ++end;
+            fail(pos_, fmt::format("invalid literal '{}' (JSON has true, false and null; NaN and "
+                                   "Infinity are not JSON)",
+                                   printable(text_.substr(pos_, std::max<std::size_t>(end - pos_, 1)))));
+        }
+        pos_ += word.size();
+        return result;
+    }
+
+    Json object() {
+        enter(pos_, true);
+        ++pos_;  // '{'
+        Json result = Json::object();
+        auto& members = static_cast<Json::object_t::Container&>(result.get_ref<Json::object_t&>());
+        std::unordered_set<std::string> keys;
+        skip_space();
+        if (peek() == '}') {
+            ++pos_;
+            frames_.pop_back();
+            return result;
+        }
+        while (true) {
+            skip_space();
+            if (peek() != '"') unexpected("a string key");
+            std::string key = string();
+            frames_.back().key = key;
+            if (!keys.insert(key).second) {
+                throw DataError(fmt::format("{}: {}: duplicate key \"{}\": a key may appear once in an object",
+                                            origin_, show_pointer(pointer()), printable(key)));
+            }
+            skip_space();
+            if (peek() != ':') unexpected("':' after the key");
+            ++pos_;
+            skip_space();
+            Json member = value();
+            members.emplace_back(std::move(key), std::move(member));  // unique: checked above
+            skip_space();
+            if (peek() == ',') {
+                ++pos_;
+                continue;
+            }
+            if (peek() == '}') break;
+            unexpected("',' or '}' after an object member");
+        }
+        ++pos_;
+        frames_.pop_back();
+        return result;
+    }
+
+    Json array() {
+        enter(pos_, false);
+        ++pos_;  // '['
+        skip_space();
+        if (peek() == ']') {
+            ++pos_;
+            frames_.pop_back();
+            return Json::array();
+        }
+        // Numbers gather into `packed` as long as nothing else turns up.
+        std::vector<double> packed;
+        std::vector<bool> integral;
+        Json items;
+        bool all_numbers = true;
+        while (true) {
+            skip_space();
+            frames_.back().index = all_numbers ? packed.size() : items.size();
+            const char c = peek();
+            if (all_numbers && (c == '-' || (c >= '0' && c <= '9'))) {
+                bool is_integer = false;
+                packed.push_back(number(is_integer));
+                integral.push_back(is_integer);
+            } else {
+                if (all_numbers) {  // something else: the numbers so far become ordinary nodes
+                    items = Json::array();
+                    for (std::size_t i = 0; i < packed.size(); ++i) items.push_back(node(packed[i], integral[i]));
+                    all_numbers = false;
+                }
+                items.push_back(value());
+            }
+            skip_space();
+            if (peek() == ',') {
+                ++pos_;
+                continue;
+            }
+            if (peek() == ']') break;
+            unexpected("',' or ']' after an array element");
+        }
+        ++pos_;
+        frames_.pop_back();
+        return all_numbers ? pack(packed) : items;
+    }
+
+    static Json node(double value, bool is_integer) {
+        if (is_integer && std::abs(value) < 9.0e15) return Json(static_cast<std::int64_t>(value));
+        return Json(value);
+    }
+
+    static Json pack(const std::vector<double>& numbers) {
+        Json::binary_t bytes(std::vector<std::uint8_t>(numbers.size() * sizeof(double)));
+        std::memcpy(bytes.data(), numbers.data(), bytes.size());
+        return Json::binary(std::move(bytes));
+    }
+
+    Json number_value() {
+        bool is_integer = false;
+        const std::size_t at = pos_;
+        const double value = number(is_integer);
+        if (is_integer) {  // keep integers exact where they fit, as nlohmann does
+            std::int64_t i = 0;
+            if (std::from_chars(text_.data() + at, text_.data() + pos_, i).ec == std::errc()) return Json(i);
+            std::uint64_t u = 0;
+            if (std::from_chars(text_.data() + at, text_.data() + pos_, u).ec == std::errc()) return Json(u);
+        }
+        return Json(value);
+    }
+
+    // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, as a finite double.
+    double number(bool& is_integer) {
+        const std::size_t start = pos_;
+        const auto digits = [&] {
+            const std::size_t from = pos_;
+            while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
+            return pos_ > from;
+        };
+        const auto bad = [&] {
+            std::size_t end = pos_;
+            while (end < text_.size() && end - start < 24 && std::strchr("0123456789+-.eE", text_[end]) && text_[end] != '\0') ++end;
+            fail(start, fmt::format("invalid number '{}'", printable(text_.substr(start, std::max(end, pos_ + 1) - start))));
+        };
+        if (peek() == '-') ++pos_;
+        if (peek() == '0') {
+            ++pos_;
+        } else if (!digits()) {
+            bad();
+        }
+        is_integer = true;
+        if (peek() == '.') {
+            ++pos_;
+            is_integer = false;
+            if (!digits()) bad();
+        }
+        if (peek() == 'e' || peek() == 'E') {
+            ++pos_;
+            is_integer = false;
+            if (peek() == '+' || peek() == '-') ++pos_;
+            if (!digits()) bad();
+        }
+        if (peek() >= '0' && peek() <= '9') bad();  // "01"
+        const char* first = text_.data() + start;
+        const char* last = text_.data() + pos_;
+        double value = 0;
+        const auto [end, error] = std::from_chars(first, last, value);
+        if (error == std::errc::result_out_of_range) {
+            // Too small underflows to (nearly) 0, which is fine; too large is refused.
+            value = std::strtod(std::string(first, last).c_str(), nullptr);
+            if (!std::isfinite(value))
+                refuse(start, fmt::format("number out of range: {} does not fit a double",
+                                          std::string_view(first, static_cast<std::size_t>(last - first))));
+        } else if (error != std::errc() || end != last) {
+            bad();
+        }
+        return value;
+    }
+
+    // A string literal from its opening quote: escapes decoded, UTF-8 checked.
+    std::string string() {
+        ++pos_;  // '"'
+        std::string out;
+        while (true) {
+            const std::size_t run = pos_;
+            while (pos_ < text_.size()) {
+                const auto c = static_cast<unsigned char>(text_[pos_]);
+                if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
+                ++pos_;
+            }
+            out.append(text_.substr(run, pos_ - run));
+            if (pos_ >= text_.size()) fail(pos_, "unexpected end of input inside a string (a '\"' is missing)");
+            const auto c = static_cast<unsigned char>(text_[pos_]);
+            if (c == '"') {
+                ++pos_;
+                return out;
+            }
+            if (c == '\\') {
+                escape(out);
+            } else if (c < 0x20) {
+                fail(pos_, fmt::format("control character U+{:04X} in a string: write it as an escape such as \\n or \\u{:04x}",
+                                       static_cast<unsigned>(c), static_cast<unsigned>(c)));
+            } else {
+                const std::size_t length = utf8_sequence_length(text_.substr(pos_));
+                if (length == 0) fail(pos_, fmt::format("ill-formed UTF-8 byte 0x{:02x} in a string", static_cast<unsigned>(c)));
+                out.append(text_.substr(pos_, length));
+                pos_ += length;
+            }
+        }
+    }
+
+    void escape(std::string& out) {
+        const std::size_t at = pos_;
+        ++pos_;  // '\\'
+        const char c = peek();
+        ++pos_;
+        switch (c) {
+        case '"': out += '"'; return;
+        case '\\': out += '\\'; return;
+        case '/': out += '/'; return;
+        case 'b': out += '\b'; return;
+        case 'f': out += '\f'; return;
+        case 'n': out += '\n'; return;
+        case 'r': out += '\r'; return;
+        case 't': out += '\t'; return;
+        case 'u': break;
+        default: fail(at, fmt::format("invalid escape '\\{}' in a string", printable(std::string_view(&c, 1))));
+        }
+        char32_t code = hex4(at);
+        if (code >= 0xD800 && code <= 0xDBFF) {  // a high surrogate must pair with a low one
+            if (text_.substr(pos_, 2) != "\\u") fail(at, "a \\u escape for a lone surrogate: it needs its pair");
+            pos_ += 2;
+            const char32_t low = hex4(at);
+            if (low < 0xDC00 || low > 0xDFFF) fail(at, "a \\u escape for a lone surrogate: it needs its pair");
+            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+        } else if (code >= 0xDC00 && code <= 0xDFFF) {
+            fail(at, "a \\u escape for a lone surrogate: it needs its pair");
+        }
+        append_utf8(out, code);
+    }
+
+    char32_t hex4(std::size_t at) {
+        char32_t code = 0;
+        for (int i = 0; i < 4; ++i, ++pos_) {
+            const char h = peek();
+            const int digit = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+            if (digit < 0) fail(at, "invalid \\u escape: it needs four hexadecimal digits");
+            code = code * 16 + static_cast<char32_t>(digit);
+        }
+        return code;
+    }
+
+    static void append_utf8(std::string& out, char32_t cp) {
+        if (cp < 0x80) {
+            out += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+            out += static_cast<char>(0xC0 | (cp >> 6));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+            out += static_cast<char>(0xE0 | (cp >> 12));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else {
+            out += static_cast<char>(0xF0 | (cp >> 18));
+            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+            out += static_cast<char>(0x80 | (cp & 0x3F));
+        }
+    }
+
     std::string_view text_;
     const std::string& origin_;
+    std::size_t pos_ = 0;
     std::vector<Frame> frames_;
 };
 
@@ -155,15 +384,16 @@ Json parse_json(std::string_view text, const std::string& origin) {
         throw DataError(fmt::format("{}:{}:{}: invalid JSON: a NUL byte, which JSON text cannot contain", origin,
                                     where.line, where.column));
     }
-    if (const auto at = too_deep_at(text); at != std::string_view::npos) {
-        const auto where = locate(text, at);
-        throw DataError(fmt::format("{}:{}:{}: JSON nested deeper than {} levels", origin,
-                                    where.line, where.column, max_json_depth));
-    }
-    Json doc;
-    LocatingBuilder builder(doc, text, origin);
-    Json::sax_parse(text.begin(), text.end(), &builder);
-    return doc;
+    return Parser(text, origin).document();
+}
+
+bool is_packed_numbers(const Json& value) { return value.is_binary(); }
+
+std::size_t packed_size(const Json& value) { return value.get_binary().size() / sizeof(double); }
+
+void copy_packed(const Json& value, double* out) {
+    const auto& bytes = value.get_binary();
+    std::memcpy(out, bytes.data(), bytes.size());
 }
 
 std::string pointer_child(std::string_view pointer, std::string_view key) {
@@ -196,6 +426,7 @@ std::string describe(const Json& value) {
     case Json::value_t::number_float: return fmt::format("number {}", value.dump());
     case Json::value_t::array:
         return value.empty() ? "an empty array" : fmt::format("an array of {}", value.size());
+    case Json::value_t::binary: return fmt::format("an array of {} numbers", packed_size(value));
     case Json::value_t::object: return value.empty() ? "an empty object" : "an object";
     default: return "a value of another kind";
     }

@@ -12,11 +12,17 @@ namespace attntrace {
 
 using Json = nlohmann::ordered_json;  // keeps the file's key order (vocabulary order)
 
-inline constexpr int max_json_depth = 64;  // deeper nesting is refused before parsing
+inline constexpr int max_json_depth = 64;  // deeper nesting is refused
 
-// Parses `text`; throws DataError "ORIGIN:LINE:COL: invalid JSON: …" or
-// "ORIGIN: empty input …". `origin` names the input in messages.
+// Parses `text` (strict RFC 8259); throws DataError "ORIGIN:LINE:COL: invalid JSON: …",
+// "ORIGIN: empty input …", or for a duplicate key "ORIGIN: /pointer: duplicate key …".
+// `origin` names the input in messages. An array holding only numbers comes back packed:
+// a binary value of doubles (see the three functions below) rather than an array of nodes.
 Json parse_json(std::string_view text, const std::string& origin);
+
+bool is_packed_numbers(const Json& value);
+std::size_t packed_size(const Json& value);          // how many numbers
+void copy_packed(const Json& value, double* out);    // all of them, in order
 
 // "/embeddings" + "journey" → "/embeddings/journey" (RFC 6901 escaping of '~' and '/').
 std::string pointer_child(std::string_view pointer, std::string_view key);

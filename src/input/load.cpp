@@ -45,6 +45,15 @@ public:
     // A non-empty array of numbers; `expected` > 0 fixes its length.
     Vector vector(const Json& value, std::string_view pointer, Eigen::Index expected,
                   std::string_view expected_why) const {
+        if (is_packed_numbers(value)) {  // the parser's fast form: only numbers, all finite
+            const auto size = static_cast<Eigen::Index>(packed_size(value));
+            if (expected > 0 && size != expected)
+                fail(pointer, fmt::format("vector of {} number{}, expected {} ({})", size,
+                                          size == 1 ? "" : "s", expected, expected_why));
+            Vector v(size);
+            copy_packed(value, v.data());
+            return v;
+        }
         if (!value.is_array())
             fail(pointer, "expected an array of numbers (a vector), found " + describe(value));
         if (value.empty()) fail(pointer, "empty vector: a vector needs at least one number");

@@ -16,13 +16,27 @@ namespace attntrace {
 namespace {
 
 std::string read_all(std::FILE* file, const std::string& origin) {
+    const auto too_large = [&] {
+        return DataError(fmt::format("{}: input larger than {} MiB, the limit for one input", origin,
+                                     max_input_bytes >> 20));
+    };
     std::string text;
+    // A regular file's size is known: one allocation and one read instead of doubling.
+    struct stat info {};
+    if (::fstat(::fileno(file), &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
+        if (static_cast<std::size_t>(info.st_size) > max_input_bytes) throw too_large();
+        text.resize(static_cast<std::size_t>(info.st_size));
+        text.resize(std::fread(text.data(), 1, text.size(), file));
+        if (std::ferror(file))
+            throw DataError(fmt::format("cannot read {}: {}", origin, std::strerror(errno)));
+        const int next = std::fgetc(file);
+        if (next == EOF && !std::ferror(file)) return text;
+        if (next != EOF) text.push_back(static_cast<char>(next));  // it grew while we read: go on below
+    }
     char buffer[1 << 16];
     while (true) {
         const std::size_t n = std::fread(buffer, 1, sizeof buffer, file);
-        if (text.size() + n > max_input_bytes)
-            throw DataError(fmt::format("{}: input larger than {} MiB, the limit for one input",
-                                        origin, max_input_bytes >> 20));
+        if (text.size() + n > max_input_bytes) throw too_large();
         text.append(buffer, n);
         if (n < sizeof buffer) break;
     }
