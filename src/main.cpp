@@ -1,9 +1,12 @@
 // attntrace: trace the attention mechanism step by step. This file only wires the command
 // line to the library: options → a request → a command (load → trace → render).
+#include "commands/bench_command.hpp"
 #include "commands/compare_command.hpp"
+#include "commands/generate_command.hpp"
 #include "commands/similarity_command.hpp"
 #include "commands/trace_command.hpp"
 #include "error.hpp"
+#include "util/memory.hpp"
 #include "util/output.hpp"
 #include "util/terminal.hpp"
 
@@ -72,7 +75,7 @@ struct OutputFlags {
 
 // How attention is computed: shared by the trace and compare commands.
 struct TraceFlags {
-    std::string mode, normalize = "softmax", score = "additive";
+    std::string mode, normalize = "softmax", score = "additive", dtype = "float64";
     long long dim = 0;
     int threads = 0;
     TraceOptions options;
@@ -94,6 +97,9 @@ struct TraceFlags {
             ->check(CLI::Range(1LL, 1LL << 20));
         app.add_option("--threads", threads, "OpenMP threads (default: all cores); the output is the same for any")
             ->check(CLI::Range(1, 1024));
+        app.add_option("--dtype", dtype, "compute in float64 (default) or float32 (faster for long inputs)")
+            ->check(CLI::IsMember({"float64", "float32"}))
+            ->capture_default_str();
     }
 
     std::optional<Mode> requested_mode() const { return mode.empty() ? std::nullopt : parse_mode(mode); }
@@ -103,18 +109,20 @@ struct TraceFlags {
         o.normalization = normalize == "sum" ? Normalization::sum : Normalization::softmax;
         o.score = score == "dot" ? Score::dot : score == "general" ? Score::general : Score::additive;
         if (dim > 0) o.dim = dim;
+        o.dtype = dtype == "float32" ? Dtype::float32 : Dtype::float64;
         if (threads > 0) omp_set_num_threads(threads);
         return o;
     }
 };
 
-// Runs `job`, writing its output only when it succeeds; returns the exit status.
+// Runs `job` on the output (stdout, or FILE for -o), committing it only when the job
+// succeeds; returns the exit status.
 template <typename Job>
-int run(Job&& job) {
+int run(Job&& job, const std::optional<std::string>& output_path = std::nullopt) {
     try {
-        std::ostringstream out;
-        job(out);
-        write_stdout(out.view());
+        Output output(output_path);
+        job(output.stream());
+        output.commit();
         return 0;
     } catch (const BrokenPipe&) {
         return exit_broken_pipe;
@@ -157,6 +165,18 @@ int main(int argc, char** argv) {
                    "work through one query's arithmetic: a token as spelled, or a 1-based position");
     app.add_flag("--explain", request.render.explain, "explain each stage before showing it");
     app.add_option("--svg", request.svg_path, "also write a heatmap of the attention weights to this SVG file");
+    app.add_flag("--summary", request.summary,
+                 "long inputs: per query its top keys, largest weight and entropy, by the streaming path "
+                 "(no n×n matrix); --stage context adds the context vectors");
+    app.add_option("--top", request.top, "keys per query in the summary")->check(CLI::Range(1, 1000))->capture_default_str();
+    std::string max_memory;
+    app.add_option("--max-memory", max_memory,
+                   "refuse a full trace needing more memory than this, e.g. 4G (default: half the machine's)")
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+                return parse_size(text) ? std::string() : "expected a size such as 512M or 4G, found " + text;
+            },
+            "SIZE"));
     app.add_flag("--check", request.check,
                  "verify the trace (rows sum to 1, masked weights 0, context = weights·values, all finite) "
                  "and print the verdict instead of the trace");
@@ -168,6 +188,43 @@ int main(int argc, char** argv) {
         "similarity", "dot-product and cosine-similarity tables of an input's words (embeddings as points in space)");
     similarity_command->add_option("INPUT", similarity.input, "input JSON file, - for stdin, or example:NAME")->required();
     similarity_output.add_to(*similarity_command);
+
+    // attntrace generate --tokens N --dim D
+    GenerateRequest generate;
+    std::optional<std::string> generate_output;
+    auto* generate_command = app.add_subcommand(
+        "generate", "write a long random input (tokens, embeddings, weights) from the portable generator");
+    generate_command->add_option("-n,--tokens", generate.tokens, "number of tokens")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24))
+        ->capture_default_str();
+    generate_command->add_option("-d,--dim", generate.dim, "vector dimension d_in = d_k = d_v")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16))
+        ->capture_default_str();
+    generate_command->add_option("--seed", generate.seed, "seed of the generator")->check(whole_number_u64)->capture_default_str();
+    generate_command->add_option("-o,--output", generate_output, "write to FILE (atomically) instead of stdout");
+
+    // attntrace bench
+    BenchRequest bench;
+    std::string bench_format = "table";
+    auto* bench_command = app.add_subcommand(
+        "bench", "time the trace and streaming paths over growing n against this machine's GEMM rate");
+    bench_command->add_option("--sizes", bench.sizes, "token counts, comma-separated")->delimiter(',')
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))->capture_default_str();
+    bench_command->add_option("--dim", bench.dim, "d_in = d_k = d_v")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}))->capture_default_str();
+    bench_command->add_option("--modes", bench.modes, "self and/or causal")->delimiter(',')
+        ->check(CLI::IsMember({"plain", "self", "causal"}))->capture_default_str();
+    bench_command->add_option("--dtypes", bench.dtypes, "float32 and/or float64")->delimiter(',')
+        ->check(CLI::IsMember({"float32", "float64"}))->capture_default_str();
+    bench_command->add_option("--threads", bench.threads, "thread counts (default: 1 to the number of cores)")
+        ->delimiter(',')->check(CLI::Range(1, 1024));
+    bench_command->add_option("--paths", bench.paths, "streaming and/or trace")->delimiter(',')
+        ->check(CLI::IsMember({"streaming", "trace"}))->capture_default_str();
+    bench_command->add_option("--trace-max", bench.trace_max, "largest n for the trace path, which holds n×n matrices")
+        ->capture_default_str();
+    bench_command->add_option("--repeats", bench.repeats, "timed runs per configuration after a warm-up (median)")
+        ->check(CLI::Range(1, 1000))->capture_default_str();
+    bench_command->add_option("-f,--format", bench_format, "table or json")->check(CLI::IsMember({"table", "json"}))
+        ->capture_default_str();
 
     // attntrace compare A B --token WORD
     CompareRequest compare;
@@ -188,6 +245,13 @@ int main(int argc, char** argv) {
         return run([&](std::ostream& out) { app.exit(e, out, out); });
     }
 
+    if (*bench_command)
+        return run([&](std::ostream& out) {
+            bench.format = *parse_format(bench_format);
+            run_bench(bench, out);
+        });
+    if (*generate_command)
+        return run([&](std::ostream& out) { run_generate(generate, out); }, generate_output);
     if (*similarity_command)
         return run([&](std::ostream& out) {
             similarity_output.apply(similarity.render);
@@ -205,6 +269,7 @@ int main(int argc, char** argv) {
         const auto query = request.trace.query;
         request.trace = flags.apply();
         request.trace.query = query;
+        request.max_memory = max_memory.empty() ? default_memory_limit() : *parse_size(max_memory);
         request.mode = flags.requested_mode();
         output.apply(request.render);
         run_trace(std::move(request), out);

@@ -11,34 +11,22 @@
 namespace attntrace {
 namespace {
 
+void refuse_dim(const Problem& problem, std::string_view own) {
+    throw UsageError(fmt::format("--dim sets the size of generated weights, but {} gives its own "
+                                 "weights ({})",
+                                 problem.origin, own));
+}
+
 Trace trace_problem(const Problem& problem, const TraceOptions& options) {
+    if (std::holds_alternative<SingleSequenceInput>(problem.input)) {
+        const SingleSetup setup = setup_single(problem, options);
+        Trace t = trace_single(*setup.sequence, setup.weights ? &*setup.weights : nullptr, options, problem.origin);
+        t.weights = setup.origin;
+        t.notes.insert(t.notes.begin(), setup.notes.begin(), setup.notes.end());
+        return t;
+    }
     if (options.score != Score::additive && options.mode != Mode::bahdanau)
         throw UsageError(fmt::format("--score {} applies to mode bahdanau only", to_string(options.score)));
-    const auto refuse_dim = [&](std::string_view own) {
-        throw UsageError(fmt::format("--dim sets the size of generated weights, but {} gives its "
-                                     "own weights ({})",
-                                     problem.origin, own));
-    };
-
-    if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
-        if (!is_single_sequence(options.mode))
-            throw DataError(fmt::format(
-                "{}: mode bahdanau needs a source and a target (\"source\" and \"target\" with "
-                "their states), but this input has one sentence; use mode plain, self or causal",
-                problem.origin));
-        if (options.mode == Mode::plain && options.dim)
-            throw UsageError("--dim sets the size of generated weights, and plain mode has none");
-        if (options.mode == Mode::plain && single->weights) {
-            Trace t = trace_single(single->sequence, nullptr, options, problem.origin);
-            t.notes.push_back("the input's weights are not used: plain mode has no trainable "
-                              "weights (try --mode self)");
-            return t;
-        }
-        if (!single->weights) return trace_single(single->sequence, nullptr, options, problem.origin);
-        if (options.dim) refuse_dim(fmt::format("d_k = {}", single->weights->query.cols()));
-        return trace_single(single->sequence, &*single->weights, options, problem.origin);
-    }
-
     const auto& pair = std::get<EncoderDecoderInput>(problem.input);
     if (options.mode != Mode::bahdanau)
         throw DataError(fmt::format(
@@ -49,7 +37,7 @@ Trace trace_problem(const Problem& problem, const TraceOptions& options) {
         throw UsageError(fmt::format("--dim sets d_a of the additive score; the {} score has no "
                                      "free dimension",
                                      to_string(options.score)));
-    if (options.dim && pair.weights) refuse_dim(fmt::format("d_a = {}", pair.weights->W_a.cols()));
+    if (options.dim && pair.weights) refuse_dim(problem, fmt::format("d_a = {}", pair.weights->W_a.cols()));
     return trace_bahdanau(pair, options, problem.origin);
 }
 
@@ -65,16 +53,7 @@ void add_single_sequence_stages(Trace& trace, const Sequence& sequence, const Pr
     stages.add("inputs", "Inputs: one embedding per token", "X", tokens, numbered("x", d_in), x);
 
     // Projections: plain attention has no trainable weights, so Q = K = V = X.
-    Projections generated;
     const Projections* w = given;
-    if (!plain && !w) {
-        generated = generate_projections(options.seed, d_in, options.dim.value_or(d_in));
-        w = &generated;
-        trace.weights = WeightsOrigin::generated;
-        trace.seed = options.seed;
-    } else if (!plain) {
-        trace.weights = WeightsOrigin::file;
-    }
     const auto no_projection = [](std::string_view role) {
         return fmt::format("no projection: plain attention has no trainable weights, so the "
                            "embeddings themselves are the {}", role);
@@ -148,10 +127,56 @@ Trace trace(const Problem& problem, const TraceOptions& options) {
     return result;
 }
 
+SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
+    if (options.score != Score::additive)
+        throw UsageError(fmt::format("--score {} applies to mode bahdanau only", to_string(options.score)));
+    const auto* single = std::get_if<SingleSequenceInput>(&problem.input);
+    if (!single || !is_single_sequence(options.mode)) {
+        if (single)
+            throw DataError(fmt::format(
+                "{}: mode bahdanau needs a source and a target (\"source\" and \"target\" with "
+                "their states), but this input has one sentence; use mode plain, self or causal",
+                problem.origin));
+        throw DataError(fmt::format(
+            "{}: mode {} reads one sentence (\"sentence\" or \"tokens\" with \"embeddings\"), but "
+            "this input has a source and a target; use mode bahdanau",
+            problem.origin, to_string(options.mode)));
+    }
+    SingleSetup setup;
+    setup.sequence = &single->sequence;
+    if (options.mode == Mode::plain) {
+        if (options.dim) throw UsageError("--dim sets the size of generated weights, and plain mode has none");
+        if (single->weights)
+            setup.notes.push_back("the input's weights are not used: plain mode has no trainable "
+                                  "weights (try --mode self)");
+        return setup;
+    }
+    if (single->weights) {
+        if (options.dim) refuse_dim(problem, fmt::format("d_k = {}", single->weights->query.cols()));
+        setup.weights = *single->weights;
+        setup.origin = WeightsOrigin::file;
+    } else {
+        const Eigen::Index d_in = single->sequence.vectors.cols();
+        setup.weights = generate_projections(options.seed, d_in, options.dim.value_or(d_in));
+        setup.origin = WeightsOrigin::generated;
+    }
+    return setup;
+}
+
 Trace trace_single(const Sequence& sequence, const Projections* weights, const TraceOptions& options,
                    const std::string& origin) {
     Trace trace;
     trace.origin = origin;
+    Projections generated;
+    if (options.mode != Mode::plain) {
+        trace.weights = weights ? WeightsOrigin::file : WeightsOrigin::generated;
+        trace.seed = options.seed;
+        if (!weights) {
+            const Eigen::Index d_in = sequence.vectors.cols();
+            generated = generate_projections(options.seed, d_in, options.dim.value_or(d_in));
+            weights = &generated;
+        }
+    }
     trace.mode = options.mode;
     trace.normalization = options.normalization;
     trace.dtype = options.dtype;

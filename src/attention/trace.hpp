@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace attntrace {
 
@@ -29,6 +30,17 @@ Mode resolve_mode(const Problem& problem, std::optional<Mode> requested);
 // mode or a stage produces a number that is not finite, UsageError when --dim conflicts with
 // weights given in the input.
 Trace trace(const Problem& problem, const TraceOptions& options);
+
+// The single-sequence input of `problem` and the weights `options.mode` uses (generated from
+// options.seed when the input has none; none in plain mode), after the checks every
+// single-sequence mode shares: the input fits the mode, --dim and --score make sense.
+struct SingleSetup {
+    const Sequence* sequence = nullptr;
+    std::optional<Projections> weights;
+    WeightsOrigin origin = WeightsOrigin::none;
+    std::vector<std::string> notes;
+};
+SingleSetup setup_single(const Problem& problem, const TraceOptions& options);
 
 // Single-sequence modes on their own (tests call this directly). `weights` null: generated
 // from options.seed (self, causal) or not used (plain). `origin` names the input in errors.

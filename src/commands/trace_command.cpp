@@ -1,34 +1,27 @@
 #include "commands/trace_command.hpp"
 
 #include "attention/check.hpp"
+#include "attention/summary.hpp"
 #include "error.hpp"
 #include "input/examples.hpp"
 #include "input/load.hpp"
 #include "input/source.hpp"
+#include "render/summary.hpp"
 #include "render/svg.hpp"
+#include "util/memory.hpp"
 #include "util/output.hpp"
+#include "util/progress.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <sstream>
 
 namespace attntrace {
 namespace {
 
-void check_stage_names(const std::vector<std::string>& requested, Mode mode) {
-    const auto known = stage_names(mode);
-    for (const auto& name : requested)
-        if (std::find(known.begin(), known.end(), name) == known.end())
-            throw UsageError(fmt::format("--stage: no stage \"{}\" in mode {} (stages: {})", name,
-                                         to_string(mode), fmt::join(known, ", ")));
-}
-
-}  // namespace
-
-void run_trace(TraceRequest request, std::ostream& out) {
-    // Names no mode knows are refused before the input is read.
-    for (const auto& name : request.render.stages) {
+// Names no mode knows are refused before the input is read.
+void check_stage_names_exist(const std::vector<std::string>& requested) {
+    for (const auto& name : requested) {
         bool known = false;
         for (const Mode mode : {Mode::plain, Mode::bahdanau})
             for (const auto& stage : stage_names(mode)) known = known || stage == name;
@@ -38,19 +31,112 @@ void run_trace(TraceRequest request, std::ostream& out) {
                                          name, fmt::join(stage_names(Mode::plain), ", "),
                                          fmt::join(stage_names(Mode::bahdanau), ", ")));
     }
+}
+
+void check_stage_names(const std::vector<std::string>& requested, Mode mode) {
+    const auto known = stage_names(mode);
+    for (const auto& name : requested)
+        if (std::find(known.begin(), known.end(), name) == known.end())
+            throw UsageError(fmt::format("--stage: no stage \"{}\" in mode {} (stages: {})", name,
+                                         to_string(mode), fmt::join(known, ", ")));
+}
+
+// What --summary cannot be combined with: everything that needs the full matrices.
+void check_summary_request(const TraceRequest& request) {
+    const auto refuse = [](std::string_view option) {
+        throw UsageError(fmt::format("{} needs the full trace, which --summary does not build", option));
+    };
+    if (request.trace.query) refuse("--query");
+    if (request.render.explain) refuse("--explain");
+    if (request.check) refuse("--check");
+    if (request.svg_path) refuse("--svg");
+    for (const auto& name : request.render.stages)
+        if (name != "context")
+            throw UsageError(fmt::format("--summary shows one line per query; --stage can add only "
+                                         "\"context\", not \"{}\"",
+                                         name));
+}
+
+std::size_t token_count(const Problem& problem) {
+    if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) return single->sequence.tokens.size();
+    return 0;
+}
+
+// Bytes a full trace needs at its peak: the stages (stored as double), the working copies
+// of the n×n matrices (in the working precision), the masks, and the text of the largest
+// stage while it is rendered (the output itself is streamed).
+std::uint64_t full_trace_bytes(const Problem& problem, const TraceRequest& request) {
+    double rows = 0, cols = 0, width = 0;
+    if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
+        rows = cols = static_cast<double>(single->sequence.tokens.size());
+        const double d_in = static_cast<double>(single->sequence.vectors.cols());
+        const double d_k = single->weights ? static_cast<double>(single->weights->query.cols())
+                                           : static_cast<double>(request.trace.dim.value_or(single->sequence.vectors.cols()));
+        width = d_in + 4 * d_k;
+    } else {
+        const auto& pair = std::get<EncoderDecoderInput>(problem.input);
+        rows = static_cast<double>(pair.target.tokens.size());
+        cols = static_cast<double>(pair.source.tokens.size());
+        width = 8 * static_cast<double>(std::max(pair.source.vectors.cols(), pair.target.vectors.cols()));
+    }
+    const double cells = rows * cols;
+    const double working = request.trace.dtype == Dtype::float32 ? 4 : 8;
+    const double text_per_cell = request.render.format == Format::json ? 25 : 40;
+    return static_cast<std::uint64_t>(cells * (4 * 8 + 3 * working + 3 + text_per_cell) +
+                                      (rows + cols) * width * 8 * 2);
+}
+
+void run_summary(const Problem& problem, const TraceRequest& request, std::ostream& out, std::string note) {
+    SummaryOptions options;
+    options.top = request.top;
+    options.context = std::find(request.render.stages.begin(), request.render.stages.end(), "context") !=
+                      request.render.stages.end();
+    ProgressBar progress("attention");
+    options.progress = [&](std::size_t done, std::size_t total) { progress.update(done, total); };
+    Summary summary = summarize(problem, request.trace, options);
+    if (!note.empty()) summary.notes.push_back(std::move(note));
+    render_summary(summary, request.render, out);
+}
+
+}  // namespace
+
+void run_trace(TraceRequest request, std::ostream& out) {
+    check_stage_names_exist(request.render.stages);
     if (request.render.format == Format::csv && (request.render.explain || request.trace.query))
         throw UsageError("--explain and --query need room for text: use --format table, markdown or json");
+    if (request.summary) check_summary_request(request);
     const InputText input = request.input_path ? read_input(*request.input_path)
                                                : example_input(request.example.value_or(
                                                      std::string(default_example)));
     const Problem problem = load_problem(input.text, input.origin);
     request.trace.mode = resolve_mode(problem, request.mode);
+
+    const std::size_t n = token_count(problem);
+    if (request.summary) {
+        if (request.trace.mode == Mode::bahdanau)
+            throw UsageError("--summary covers modes plain, self and causal; bahdanau traces are small");
+        return run_summary(problem, request, out, "");
+    }
+    // A table of more than summary_threshold columns is unreadable: show the summary instead.
+    const bool plain_request = !request.trace.query && !request.render.explain && !request.check && !request.svg_path;
+    if (request.render.format == Format::table && request.render.stages.empty() && plain_request &&
+        n > summary_threshold)
+        return run_summary(problem, request, out,
+                           fmt::format("{} tokens make tables too wide to read, so this is the summary "
+                                       "(--summary); --stage NAME shows a stage's table, --format json "
+                                       "every number",
+                                       n));
+
     check_stage_names(request.render.stages, request.trace.mode);
+    if (const auto need = full_trace_bytes(problem, request); need > request.max_memory)
+        throw DataError(fmt::format("{}: a full trace of this input needs about {}, more than --max-memory "
+                                    "{}; --summary gives per-query results without the n×n matrices",
+                                    problem.origin, format_size(need), format_size(request.max_memory)));
     const Trace result = trace(problem, request.trace);
     if (request.svg_path) {
-        std::ostringstream svg;
-        render_svg(result, svg);
-        write_file_atomically(*request.svg_path, svg.view());
+        Output svg(*request.svg_path);
+        render_svg(result, svg.stream());
+        svg.commit();
     }
     if (request.check) {
         if (const auto failure = first_failed_check(result))

@@ -4,6 +4,7 @@
 #include "attention/trace.hpp"
 #include "render/render.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -18,7 +19,13 @@ struct TraceRequest {
     RenderOptions render;
     bool check = false;                     // verify the trace's invariants instead of printing it
     std::optional<std::string> svg_path;    // also write a heatmap of the weights here
+    bool summary = false;                   // the streaming path: one line per query
+    std::size_t top = 3;                    // keys per query in the summary
+    std::uint64_t max_memory = 0;           // a full trace needing more is refused
 };
+
+// Tables of more tokens than this switch to the summary by themselves.
+inline constexpr std::size_t summary_threshold = 64;
 
 // Throws UsageError or DataError; writes nothing to `out` before the trace is complete.
 void run_trace(TraceRequest request, std::ostream& out);

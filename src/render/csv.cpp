@@ -9,9 +9,7 @@
 #include <ostream>
 
 namespace attntrace {
-namespace {
-
-std::string field(std::string_view text) {
+std::string csv_field(std::string_view text) {
     if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
     std::string out = "\"";
     for (const char c : text) {
@@ -21,9 +19,11 @@ std::string field(std::string_view text) {
     return out + '"';
 }
 
+namespace {
+
 void write_row(std::ostream& out, std::string_view first, const std::vector<std::string>& rest) {
-    out << field(first);
-    for (const auto& item : rest) out << ',' << field(item);
+    out << csv_field(first);
+    for (const auto& item : rest) out << ',' << csv_field(item);
     out << '\n';
 }
 

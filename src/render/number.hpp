@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -19,6 +20,12 @@ inline std::string format_fixed(double value, int digits) {
     std::string text = fmt::format("{:.{}f}", value, digits);
     if (text.front() == '-' && text.find_first_not_of("-0.") == std::string::npos) text.erase(0, 1);
     return text;
+}
+
+// `digits` significant digits (0.1385, 2.134e-05): for weights of long rows, which fixed
+// decimals would round to 0.
+inline std::string format_significant(double value, int digits) {
+    return fmt::format("{:.{}g}", value, std::max(digits, 1));
 }
 
 // As format_fixed, without trailing zeros: 0.55 rather than 0.5500 (for worked arithmetic,

@@ -21,5 +21,7 @@ void write_stage_markdown(const Stage& stage, const RenderOptions& options,
 void write_stage_csv(const Stage& stage, const RenderOptions& options, std::ostream& out);
 
 std::string markdown_cell(std::string_view text);
+// A CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line break.
+std::string csv_field(std::string_view text);
 
 }  // namespace attntrace

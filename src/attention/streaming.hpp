@@ -1,0 +1,52 @@
+// The streaming path (--summary): attention for long inputs without ever holding the n×n
+// matrix. Queries go in blocks; for each block the keys stream past in blocks, and an online
+// softmax keeps, per query row, a running max m, a running sum l = Σ exp(s − m), and the
+// running weighted sum of values, all rescaled whenever m grows. Memory: O(n·d) for Q, K, V
+// and the context, plus one block of scores per thread.
+#pragma once
+
+#include "attention/types.hpp"
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+namespace attntrace {
+
+struct KeyWeight {
+    Eigen::Index index = 0;  // 0-based key position
+    double weight = 0;
+};
+
+// What the summary says about one query row.
+struct QuerySummary {
+    std::vector<KeyWeight> top;  // the largest weights, largest first (ties: lower index first)
+    double max_weight = 0;
+    double entropy = 0;          // −Σ_j a_j ln a_j, in nats: 0 = all on one key, ln n = uniform
+};
+
+struct StreamOptions {
+    bool causal = false;
+    double scale = 1;              // 1/√d_k (1 in plain mode)
+    std::size_t top = 3;
+    bool context = false;          // also return Z = A·V
+    // Called now and then with (rows done, rows in all), from one thread at a time.
+    std::function<void(std::size_t, std::size_t)> progress;
+};
+
+struct StreamResult {
+    std::vector<QuerySummary> queries;  // one per query row
+    Matrix context;                     // n × d_v when options.context, else empty
+};
+
+// Q, K: n×d_k and V: n×d_v in the working precision T (float or double). Parallel over query
+// blocks (OpenMP, dynamic schedule); each block is computed by one thread with the same
+// instructions whatever the thread count, so results do not depend on it.
+template <typename T>
+StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v,
+                              const StreamOptions& options);
+
+inline constexpr Eigen::Index stream_query_block = 64;
+inline constexpr Eigen::Index stream_key_block = 256;
+
+}  // namespace attntrace

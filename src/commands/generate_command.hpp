@@ -1,0 +1,17 @@
+// `attntrace generate --tokens N --dim D [--seed S] [-o FILE]`
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+
+namespace attntrace {
+
+struct GenerateRequest {
+    std::int64_t tokens = 1024;
+    std::int64_t dim = 64;
+    std::uint64_t seed = 123;
+};
+
+void run_generate(const GenerateRequest& request, std::ostream& out);
+
+}  // namespace attntrace
