@@ -1,0 +1,253 @@
+// The streaming path (--summary) against the trace path, the summary outputs, the memory
+// guard, generated inputs and the benchmark's output shape (it is run tiny: not a timed test).
+#include "attention/summary.hpp"
+#include "attention/trace.hpp"
+#include "input/generator.hpp"
+#include "input/load.hpp"
+#include "support/cli.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+using namespace attntrace;
+using Catch::Contains;
+using nlohmann::json;
+
+namespace {
+
+Problem random_problem(Eigen::Index n, Eigen::Index d_in, Eigen::Index d_k, std::uint64_t seed) {
+    SplitMix64 rng(seed);
+    SingleSequenceInput input;
+    // Spread 3 makes the weights uneven, so the top keys are clear-cut.
+    input.sequence.vectors = random_matrix(rng, n, d_in, 3.0);
+    for (Eigen::Index i = 0; i < n; ++i) input.sequence.tokens.push_back(fmt::format("t{}", i + 1));
+    Projections w;
+    w.query = random_matrix(rng, d_in, d_k, 1.0);
+    w.key = random_matrix(rng, d_in, d_k, 1.0);
+    w.value = random_matrix(rng, d_in, d_k + 1, 1.0);  // d_v ≠ d_k on purpose
+    input.weights = w;
+    Problem problem;
+    problem.origin = "random";
+    problem.input = std::move(input);
+    return problem;
+}
+
+void require_same_summary(const Summary& streamed, const Summary& reference, double tolerance) {
+    REQUIRE(streamed.queries.size() == reference.queries.size());
+    for (std::size_t i = 0; i < streamed.queries.size(); ++i) {
+        INFO("query " << i);
+        const auto& s = streamed.queries[i];
+        const auto& r = reference.queries[i];
+        CHECK(s.max_weight == Approx(r.max_weight).margin(tolerance));
+        CHECK(s.entropy == Approx(r.entropy).margin(tolerance * 10));
+        REQUIRE(s.top.size() == r.top.size());
+        for (std::size_t t = 0; t < s.top.size(); ++t) {
+            CHECK(s.top[t].weight == Approx(r.top[t].weight).margin(tolerance));
+            // Indices must agree unless two weights are too close to tell apart.
+            const bool tied = (t > 0 && std::abs(r.top[t].weight - r.top[t - 1].weight) < 10 * tolerance) ||
+                              (t + 1 < r.top.size() && std::abs(r.top[t].weight - r.top[t + 1].weight) < 10 * tolerance);
+            if (!tied) CHECK(s.top[t].index == r.top[t].index);
+        }
+    }
+    REQUIRE(streamed.context);
+    REQUIRE(reference.context);
+    REQUIRE(streamed.context->rows() == reference.context->rows());
+    CHECK((*streamed.context - *reference.context).cwiseAbs().maxCoeff() <= tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("streaming equals the trace path on many shapes", "[streaming]") {
+    // n = 1, 2, around the query block (64) and the key block (256), and primes.
+    const std::vector<Eigen::Index> sizes{1, 2, 3, 63, 64, 65, 97, 255, 256, 257, 331};
+    SummaryOptions options;
+    options.top = 4;
+    options.context = true;
+    std::uint64_t seed = 1;
+    for (const Eigen::Index n : sizes)
+        for (const Mode mode : {Mode::plain, Mode::self, Mode::causal})
+            for (const Dtype dtype : {Dtype::float64, Dtype::float32}) {
+                INFO("n " << n << " " << to_string(mode) << " " << to_string(dtype));
+                const Problem problem = random_problem(n, 8, 5, seed++);
+                TraceOptions trace_options;
+                trace_options.mode = mode;
+                trace_options.dtype = dtype;
+                const Summary streamed = summarize(problem, trace_options, options);
+                const Summary reference = summarize_trace(trace(problem, trace_options), options);
+                require_same_summary(streamed, reference, dtype == Dtype::float64 ? 1e-10 : 1e-4);
+                // Causal row i sees i + 1 keys: the first query puts all its weight on itself.
+                if (mode == Mode::causal) {
+                    CHECK(streamed.queries[0].top.size() == 1);
+                    CHECK(streamed.queries[0].max_weight == Approx(1.0));
+                    CHECK(streamed.queries[0].entropy == Approx(0.0).margin(1e-6));
+                }
+            }
+}
+
+TEST_CASE("the summary of the lecture example, by hand", "[streaming]") {
+    // Query "journey": the lecture's softmax row [0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581].
+    const std::vector<double> row{0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581};
+    double entropy = 0;
+    for (const double a : row) entropy -= a * std::log(a);
+    const auto r = cli::run({"--summary", "-f", "json", "--top", "2"});
+    REQUIRE(r.exit_code == 0);
+    const json doc = json::parse(r.out);
+    const auto& journey = doc["queries"][1];
+    CHECK(journey["index"] == 1);
+    CHECK(journey["token"] == "journey");
+    CHECK(journey["top"][0]["token"] == "journey");
+    CHECK(journey["top"][0]["weight"].get<double>() == Approx(0.2379).margin(0.5e-4));
+    CHECK(journey["top"][1]["token"] == "starts");
+    CHECK(journey["max_weight"].get<double>() == Approx(0.2379).margin(0.5e-4));
+    CHECK(journey["entropy"].get<double>() == Approx(entropy).margin(1e-3));
+}
+
+TEST_CASE("summary JSON holds every field and, on request, the context", "[streaming][json]") {
+    cli::TempFile file(cli::run({"generate", "--tokens", "100", "--dim", "8", "--seed", "5"}).out);
+    const json doc = json::parse(cli::run({file.path(), "--summary", "-f", "json", "-m", "causal", "-s", "context"}).out);
+    CHECK(doc["schema"] == "attntrace.summary/1");
+    CHECK(doc["mode"] == "causal");
+    CHECK(doc["n"] == 100);
+    CHECK(doc["top"] == 3);
+    CHECK(doc["dims"] == json({{"d_in", 8}, {"d_k", 8}, {"d_v", 8}}));
+    CHECK(doc["weights"]["source"] == "input");
+    REQUIRE(doc["queries"].size() == 100);
+    for (const auto& q : doc["queries"]) {
+        REQUIRE(q.contains("index"));
+        REQUIRE(q.contains("token"));
+        REQUIRE(q["top"].size() == std::min<std::size_t>(3, q["index"].get<std::size_t>() + 1));
+        for (const auto& key : q["top"]) {
+            CHECK(key["index"].get<std::size_t>() <= q["index"].get<std::size_t>());  // causal
+            CHECK(key["weight"].get<double>() <= q["max_weight"].get<double>() + 1e-15);
+        }
+        CHECK(q["entropy"].get<double>() >= 0);
+        CHECK(q["entropy"].get<double>() <= std::log(static_cast<double>(q["index"].get<int>() + 1)) + 1e-12);
+    }
+    REQUIRE(doc["context"].size() == 100);
+    CHECK(doc["context"][0].size() == 8);
+    // The context of the first token is its own value: weight 1 on itself.
+    const json full = json::parse(cli::run({file.path(), "-f", "json", "-m", "causal", "-s", "values"}).out);
+    for (std::size_t k = 0; k < 8; ++k)
+        CHECK(doc["context"][0][k].get<double>() == Approx(full["stages"][0]["data"][0][k].get<double>()).margin(1e-12));
+}
+
+TEST_CASE("summary bytes do not depend on the thread count", "[streaming][threads]") {
+    cli::TempFile file(cli::run({"generate", "--tokens", "300", "--dim", "16"}).out);
+    for (const char* mode : {"self", "causal"})
+        for (const char* dtype : {"float64", "float32"}) {
+            INFO(mode << " " << dtype);
+            const auto one = cli::run({file.path(), "--summary", "-f", "json", "-m", mode, "--dtype", dtype, "--threads", "1", "-s", "context"});
+            const auto two = cli::run({file.path(), "--summary", "-f", "json", "-m", mode, "--dtype", dtype, "--threads", "2", "-s", "context"});
+            REQUIRE(one.exit_code == 0);
+            CHECK(one.out == two.out);
+        }
+}
+
+TEST_CASE("long inputs switch tables to the summary and say so", "[streaming][cli]") {
+    cli::TempFile file(cli::run({"generate", "--tokens", "80", "--dim", "4"}).out);
+    const auto r = cli::run({file.path()});
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("summary of 80 queries"));
+    CHECK_THAT(r.out, Contains("note: 80 tokens make tables too wide to read, so this is the summary"));
+    CHECK_THAT(r.out, Contains("… 60 more queries"));
+    const auto table = cli::run({file.path(), "-s", "weights", "--width", "0"});
+    CHECK_THAT(table.out, Contains("weights · 80×80"));
+    CHECK_THAT(cli::run({file.path(), "-f", "json"}).out, Contains("\"schema\": \"attntrace.trace/1\""));
+    CHECK_THAT(cli::run({"--example", "teacher_smiled"}).out, !Contains("summary"));  // small: full tables
+}
+
+TEST_CASE("summary refuses what needs the full matrices", "[streaming][cli][errors]") {
+    for (const std::vector<std::string>& extra : std::vector<std::vector<std::string>>{
+             {"-q", "1"}, {"--explain"}, {"--check"}, {"--svg", "x.svg"}, {"-s", "weights"}}) {
+        auto args = extra;
+        args.push_back("--summary");
+        const auto r = cli::run(args);
+        INFO(r.err);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+    }
+    const auto pair = cli::run({"--example", "black_cat_fr", "--summary"});
+    CHECK(pair.exit_code == 2);
+    CHECK_THAT(pair.err, Contains("--summary covers modes plain, self and causal"));
+}
+
+TEST_CASE("a full trace too large for --max-memory is refused before it starts", "[streaming][memory]") {
+    cli::TempFile file(cli::run({"generate", "--tokens", "600", "--dim", "8"}).out);
+    const auto r = cli::run({file.path(), "-f", "json", "--max-memory", "1M"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Contains("a full trace of this input needs about") && Contains("MiB, more than --max-memory 1.0 MiB") &&
+                          Contains("--summary"));
+    CHECK(cli::run({file.path(), "--summary", "--max-memory", "1M"}).exit_code == 0);
+    CHECK(cli::run({file.path(), "-f", "json", "--max-memory", "1G"}).exit_code == 0);
+    CHECK(cli::run({"--max-memory", "lots"}).exit_code == 2);
+    // 2¹⁶ tokens: refused at once under the default limit, before any n×n allocation.
+    cli::TempFile huge(cli::run({"generate", "--tokens", "65536", "--dim", "2"}).out);
+    const auto refused = cli::run({huge.path(), "-f", "json"});
+    CHECK(refused.exit_code == 1);
+    CHECK_THAT(refused.err, Contains("GiB, more than --max-memory"));
+}
+
+TEST_CASE("generate: same seed, same bytes; a complete input", "[streaming][generate]") {
+    const auto a = cli::run({"generate", "--tokens", "7", "--dim", "3", "--seed", "9"});
+    const auto b = cli::run({"generate", "--tokens", "7", "--dim", "3", "--seed", "9"});
+    const auto c = cli::run({"generate", "--tokens", "7", "--dim", "3", "--seed", "10"});
+    REQUIRE(a.exit_code == 0);
+    CHECK(a.out == b.out);
+    CHECK(a.out != c.out);
+    const json doc = json::parse(a.out);
+    CHECK(doc["tokens"].size() == 7);
+    CHECK(doc["embeddings"].size() == 7);
+    CHECK(doc["embeddings"][0].size() == 3);
+    for (const char* w : {"query", "key", "value"}) {
+        CHECK(doc["weights"][w].size() == 3);
+        for (const auto& row : doc["weights"][w])
+            for (const auto& x : row) CHECK(std::abs(x.get<double>()) <= 1 / std::sqrt(3.0));
+    }
+    // The documented recipe: the first embedding entry is round(10⁶·(2u − 1))/10⁶ of the first draw.
+    SplitMix64 rng(9);
+    CHECK(doc["embeddings"][0][0].get<double>() == std::round(rng.symmetric(1.0) * 1e6) / 1e6);
+    // It loads as it is, and -o writes the same bytes to a file.
+    CHECK_NOTHROW(load_problem(a.out, "generated"));
+    cli::TempFile marker("", "marker");
+    const std::string path = marker.path() + ".json";
+    REQUIRE(cli::run({"generate", "--tokens", "7", "--dim", "3", "--seed", "9", "-o", path}).exit_code == 0);
+    std::ifstream in(path);
+    const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(written == a.out);
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("the benchmark reports every configuration it ran", "[streaming][bench]") {
+    const auto r = cli::run({"bench", "--sizes", "32,64", "--dtypes", "float32", "--threads", "1", "--repeats", "1", "-f", "json"});
+    REQUIRE(r.exit_code == 0);
+    const json doc = json::parse(r.out);
+    CHECK(doc["schema"] == "attntrace.bench/1");
+    CHECK(doc["gemm"].size() == 1);
+    CHECK(doc["gemm"][0]["gflops"].get<double>() > 0);
+    REQUIRE(doc["runs"].size() == 2 * 2 * 2);  // sizes × paths × modes
+    for (const auto& run : doc["runs"]) {
+        CHECK(run["seconds"].get<double>() > 0);
+        CHECK(run["gflops"].get<double>() > 0);
+        if (run["n"] == 64) CHECK(run["doubling"].get<double>() > 0);
+        else CHECK(run["doubling"].is_null());
+    }
+}
+
+TEST_CASE("float32 traces stay close to float64", "[streaming][dtype]") {
+    const Problem problem = random_problem(50, 6, 4, 77);
+    TraceOptions f64, f32;
+    f64.mode = f32.mode = Mode::causal;
+    f32.dtype = Dtype::float32;
+    const Trace a = trace(problem, f64);
+    const Trace b = trace(problem, f32);
+    CHECK(b.dtype == Dtype::float32);
+    CHECK((a.find("weights")->data - b.find("weights")->data).cwiseAbs().maxCoeff() < 1e-5);
+    CHECK((a.find("context")->data - b.find("context")->data).cwiseAbs().maxCoeff() < 1e-4);
+}
