@@ -162,7 +162,10 @@ private:
         return result;
     }
 
+    static bool starts_number(char c) { return c == '-' || (c >= '0' && c <= '9'); }
+
     Json array() {
+        const std::size_t start = pos_;
         enter(pos_, false);
         ++pos_;  // '['
         skip_space();
@@ -171,27 +174,20 @@ private:
             frames_.pop_back();
             return Json::array();
         }
-        // Numbers gather into `packed` as long as nothing else turns up.
-        std::vector<double> packed;
-        std::vector<bool> integral;
-        Json items;
-        bool all_numbers = true;
+        // Most arrays here are vectors: try reading only numbers, straight into packed form.
+        if (starts_number(peek())) {
+            if (numbers_only()) {
+                frames_.pop_back();
+                return pack(numbers_);
+            }
+            pos_ = start + 1;  // something else is in it: read it again, element by element
+            skip_space();
+        }
+        Json items = Json::array();
         while (true) {
             skip_space();
-            frames_.back().index = all_numbers ? packed.size() : items.size();
-            const char c = peek();
-            if (all_numbers && (c == '-' || (c >= '0' && c <= '9'))) {
-                bool is_integer = false;
-                packed.push_back(number(is_integer));
-                integral.push_back(is_integer);
-            } else {
-                if (all_numbers) {  // something else: the numbers so far become ordinary nodes
-                    items = Json::array();
-                    for (std::size_t i = 0; i < packed.size(); ++i) items.push_back(node(packed[i], integral[i]));
-                    all_numbers = false;
-                }
-                items.push_back(value());
-            }
+            frames_.back().index = items.size();
+            items.push_back(value());
             skip_space();
             if (peek() == ',') {
                 ++pos_;
@@ -202,12 +198,28 @@ private:
         }
         ++pos_;
         frames_.pop_back();
-        return all_numbers ? pack(packed) : items;
+        return items;
     }
 
-    static Json node(double value, bool is_integer) {
-        if (is_integer && std::abs(value) < 9.0e15) return Json(static_cast<std::int64_t>(value));
-        return Json(value);
+    // Reads numbers into numbers_ up to the closing ']' (true), or stops at the first element
+    // that is not a number (false). Syntax errors are reported where they are.
+    bool numbers_only() {
+        numbers_.clear();
+        while (true) {
+            skip_space();
+            if (!starts_number(peek())) return false;
+            numbers_.push_back(number());
+            skip_space();
+            if (peek() == ',') {
+                ++pos_;
+                continue;
+            }
+            if (peek() == ']') {
+                ++pos_;
+                return true;
+            }
+            unexpected("',' or ']' after an array element");
+        }
     }
 
     static Json pack(const std::vector<double>& numbers) {
@@ -217,10 +229,10 @@ private:
     }
 
     Json number_value() {
-        bool is_integer = false;
         const std::size_t at = pos_;
-        const double value = number(is_integer);
-        if (is_integer) {  // keep integers exact where they fit, as nlohmann does
+        const double value = number();
+        const std::string_view literal = text_.substr(at, pos_ - at);
+        if (literal.find_first_of(".eE") == std::string_view::npos) {  // integers stay exact where they fit
             std::int64_t i = 0;
             if (std::from_chars(text_.data() + at, text_.data() + pos_, i).ec == std::errc()) return Json(i);
             std::uint64_t u = 0;
@@ -229,12 +241,26 @@ private:
         return Json(value);
     }
 
-    // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, as a finite double.
-    double number(bool& is_integer) {
+    // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, as a finite double, correctly rounded.
+    double number() {
         const std::size_t start = pos_;
-        const auto digits = [&] {
+        // The digits as one integer m and a power of ten e, while they are scanned.
+        std::uint64_t mantissa = 0;
+        int significant = 0, exponent = 0;
+        const auto digits = [&](bool fraction) {
             const std::size_t from = pos_;
-            while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
+            for (; pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9'; ++pos_) {
+                if (mantissa == 0 && text_[pos_] == '0') {
+                    exponent -= fraction;
+                    continue;
+                }
+                if (++significant <= 19) {
+                    mantissa = mantissa * 10 + static_cast<std::uint64_t>(text_[pos_] - '0');
+                    exponent -= fraction;
+                } else {
+                    exponent += !fraction;  // dropped digits still count in the magnitude
+                }
+            }
             return pos_ > from;
         };
         const auto bad = [&] {
@@ -242,25 +268,36 @@ private:
             while (end < text_.size() && end - start < 24 && std::strchr("0123456789+-.eE", text_[end]) && text_[end] != '\0') ++end;
             fail(start, fmt::format("invalid number '{}'", printable(text_.substr(start, std::max(end, pos_ + 1) - start))));
         };
-        if (peek() == '-') ++pos_;
+        const bool negative = peek() == '-';
+        if (negative) ++pos_;
         if (peek() == '0') {
             ++pos_;
-        } else if (!digits()) {
+        } else if (!digits(false)) {
             bad();
         }
-        is_integer = true;
         if (peek() == '.') {
             ++pos_;
-            is_integer = false;
-            if (!digits()) bad();
+            if (!digits(true)) bad();
         }
+        bool plain = true;  // no exponent part
         if (peek() == 'e' || peek() == 'E') {
+            plain = false;
             ++pos_;
-            is_integer = false;
             if (peek() == '+' || peek() == '-') ++pos_;
-            if (!digits()) bad();
+            const std::size_t from = pos_;
+            while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
+            if (pos_ == from) bad();
         }
         if (peek() >= '0' && peek() <= '9') bad();  // "01"
+        // Clinger's fast path: m < 2⁵³ and 10^|e| ≤ 10²² are exact doubles, so one IEEE
+        // multiplication or division rounds correctly. It covers the usual "-0.123456".
+        static constexpr double powers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                            1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+        if (plain && significant <= 19 && mantissa <= (std::uint64_t{1} << 53) && exponent >= -22 && exponent <= 22) {
+            const double m = static_cast<double>(mantissa);
+            const double value = exponent < 0 ? m / powers[-exponent] : m * powers[exponent];
+            return negative ? -value : value;
+        }
         const char* first = text_.data() + start;
         const char* last = text_.data() + pos_;
         double value = 0;
@@ -372,6 +409,7 @@ private:
     const std::string& origin_;
     std::size_t pos_ = 0;
     std::vector<Frame> frames_;
+    std::vector<double> numbers_;  // scratch of numbers_only(), reused from array to array
 };
 
 }  // namespace

@@ -1,0 +1,115 @@
+// The JSON parser: numbers read exactly as std::from_chars reads them, packed arrays, and the
+// grammar's corners.
+#include "error.hpp"
+#include "input/generator.hpp"
+#include "input/json_text.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstring>
+
+using namespace attntrace;
+using Catch::Contains;
+
+namespace {
+
+double reference(const std::string& literal) {
+    double value = 0;
+    std::from_chars(literal.data(), literal.data() + literal.size(), value);
+    return value;
+}
+
+std::vector<double> packed(const Json& value) {
+    REQUIRE(is_packed_numbers(value));
+    std::vector<double> out(packed_size(value));
+    copy_packed(value, out.data());
+    return out;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+}  // namespace
+
+TEST_CASE("numbers parse to the very double from_chars gives", "[json]") {
+    std::vector<std::string> literals{"0", "-0", "1", "-1", "0.1", "0.5", "123", "1e22", "1e23", "-2.5e-3",
+                                      "9007199254740992", "9007199254740993", "0.000123456", "120.0100",
+                                      "123456789012345678901234", "1.7976931348623157e308", "5e-324",
+                                      "2.2250738585072014e-308", "0.30000000000000004", "1e-22", "4.35e+2"};
+    SplitMix64 rng(2024);
+    for (int i = 0; i < 20000; ++i) {
+        const double x = rng.symmetric(1.0) * std::pow(10.0, static_cast<int>(rng.uniform() * 30) - 15);
+        literals.push_back(fmt::format("{}", x));        // shortest round trip, up to 17 digits
+        literals.push_back(fmt::format("{:.6f}", x));    // the generator's style
+        literals.push_back(fmt::format("{:.12e}", x));
+        literals.push_back(fmt::format("{:.19f}", x));   // more digits than the fast path takes
+    }
+    std::string array = "[";
+    for (std::size_t i = 0; i < literals.size(); ++i) array += (i ? "," : "") + literals[i];
+    array += "]";
+    const auto numbers = packed(parse_json(array, "t"));
+    REQUIRE(numbers.size() == literals.size());
+    for (std::size_t i = 0; i < literals.size(); ++i) {
+        INFO(literals[i]);
+        CHECK(same_bits(numbers[i], reference(literals[i])));
+    }
+}
+
+TEST_CASE("arrays of numbers are packed; anything else stays a JSON array", "[json]") {
+    const Json doc = parse_json(R"({"v": [1, 2.5, -3e2], "mixed": [1, "a", 2.0], "empty": [], "rows": [[1], [2, 3]]})", "t");
+    CHECK(packed(doc["v"]) == std::vector<double>{1, 2.5, -300});
+    REQUIRE(doc["mixed"].is_array());
+    CHECK(doc["mixed"][0] == 1);  // still an integer node
+    CHECK(doc["mixed"][0].is_number_integer());
+    CHECK(doc["mixed"][1] == "a");
+    CHECK(doc["mixed"][2].is_number_float());
+    CHECK(doc["empty"].is_array());
+    CHECK(doc["empty"].empty());
+    CHECK(doc["rows"].is_array());
+    CHECK(packed(doc["rows"][1]) == std::vector<double>{2, 3});
+    CHECK(describe(doc["v"]) == "an array of 3 numbers");
+}
+
+TEST_CASE("strings decode escapes and keep UTF-8", "[json]") {
+    const Json doc = parse_json(R"(["a\"b\\c\/d\n\t", "\u00e9\u65e5", "\ud83d\ude00", "é日😀"])", "t");
+    CHECK(doc[0] == "a\"b\\c/d\n\t");
+    CHECK(doc[1] == "é日");
+    CHECK(doc[2] == "😀");
+    CHECK(doc[3] == "é日😀");
+    CHECK(parse_json("\xEF\xBB\xBF{\"a\": 1}", "t")["a"] == 1);  // a byte order mark is skipped
+    CHECK(parse_json(R"({"big": 18446744073709551615, "neg": -9223372036854775808})", "t")["big"].is_number_unsigned());
+}
+
+TEST_CASE("the grammar's corners are refused where they are", "[json][errors]") {
+    const auto fails = [](const std::string& text, const std::string& fragment) {
+        INFO(text);
+        REQUIRE_THROWS_AS(parse_json(text, "t"), DataError);
+        REQUIRE_THROWS_WITH(parse_json(text, "t"), Contains(fragment));
+    };
+    fails("[01]", "t:1:2: invalid JSON: invalid number '01'");
+    fails("[1.]", "t:1:2: invalid JSON: invalid number");
+    fails("[.5]", "t:1:2: invalid JSON: expected a value");
+    fails("[+1]", "t:1:2: invalid JSON: expected a value");
+    fails("[1e]", "invalid number");
+    fails("[1,]", "t:1:4: invalid JSON: expected a value");
+    fails("[1 2]", "t:1:4: invalid JSON: expected ',' or ']' after an array element");
+    fails("{\"a\" 1}", "t:1:6: invalid JSON: expected ':' after the key");
+    fails("{\"a\": 1,}", "t:1:9: invalid JSON: expected a string key");
+    fails("{'a': 1}", "t:1:2: invalid JSON: expected a string key");
+    fails("[NaN]", "NaN and Infinity are not JSON numbers");
+    fails("[Infinity]", "NaN and Infinity are not JSON numbers");
+    fails("[tru]", "t:1:2: invalid JSON: invalid literal 'tru'");
+    fails("[\"a\\x\"]", "t:1:4: invalid JSON: invalid escape '\\x'");
+    fails("[\"\\u12\"]", "invalid \\u escape");
+    fails("[\"\\udc00\"]", "lone surrogate");
+    fails("[\"a\nb\"]", "t:1:4: invalid JSON: control character U+000A in a string");
+    fails("[\"a\xc3\x28\"]", "t:1:4: invalid JSON: ill-formed UTF-8 byte 0xc3");
+    fails("[\"abc", "unexpected end of input inside a string");
+    fails("[1] [2]", "t:1:5: invalid JSON: text after the end of the JSON document");
+    fails("// comment\n{}", "t:1:1: invalid JSON: expected a value");
+    fails("[1e400]", "t:1:2: number out of range: 1e400 does not fit a double");
+    fails("[-1e400]", "t:1:2: number out of range: -1e400");
+    fails("{\"a\": [{\"b\": 1, \"b\": 2}]}", "t: /a/0/b: duplicate key \"b\"");
+    CHECK(packed(parse_json("[1e-400]", "t"))[0] == 0.0);  // underflow is zero, not an error
+}
