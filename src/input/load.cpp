@@ -72,6 +72,15 @@ public:
     Matrix matrix(const Json& value, std::string_view pointer) const {
         if (!value.is_array() || value.empty())
             fail(pointer, "expected a matrix (an array of rows), found " + describe(value));
+        // The usual case, rows of packed numbers of one length: copied straight in, row-major.
+        const std::size_t width = is_packed_numbers(value[0]) ? packed_size(value[0]) : 0;
+        if (width > 0 && std::all_of(value.begin(), value.end(), [&](const Json& row) {
+                return is_packed_numbers(row) && packed_size(row) == width;
+            })) {
+            Matrix m(static_cast<Eigen::Index>(value.size()), static_cast<Eigen::Index>(width));
+            for (std::size_t r = 0; r < value.size(); ++r) copy_packed(value[r], m.row(static_cast<Eigen::Index>(r)).data());
+            return m;
+        }
         Matrix m;
         for (std::size_t r = 0; r < value.size(); ++r) {
             const auto row_pointer = pointer_child(pointer, r);

@@ -10,60 +10,74 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 namespace attntrace {
 namespace {
 
-std::string read_all(std::FILE* file, const std::string& origin) {
-    const auto too_large = [&] {
-        return DataError(fmt::format("{}: input larger than {} MiB, the limit for one input", origin,
-                                     max_input_bytes >> 20));
-    };
+DataError too_large(const std::string& origin) {
+    return DataError(fmt::format("{}: input larger than {} MiB, the limit for one input", origin, max_input_bytes >> 20));
+}
+
+// Standard input (or a pipe, a FIFO): read in chunks until the end.
+std::string read_stream(std::FILE* file, const std::string& origin) {
     std::string text;
-    // A regular file's size is known: one allocation and one read instead of doubling.
-    struct stat info {};
-    if (::fstat(::fileno(file), &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
-        if (static_cast<std::size_t>(info.st_size) > max_input_bytes) throw too_large();
-        text.resize(static_cast<std::size_t>(info.st_size));
-        text.resize(std::fread(text.data(), 1, text.size(), file));
-        if (std::ferror(file))
-            throw DataError(fmt::format("cannot read {}: {}", origin, std::strerror(errno)));
-        const int next = std::fgetc(file);
-        if (next == EOF && !std::ferror(file)) return text;
-        if (next != EOF) text.push_back(static_cast<char>(next));  // it grew while we read: go on below
-    }
     char buffer[1 << 16];
     while (true) {
         const std::size_t n = std::fread(buffer, 1, sizeof buffer, file);
-        if (text.size() + n > max_input_bytes) throw too_large();
+        if (text.size() + n > max_input_bytes) throw too_large(origin);
         text.append(buffer, n);
         if (n < sizeof buffer) break;
     }
-    if (std::ferror(file))
-        throw DataError(fmt::format("cannot read {}: {}", origin, std::strerror(errno)));
+    if (std::ferror(file)) throw DataError(fmt::format("cannot read {}: {}", origin, std::strerror(errno)));
     return text;
 }
+
+InputText from_string(std::string text, std::string origin) {
+    auto owned = std::make_shared<const std::string>(std::move(text));
+    return {*owned, std::move(origin), owned};
+}
+
+// A regular file is mapped, not copied: the parser reads the page cache directly.
+class Mapping {
+public:
+    Mapping(void* address, std::size_t size) : address_(address), size_(size) {}
+    ~Mapping() { ::munmap(address_, size_); }
+    Mapping(const Mapping&) = delete;
+    Mapping& operator=(const Mapping&) = delete;
+    std::string_view text() const { return {static_cast<const char*>(address_), size_}; }
+
+private:
+    void* address_;
+    std::size_t size_;
+};
 
 }  // namespace
 
 InputText read_input(const std::string& path) {
-    if (path == "-") return {read_all(stdin, "<stdin>"), "<stdin>"};
+    if (path == "-") return from_string(read_stream(stdin, "<stdin>"), "<stdin>");
     if (path.starts_with("example:")) return example_input(std::string_view(path).substr(8));
     // The path appears in messages and in JSON output: make it printable, valid UTF-8.
     const std::string origin = printable(path, 4096);
-    struct stat info {};
-    if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode))
-        throw DataError(fmt::format("cannot read {}: it is a directory", origin));
     const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
                                                                &std::fclose);
     if (!file) throw DataError(fmt::format("cannot read {}: {}", origin, std::strerror(errno)));
-    return {read_all(file.get(), origin), origin};
+    struct stat info {};
+    if (::fstat(::fileno(file.get()), &info) != 0)
+        throw DataError(fmt::format("cannot read {}: {}", origin, std::strerror(errno)));
+    if (S_ISDIR(info.st_mode)) throw DataError(fmt::format("cannot read {}: it is a directory", origin));
+    if (!S_ISREG(info.st_mode) || info.st_size == 0) return from_string(read_stream(file.get(), origin), origin);
+    const auto size = static_cast<std::size_t>(info.st_size);
+    if (size > max_input_bytes) throw too_large(origin);
+    void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, ::fileno(file.get()), 0);
+    if (address == MAP_FAILED) return from_string(read_stream(file.get(), origin), origin);
+    auto mapping = std::make_shared<const Mapping>(address, size);
+    return {mapping->text(), origin, mapping};
 }
 
 InputText example_input(std::string_view name) {
-    if (const Example* example = find_example(name))
-        return {std::string(example->json), fmt::format("example:{}", name)};
+    if (const Example* example = find_example(name)) return {example->json, fmt::format("example:{}", name), nullptr};
     std::string names;
     for (const auto& example : examples()) names += (names.empty() ? "" : ", ") + std::string(example.name);
     throw UsageError(fmt::format("no example named \"{}\" (examples: {})", name, names));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -11,8 +12,9 @@ namespace attntrace {
 inline constexpr std::size_t max_input_bytes = std::size_t{1} << 30;  // 1 GiB
 
 struct InputText {
-    std::string text;
-    std::string origin;  // for messages: the path, "<stdin>" or "example:NAME"
+    std::string_view text;       // valid as long as this InputText lives
+    std::string origin;          // for messages: the path, "<stdin>" or "example:NAME"
+    std::shared_ptr<const void> storage;  // what holds the text: a mapping, a buffer, or nothing
 };
 
 // Reads PATH, standard input for "-", or the built-in example NAME for "example:NAME" (the
