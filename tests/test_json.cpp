@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <functional>
+#include <omp.h>
 #include <cstring>
 
 using namespace attntrace;
@@ -112,4 +114,54 @@ TEST_CASE("the grammar's corners are refused where they are", "[json][errors]") 
     fails("[-1e400]", "t:1:2: number out of range: -1e400");
     fails("{\"a\": [{\"b\": 1, \"b\": 2}]}", "t: /a/0/b: duplicate key \"b\"");
     CHECK(packed(parse_json("[1e-400]", "t"))[0] == 0.0);  // underflow is zero, not an error
+}
+
+namespace {
+
+// Parses with one thread and with two; both must give the same document or the same error.
+void require_same_with_two_threads(const std::string& text) {
+    const auto attempt = [&](int threads) -> std::pair<Json, std::string> {
+        omp_set_num_threads(threads);
+        try {
+            return {parse_json(text, "big"), ""};
+        } catch (const DataError& e) {
+            return {Json(), e.what()};
+        }
+    };
+    const auto one = attempt(1);
+    const auto two = attempt(2);
+    CHECK(one.second == two.second);
+    CHECK(one.first == two.first);
+}
+
+std::string rows(int count, const std::function<std::string(int)>& row) {
+    std::string text = "[";
+    for (int i = 0; i < count; ++i) text += (i ? ",\n  " : "\n  ") + row(i);
+    return text + "\n]";
+}
+
+}  // namespace
+
+TEST_CASE("long arrays of rows read in two halves give what one thread gives", "[json][threads]") {
+    const auto numbers = [](int i) { return fmt::format("[{}, {}.5, -{}e-3]", i, i, i); };
+    // Big enough (> 1 MiB) for the two-halves reading.
+    const std::string big = rows(60000, numbers);
+    REQUIRE(big.size() > (std::size_t{1} << 20));
+    const Json doc = parse_json(big, "big");
+    REQUIRE(doc.size() == 60000);
+    std::vector<double> last(packed_size(doc[59999]));
+    copy_packed(doc[59999], last.data());
+    CHECK(last == std::vector<double>{59999, 59999.5, -59.999});
+
+    require_same_with_two_threads(big);
+    require_same_with_two_threads("{\"embeddings\": " + big + ", \"tail\": [[1, 2], [3]]}");
+    // The guessed boundary falls inside strings that look like row boundaries.
+    require_same_with_two_threads(rows(60000, [](int i) { return fmt::format("[\"a], [b{}\", 1]", i); }));
+    // A mistake in the second half is reported where it is, whoever reads it first.
+    require_same_with_two_threads(rows(60000, [&](int i) { return i == 45000 ? std::string("[1, 01]") : numbers(i); }));
+    require_same_with_two_threads(rows(60000, [&](int i) { return i == 50000 ? std::string("[1, 2") : numbers(i); }));
+    // Too deep in the second half: the limit holds for both readings.
+    const std::string deep = std::string(70, '[') + std::string(70, ']');
+    require_same_with_two_threads(rows(60000, [&](int i) { return i == 40000 ? deep : numbers(i); }));
+    omp_set_num_threads(omp_get_num_procs());
 }

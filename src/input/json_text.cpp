@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <omp.h>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -44,7 +46,9 @@ Location locate(std::string_view text, std::size_t offset) {
 // Duplicate keys are refused with their JSON pointer. Every error names line and column.
 class Parser {
 public:
-    Parser(std::string_view text, const std::string& origin) : text_(text), origin_(origin) {}
+    // `threads` > 1 lets a long array of rows be read in two halves at once.
+    Parser(std::string_view text, const std::string& origin, int threads)
+        : text_(text), origin_(origin), threads_(threads) {}
 
     Json document() {
         if (text_.starts_with("\xEF\xBB\xBF")) pos_ = 3;  // a UTF-8 byte order mark
@@ -184,6 +188,11 @@ private:
             skip_space();
         }
         Json items = Json::array();
+        if (peek() == '[' && threads_ > 1 && text_.size() - pos_ >= halves_from && rows_in_two(items)) {
+            ++pos_;  // the closing ']' the second half stopped at
+            frames_.pop_back();
+            return items;
+        }
         while (true) {
             skip_space();
             frames_.back().index = items.size();
@@ -199,6 +208,73 @@ private:
         ++pos_;
         frames_.pop_back();
         return items;
+    }
+
+    // A long array of rows (an embeddings matrix) is read in two halves at once. The second
+    // half starts at a guessed row boundary near the middle and reads on to the array's ']';
+    // meanwhile this parser reads rows from the start. Only if it arrives exactly at the
+    // guessed boundary, as a row start, is the second half's result used: a wrong guess
+    // (inside a string, in another array) costs the helper's time, never correctness. Errors
+    // are always raised by the sequential reading, at their place. Returns true with pos_ at
+    // the closing ']', or false with pos_ at the start of the element to read next.
+    bool rows_in_two(Json& items) {
+        const std::size_t split = row_start_after(pos_ + (text_.size() - pos_) / 2);
+        if (split == std::string_view::npos) return false;
+        struct Half {
+            Json rows = Json::array();
+            std::size_t end = 0;
+            bool complete = false;
+        } second;
+        std::jthread helper([&] {
+            try {
+                Parser other(text_, origin_, 1);
+                other.pos_ = split;
+                other.frames_.assign(frames_.size(), Frame{});  // the same depth, for the limit
+                while (true) {
+                    second.rows.push_back(other.value());
+                    other.skip_space();
+                    if (other.peek() == ']') break;
+                    if (other.peek() != ',') return;
+                    ++other.pos_;
+                    other.skip_space();
+                }
+                second.end = other.pos_;
+                second.complete = true;
+            } catch (const DataError&) {
+                // the sequential reading will meet the same problem and report it
+            }
+        });
+        while (pos_ < split) {
+            const std::size_t element = pos_;
+            frames_.back().index = items.size();
+            items.push_back(value());
+            skip_space();
+            if (peek() != ',') {  // the array ends (or breaks) before the guess: read it normally
+                items.erase(items.end() - 1);
+                pos_ = element;
+                return false;
+            }
+            ++pos_;
+            skip_space();
+        }
+        helper.join();
+        if (pos_ != split || !second.complete) return false;
+        for (auto& row : second.rows) items.push_back(std::move(row));
+        pos_ = second.end;
+        return true;
+    }
+
+    // The position of the '[' in the first "] , [" at or after `from` (white space allowed
+    // around the comma), or npos within the next MiB.
+    std::size_t row_start_after(std::size_t from) const {
+        const std::size_t limit = std::min(text_.size(), from + (std::size_t{1} << 20));
+        for (std::size_t i = text_.find(',', from); i != std::string_view::npos && i < limit; i = text_.find(',', i + 1)) {
+            std::size_t before = i, after = i + 1;
+            while (before > 0 && std::strchr(" \t\r\n", text_[before - 1]) && text_[before - 1] != '\0') --before;
+            while (after < text_.size() && std::strchr(" \t\r\n", text_[after]) && text_[after] != '\0') ++after;
+            if (before > 0 && text_[before - 1] == ']' && after < text_.size() && text_[after] == '[') return after;
+        }
+        return std::string_view::npos;
     }
 
     // Reads numbers into numbers_ up to the closing ']' (true), or stops at the first element
@@ -410,6 +486,9 @@ private:
     std::size_t pos_ = 0;
     std::vector<Frame> frames_;
     std::vector<double> numbers_;  // scratch of numbers_only(), reused from array to array
+    int threads_ = 1;
+
+    static constexpr std::size_t halves_from = std::size_t{1} << 20;  // bytes left in the text
 };
 
 }  // namespace
@@ -422,7 +501,7 @@ Json parse_json(std::string_view text, const std::string& origin) {
         throw DataError(fmt::format("{}:{}:{}: invalid JSON: a NUL byte, which JSON text cannot contain", origin,
                                     where.line, where.column));
     }
-    return Parser(text, origin).document();
+    return Parser(text, origin, omp_get_max_threads()).document();
 }
 
 bool is_packed_numbers(const Json& value) { return value.is_binary(); }
