@@ -136,9 +136,11 @@ StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const Ma
     {
         const FlushDenormals flush;
         Scratch<T> scratch(stream_query_block, stream_key_block, v.cols(), options.top);
-        // Dynamic: in causal mode the later blocks see more keys and take longer.
+        // Dynamic: in causal mode the later blocks see more keys and take longer, so they are
+        // handed out first, leaving the short ones to even out the end.
 #pragma omp for schedule(dynamic, 1)
-        for (Eigen::Index block = 0; block < blocks; ++block) {
+        for (Eigen::Index turn = 0; turn < blocks; ++turn) {
+            const Eigen::Index block = options.causal ? blocks - 1 - turn : turn;
             const Eigen::Index first = block * stream_query_block;
             const Eigen::Index rows = std::min(stream_query_block, n - first);
             query_block(q, k, v, options, first, rows, scratch, result);

@@ -70,7 +70,8 @@ InputText read_input(const std::string& path) {
     if (!S_ISREG(info.st_mode) || info.st_size == 0) return from_string(read_stream(file.get(), origin), origin);
     const auto size = static_cast<std::size_t>(info.st_size);
     if (size > max_input_bytes) throw too_large(origin);
-    void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, ::fileno(file.get()), 0);
+    // MAP_POPULATE maps every page at once: far cheaper than a fault per page as it is read.
+    void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, ::fileno(file.get()), 0);
     if (address == MAP_FAILED) return from_string(read_stream(file.get(), origin), origin);
     auto mapping = std::make_shared<const Mapping>(address, size);
     return {mapping->text(), origin, mapping};
