@@ -251,3 +251,16 @@ TEST_CASE("float32 traces stay close to float64", "[streaming][dtype]") {
     CHECK((a.find("weights")->data - b.find("weights")->data).cwiseAbs().maxCoeff() < 1e-5);
     CHECK((a.find("context")->data - b.find("context")->data).cwiseAbs().maxCoeff() < 1e-4);
 }
+
+TEST_CASE("a progress bar shows on a terminal for long work, and only there", "[streaming][progress]") {
+    // 16384 tokens in float64 on one thread: well over the one second the bar waits for.
+    cli::TempFile file(cli::run({"generate", "--tokens", "16384", "--dim", "64"}).out);
+    const std::vector<std::string> args{file.path(), "--summary", "--dtype", "float64", "--threads", "1"};
+    const auto terminal = cli::run_in_terminal(args);
+    CHECK(terminal.exit_code == 0);
+    CHECK_THAT(terminal.out, Contains("\rattention [") && Contains("%"));
+    CHECK_THAT(terminal.out, Contains("\r\x1b[K"));  // erased before the output
+    const auto piped = cli::run(args);
+    CHECK(piped.exit_code == 0);
+    CHECK(piped.err.empty());
+}

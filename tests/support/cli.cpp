@@ -143,6 +143,7 @@ Result run_in_terminal(const std::vector<std::string>& args, const std::map<std:
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, terminal, 1);
+    posix_spawn_file_actions_adddup2(&actions, terminal, 2);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid = 0;
     const int spawned = posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());

@@ -23,8 +23,8 @@ Result run(const std::vector<std::string>& args, const std::string& input = "",
 // has its default action.
 Result run_into_closed_pipe(const std::vector<std::string>& args, bool ignore_sigpipe);
 
-// Runs attntrace with stdout on a pseudo-terminal (as in an interactive shell); returns what
-// the terminal received. `env` as for run().
+// Runs attntrace with stdout and stderr on a pseudo-terminal (as in an interactive shell);
+// returns what the terminal received, in `out`. `env` as for run().
 Result run_in_terminal(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
 
 // A file in a fresh temporary folder, removed with the object.
