@@ -6,6 +6,7 @@
 #include "commands/similarity_command.hpp"
 #include "commands/trace_command.hpp"
 #include "error.hpp"
+#include "input/limits.hpp"
 #include "util/memory.hpp"
 #include "util/output.hpp"
 #include "util/terminal.hpp"
@@ -45,12 +46,17 @@ const CLI::Validator whole_number_u64(
     },
     "UINT64");
 
-// How output looks: shared by every command that prints tables.
+void add_output_path(CLI::App& app, std::optional<std::string>& path) {
+    app.add_option("-o,--output", path, "write to FILE instead of stdout (all or nothing: renamed into place when done)");
+}
+
+// How output looks and where it goes: shared by every command that prints tables.
 struct OutputFlags {
     std::string format = "table";
     std::string color = "auto";
     int width = -1;
     int digits = 4;
+    std::optional<std::string> path;  // -o FILE
 
     void add_to(CLI::App& app) {
         app.add_option("-f,--format", format, "output format: table, json, markdown or csv")
@@ -63,6 +69,7 @@ struct OutputFlags {
                        "shade scores and weights in tables: auto (a terminal, NO_COLOR unset), always, never")
             ->check(CLI::IsMember({"auto", "always", "never"}))
             ->capture_default_str();
+        add_output_path(app, path);
     }
 
     void apply(RenderOptions& render) const {
@@ -71,6 +78,26 @@ struct OutputFlags {
         render.width = width >= 0 ? static_cast<std::size_t>(width) : output_width();
         render.color = color == "always" || (color == "auto" && color_wanted());
     }
+};
+
+// What a command may take from the machine: shared by the commands that read inputs.
+struct LimitFlags {
+    std::string max_memory, max_input;
+
+    void add_to(CLI::App& app) {
+        const CLI::Validator size(
+            [](std::string& text) -> std::string {
+                return parse_size(text) ? std::string() : "expected a size such as 512M or 4G, found " + text;
+            },
+            "SIZE");
+        app.add_option("--max-memory", max_memory,
+                       "refuse work needing more memory than this, e.g. 4G (default: half the machine's)")
+            ->check(size);
+        app.add_option("--max-input", max_input, "refuse inputs larger than this (default: 1G)")->check(size);
+    }
+
+    std::uint64_t memory() const { return max_memory.empty() ? default_memory_limit() : *parse_size(max_memory); }
+    std::uint64_t input() const { return max_input.empty() ? default_max_input_bytes : *parse_size(max_input); }
 };
 
 // How attention is computed: shared by the trace and compare commands.
@@ -169,14 +196,8 @@ int main(int argc, char** argv) {
                  "long inputs: per query its top keys, largest weight and entropy, by the streaming path "
                  "(no n×n matrix); --stage context adds the context vectors");
     app.add_option("--top", request.top, "keys per query in the summary")->check(CLI::Range(1, 1000))->capture_default_str();
-    std::string max_memory;
-    app.add_option("--max-memory", max_memory,
-                   "refuse a full trace needing more memory than this, e.g. 4G (default: half the machine's)")
-        ->check(CLI::Validator(
-            [](std::string& text) -> std::string {
-                return parse_size(text) ? std::string() : "expected a size such as 512M or 4G, found " + text;
-            },
-            "SIZE"));
+    LimitFlags limits;
+    limits.add_to(app);
     app.add_flag("--check", request.check,
                  "verify the trace (rows sum to 1, masked weights 0, context = weights·values, all finite) "
                  "and print the verdict instead of the trace");
@@ -188,6 +209,8 @@ int main(int argc, char** argv) {
         "similarity", "dot-product and cosine-similarity tables of an input's words (embeddings as points in space)");
     similarity_command->add_option("INPUT", similarity.input, "input JSON file, - for stdin, or example:NAME")->required();
     similarity_output.add_to(*similarity_command);
+    LimitFlags similarity_limits;
+    similarity_limits.add_to(*similarity_command);
 
     // attntrace generate --tokens N --dim D
     GenerateRequest generate;
@@ -201,7 +224,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16))
         ->capture_default_str();
     generate_command->add_option("--seed", generate.seed, "seed of the generator")->check(whole_number_u64)->capture_default_str();
-    generate_command->add_option("-o,--output", generate_output, "write to FILE (atomically) instead of stdout");
+    add_output_path(*generate_command, generate_output);
 
     // attntrace bench
     BenchRequest bench;
@@ -225,6 +248,8 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 1000))->capture_default_str();
     bench_command->add_option("-f,--format", bench_format, "table or json")->check(CLI::IsMember({"table", "json"}))
         ->capture_default_str();
+    std::optional<std::string> bench_output;
+    add_output_path(*bench_command, bench_output);
 
     // attntrace compare A B --token WORD
     CompareRequest compare;
@@ -237,6 +262,8 @@ int main(int argc, char** argv) {
     compare_command->add_option("-t,--token", compare.token, "the word to follow (first occurrence)")->required();
     compare_flags.add_to(*compare_command);
     compare_output.add_to(*compare_command);
+    LimitFlags compare_limits;
+    compare_limits.add_to(*compare_command);
 
     try {
         app.parse(argc, argv);
@@ -249,29 +276,34 @@ int main(int argc, char** argv) {
         return run([&](std::ostream& out) {
             bench.format = *parse_format(bench_format);
             run_bench(bench, out);
-        });
+        }, bench_output);
     if (*generate_command)
         return run([&](std::ostream& out) { run_generate(generate, out); }, generate_output);
     if (*similarity_command)
         return run([&](std::ostream& out) {
             similarity_output.apply(similarity.render);
+            similarity.max_memory = similarity_limits.memory();
+            similarity.max_input = similarity_limits.input();
             run_similarity(similarity, out);
-        });
+        }, similarity_output.path);
     if (*compare_command)
         return run([&](std::ostream& out) {
             compare.mode = compare_flags.requested_mode();
             compare.trace = compare_flags.apply();
             compare_output.apply(compare.render);
+            compare.max_memory = compare_limits.memory();
+            compare.max_input = compare_limits.input();
             run_compare(std::move(compare), out);
-        });
+        }, compare_output.path);
     return run([&](std::ostream& out) {
         if (list) return list_examples(out);
         const auto query = request.trace.query;
         request.trace = flags.apply();
         request.trace.query = query;
-        request.max_memory = max_memory.empty() ? default_memory_limit() : *parse_size(max_memory);
+        request.max_memory = limits.memory();
+        request.max_input = limits.input();
         request.mode = flags.requested_mode();
         output.apply(request.render);
         run_trace(std::move(request), out);
-    });
+    }, output.path);
 }

@@ -88,8 +88,9 @@ MatrixT<T> row_softmax(const MatrixT<T>& scores) {
 }
 
 // A(i, j) = S(i, j) / Σ_j S(i, j): the first normalisation the lecture shows. −∞ entries
-// count as 0. Returns the first row whose sum is not a finite positive number (it cannot
-// divide), or -1 when every row was normalised.
+// count as 0, and a row with no finite entry (every key masked) stays all 0. Returns the
+// first other row whose sum is not a finite positive number (it cannot divide), or -1 when
+// every row was normalised.
 template <typename T>
 Eigen::Index row_sum_normalize(const MatrixT<T>& scores, MatrixT<T>& weights) {
     weights = MatrixT<T>::Zero(scores.rows(), scores.cols());
@@ -97,8 +98,10 @@ Eigen::Index row_sum_normalize(const MatrixT<T>& scores, MatrixT<T>& weights) {
 #pragma omp parallel for schedule(static) reduction(min : first_bad)
     for (Eigen::Index i = 0; i < scores.rows(); ++i) {
         T sum = 0;
+        bool any = false;
         for (Eigen::Index j = 0; j < scores.cols(); ++j)
-            if (std::isfinite(scores(i, j))) sum += scores(i, j);
+            if (std::isfinite(scores(i, j))) sum += scores(i, j), any = true;
+        if (!any) continue;
         if (!(sum > 0) || !std::isfinite(sum)) {
             first_bad = std::min(first_bad, i);
             continue;

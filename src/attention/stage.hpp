@@ -27,7 +27,7 @@ struct Stage {
     Matrix data;
     std::optional<BoolMatrix> allowed;  // where a mask is in play: may row i use column j
     std::optional<Vector> row_sums;     // weights: each row's sum, shown beside the table
-    std::vector<Eigen::Index> strongest;  // weights: per row, the column of the largest weight
+    std::vector<Eigen::Index> strongest;  // weights: per row, the column of the largest weight (-1: all masked)
 
     Eigen::Index row_count() const { return data.rows(); }
     Eigen::Index col_count() const { return data.cols(); }

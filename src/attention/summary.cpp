@@ -1,6 +1,9 @@
 #include "attention/summary.hpp"
 
 #include "attention/kernels.hpp"
+#include "error.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,15 +12,57 @@
 namespace attntrace {
 namespace {
 
+// The first entry of `m` that is not finite, named like the trace path's StageBuilder does.
+template <typename T>
+void require_finite(const MatrixT<T>& m, std::string_view stage, const std::vector<std::string>& tokens,
+                    std::string_view column, const std::string& origin) {
+    if (m.allFinite()) return;
+    for (Eigen::Index r = 0; r < m.rows(); ++r)
+        for (Eigen::Index c = 0; c < m.cols(); ++c)
+            if (!std::isfinite(m(r, c)))
+                throw DataError(fmt::format("{}: the {} stage overflows: the entry for \"{}\" (row {}) and \"{}{}\" "
+                                            "(column {}) is {}, not a finite number; the input numbers are too large",
+                                            origin, stage, tokens[static_cast<std::size_t>(r)], r + 1, column, c + 1,
+                                            c + 1, static_cast<double>(m(r, c))));
+}
+
+// A query row whose summary is not finite had a score that overflowed: find the first such
+// key by recomputing that row's scores, and name the pair as the trace path would.
+template <typename T>
+void require_finite_scores(const StreamResult& result, const MatrixT<T>& q, const MatrixT<T>& k, double scale,
+                           bool causal, const std::vector<std::string>& tokens, const std::string& origin) {
+    for (std::size_t i = 0; i < result.queries.size(); ++i) {
+        const QuerySummary& s = result.queries[i];
+        if (std::isfinite(s.max_weight) && std::isfinite(s.entropy) &&
+            std::all_of(s.top.begin(), s.top.end(), [](const KeyWeight& w) { return std::isfinite(w.weight); }) &&
+            (result.context.size() == 0 || result.context.row(static_cast<Eigen::Index>(i)).allFinite()))
+            continue;
+        const auto row = static_cast<Eigen::Index>(i);
+        for (Eigen::Index j = 0; j < (causal ? row + 1 : k.rows()); ++j) {
+            const double score = static_cast<double>(q.row(row).dot(k.row(j))) * scale;
+            if (!std::isfinite(score))
+                throw DataError(fmt::format("{}: the scores stage overflows: the score of \"{}\" (row {}) and \"{}\" "
+                                            "(column {}) is {}, not a finite number; the input numbers are too large",
+                                            origin, tokens[i], i + 1, tokens[static_cast<std::size_t>(j)], j + 1, score));
+        }
+        throw DataError(fmt::format("{}: the summary of \"{}\" (row {}) is not finite; the input numbers are too large",
+                                    origin, tokens[i], i + 1));
+    }
+}
+
 template <typename T>
 StreamResult stream(const Sequence& sequence, const std::optional<Projections>& w, const TraceOptions& trace_options,
                     const SummaryOptions& options, Summary& summary) {
     const MatrixT<T> x = sequence.vectors.cast<T>();
+    require_finite<T>(x, "inputs", sequence.tokens, "x", summary.origin);  // float32 overflows sooner
     MatrixT<T> q, k, v;
     if (w) {
         q = project<T>(x, w->query.cast<T>());
         k = project<T>(x, w->key.cast<T>());
         v = project<T>(x, w->value.cast<T>());
+        require_finite<T>(q, "queries", sequence.tokens, "q", summary.origin);
+        require_finite<T>(k, "keys", sequence.tokens, "k", summary.origin);
+        require_finite<T>(v, "values", sequence.tokens, "v", summary.origin);
     }
     const MatrixT<T>& queries = w ? q : x;
     const MatrixT<T>& keys = w ? k : x;
@@ -29,7 +74,10 @@ StreamResult stream(const Sequence& sequence, const std::optional<Projections>& 
     stream_options.top = options.top;
     stream_options.context = options.context;
     stream_options.progress = options.progress;
-    return stream_attention<T>(queries, keys, values, stream_options);
+    StreamResult result = stream_attention<T>(queries, keys, values, stream_options);
+    require_finite_scores<T>(result, queries, keys, stream_options.scale, stream_options.causal, sequence.tokens,
+                             summary.origin);
+    return result;
 }
 
 }  // namespace

@@ -43,11 +43,21 @@ MatrixT<T> add_weights_stage(StageBuilder& stages, Trace& trace, const MatrixT<T
     Stage& stage = stages.add("weights", std::move(title), std::move(formula), std::move(rows),
                               std::move(cols), weights, mask);
     stage.row_sums = stage.data.rowwise().sum().transpose();
+    std::vector<std::string> blind;  // rows whose every key is masked
     for (Eigen::Index r = 0; r < stage.data.rows(); ++r) {
+        if (mask && !mask->row(r).any()) {
+            stage.strongest.push_back(-1);
+            blind.push_back(stage.rows[static_cast<std::size_t>(r)]);
+            continue;
+        }
         Eigen::Index column = 0;
         stage.data.row(r).maxCoeff(&column);  // the first of equal maxima
         stage.strongest.push_back(column);
     }
+    if (!blind.empty())
+        trace.notes.push_back(fmt::format("every key is masked for {}: their weights are all 0 (not NaN) "
+                                          "and their context vectors 0",
+                                          fmt::join(blind, ", ")));
     return weights;
 }
 

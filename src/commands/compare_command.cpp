@@ -1,6 +1,7 @@
 #include "commands/compare_command.hpp"
 
 #include "attention/compare.hpp"
+#include "commands/memory_guard.hpp"
 #include "error.hpp"
 #include "input/load.hpp"
 #include "input/source.hpp"
@@ -60,7 +61,7 @@ Report comparison_report(const Comparison& c, int digits) {
 }
 
 Trace trace_input(const std::string& path, const CompareRequest& request) {
-    const InputText input = read_input(path);
+    const InputText input = read_input(path, request.max_input);
     const Problem problem = load_problem(input.text, input.origin);
     if (!std::holds_alternative<SingleSequenceInput>(problem.input))
         throw DataError(fmt::format("{}: compare reads one sentence with its embeddings, not a source "
@@ -68,6 +69,9 @@ Trace trace_input(const std::string& path, const CompareRequest& request) {
                                     problem.origin));
     TraceOptions options = request.trace;
     options.mode = resolve_mode(problem, request.mode);
+    // Two traces of this size are alive at once, at worst.
+    require_memory(2 * trace_bytes(problem, options, request.render.format), request.max_memory, problem.origin,
+                   "comparing two traces of this size", "");
     return trace(problem, options);
 }
 

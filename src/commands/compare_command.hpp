@@ -2,6 +2,9 @@
 #pragma once
 
 #include "attention/trace.hpp"
+#include "input/limits.hpp"
+
+#include <cstdint>
 #include "render/render.hpp"
 
 #include <optional>
@@ -16,6 +19,8 @@ struct CompareRequest {
     std::optional<Mode> mode;      // absent: each input's own mode (they must agree)
     TraceOptions trace;
     RenderOptions render;
+    std::uint64_t max_input = default_max_input_bytes;
+    std::uint64_t max_memory = 0;  // two traces needing more are refused
 };
 
 void run_compare(CompareRequest request, std::ostream& out);

@@ -1,6 +1,7 @@
 #include "commands/similarity_command.hpp"
 
 #include "attention/similarity.hpp"
+#include "commands/memory_guard.hpp"
 #include "error.hpp"
 #include "input/load.hpp"
 #include "input/source.hpp"
@@ -51,9 +52,11 @@ std::string pairs_text(const std::vector<WordPair>& pairs, int digits) {
 }  // namespace
 
 void run_similarity(const SimilarityRequest& request, std::ostream& out) {
-    const InputText input = read_input(request.input);
+    const InputText input = read_input(request.input, request.max_input);
     const Problem problem = load_problem(input.text, input.origin);
     const auto vocabulary = vocabulary_of(problem);
+    require_memory(similarity_bytes(vocabulary.size(), request.render.format), request.max_memory, problem.origin,
+                   fmt::format("the similarity tables of {} words", vocabulary.size()), "");
     const SimilarityTables tables = similarity_tables(vocabulary, problem.origin);
     if (request.render.format == Format::json) {
         render_similarity_json(tables, problem.origin, problem.description, out);

@@ -2,6 +2,7 @@
 
 #include "attention/check.hpp"
 #include "attention/summary.hpp"
+#include "commands/memory_guard.hpp"
 #include "error.hpp"
 #include "input/examples.hpp"
 #include "input/load.hpp"
@@ -62,35 +63,13 @@ std::size_t token_count(const Problem& problem) {
     return 0;
 }
 
-// Bytes a full trace needs at its peak: the stages (stored as double), the working copies
-// of the n×n matrices (in the working precision), the masks, and the text of the largest
-// stage while it is rendered (the output itself is streamed).
-std::uint64_t full_trace_bytes(const Problem& problem, const TraceRequest& request) {
-    double rows = 0, cols = 0, width = 0;
-    if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
-        rows = cols = static_cast<double>(single->sequence.tokens.size());
-        const double d_in = static_cast<double>(single->sequence.vectors.cols());
-        const double d_k = single->weights ? static_cast<double>(single->weights->query.cols())
-                                           : static_cast<double>(request.trace.dim.value_or(single->sequence.vectors.cols()));
-        width = d_in + 4 * d_k;
-    } else {
-        const auto& pair = std::get<EncoderDecoderInput>(problem.input);
-        rows = static_cast<double>(pair.target.tokens.size());
-        cols = static_cast<double>(pair.source.tokens.size());
-        width = 8 * static_cast<double>(std::max(pair.source.vectors.cols(), pair.target.vectors.cols()));
-    }
-    const double cells = rows * cols;
-    const double working = request.trace.dtype == Dtype::float32 ? 4 : 8;
-    const double text_per_cell = request.render.format == Format::json ? 25 : 40;
-    return static_cast<std::uint64_t>(cells * (4 * 8 + 3 * working + 3 + text_per_cell) +
-                                      (rows + cols) * width * 8 * 2);
-}
-
 void run_summary(const Problem& problem, const TraceRequest& request, std::ostream& out, std::string note) {
     SummaryOptions options;
     options.top = request.top;
     options.context = std::find(request.render.stages.begin(), request.render.stages.end(), "context") !=
                       request.render.stages.end();
+    require_memory(summary_bytes(problem, request.trace, options.context, options.top), request.max_memory,
+                   problem.origin, "the summary of this input", "");
     ProgressBar progress("attention");
     options.progress = [&](std::size_t done, std::size_t total) { progress.update(done, total); };
     Summary summary = summarize(problem, request.trace, options);
@@ -105,7 +84,7 @@ void run_trace(TraceRequest request, std::ostream& out) {
     if (request.render.format == Format::csv && (request.render.explain || request.trace.query))
         throw UsageError("--explain and --query need room for text: use --format table, markdown or json");
     if (request.summary) check_summary_request(request);
-    const InputText input = request.input_path ? read_input(*request.input_path)
+    const InputText input = request.input_path ? read_input(*request.input_path, request.max_input)
                                                : example_input(request.example.value_or(
                                                      std::string(default_example)));
     const Problem problem = load_problem(input.text, input.origin);
@@ -128,10 +107,8 @@ void run_trace(TraceRequest request, std::ostream& out) {
                                        n));
 
     check_stage_names(request.render.stages, request.trace.mode);
-    if (const auto need = full_trace_bytes(problem, request); need > request.max_memory)
-        throw DataError(fmt::format("{}: a full trace of this input needs about {}, more than --max-memory "
-                                    "{}; --summary gives per-query results without the n×n matrices",
-                                    problem.origin, format_size(need), format_size(request.max_memory)));
+    require_memory(trace_bytes(problem, request.trace, request.render.format), request.max_memory, problem.origin,
+                   "a full trace of this input", "--summary gives per-query results without the n×n matrices");
     const Trace result = trace(problem, request.trace);
     if (request.svg_path) {
         Output svg(*request.svg_path);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "attention/trace.hpp"
+#include "input/limits.hpp"
 #include "render/render.hpp"
 
 #include <cstdint>
@@ -22,6 +23,7 @@ struct TraceRequest {
     bool summary = false;                   // the streaming path: one line per query
     std::size_t top = 3;                    // keys per query in the summary
     std::uint64_t max_memory = 0;           // a full trace needing more is refused
+    std::uint64_t max_input = default_max_input_bytes;
 };
 
 // Tables of more tokens than this switch to the summary by themselves.

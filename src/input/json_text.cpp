@@ -225,11 +225,12 @@ private:
             std::size_t end = 0;
             bool complete = false;
         } second;
-        std::jthread helper([&] {
+        const std::size_t depth = frames_.size();  // read now: this parser goes on pushing frames
+        std::jthread helper([&second, split, depth, this] {
             try {
                 Parser other(text_, origin_, 1);
                 other.pos_ = split;
-                other.frames_.assign(frames_.size(), Frame{});  // the same depth, for the limit
+                other.frames_.assign(depth, Frame{});  // the same depth, for the limit
                 while (true) {
                     second.rows.push_back(other.value());
                     other.skip_space();

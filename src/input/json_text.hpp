@@ -2,6 +2,8 @@
 // and "expected …, found …" for content.
 #pragma once
 
+#include "input/limits.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
@@ -12,7 +14,6 @@ namespace attntrace {
 
 using Json = nlohmann::ordered_json;  // keeps the file's key order (vocabulary order)
 
-inline constexpr int max_json_depth = 64;  // deeper nesting is refused
 
 // Parses `text` (strict RFC 8259); throws DataError "ORIGIN:LINE:COL: invalid JSON: …",
 // "ORIGIN: empty input …", or for a duplicate key "ORIGIN: /pointer: duplicate key …".

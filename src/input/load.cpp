@@ -2,6 +2,7 @@
 
 #include "error.hpp"
 #include "input/json_text.hpp"
+#include "input/limits.hpp"
 #include "input/tokenize.hpp"
 #include "util/utf8.hpp"
 
@@ -46,6 +47,7 @@ public:
     Vector vector(const Json& value, std::string_view pointer, Eigen::Index expected,
                   std::string_view expected_why) const {
         if (is_packed_numbers(value)) {  // the parser's fast form: only numbers, all finite
+            if (packed_size(value) > max_dimension) too_long(pointer, packed_size(value));
             const auto size = static_cast<Eigen::Index>(packed_size(value));
             if (expected > 0 && size != expected)
                 fail(pointer, fmt::format("vector of {} number{}, expected {} ({})", size,
@@ -57,6 +59,7 @@ public:
         if (!value.is_array())
             fail(pointer, "expected an array of numbers (a vector), found " + describe(value));
         if (value.empty()) fail(pointer, "empty vector: a vector needs at least one number");
+        if (value.size() > max_dimension) too_long(pointer, value.size());
         const auto size = static_cast<Eigen::Index>(value.size());
         if (expected > 0 && size != expected)
             fail(pointer, fmt::format("vector of {} number{}, expected {} ({})", size,
@@ -102,6 +105,15 @@ public:
                                       m.cols(), expected, names));
         }
         return m;
+    }
+
+    [[noreturn]] void too_long(std::string_view pointer, std::size_t size) const {
+        fail(pointer, fmt::format("vector of {} numbers, more than the limit of {}", size, max_dimension));
+    }
+
+    void check_token_count(std::string_view pointer, std::size_t count) const {
+        if (count > max_tokens)
+            fail(pointer, fmt::format("{} tokens, more than the limit of {}", count, max_tokens));
     }
 
     std::string string(const Json& value, std::string_view pointer) const {
@@ -249,12 +261,14 @@ Labels read_labels(const Reader& in, const Json& object, const std::string& poin
         const auto sentence = in.label(object["sentence"], labels.pointer, true);
         labels.words = split_sentence(sentence);
         if (labels.words.empty()) in.fail(labels.pointer, "the sentence has no words");
+        in.check_token_count(labels.pointer, labels.words.size());
         return labels;
     }
     labels.pointer = pointer_child(pointer, "tokens");
     const Json& tokens = object["tokens"];
     if (!tokens.is_array()) in.fail(labels.pointer, "expected an array of strings, found " + describe(tokens));
     if (tokens.empty()) in.fail(labels.pointer, "no tokens: the array is empty");
+    in.check_token_count(labels.pointer, tokens.size());
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         const auto token_pointer = pointer_child(labels.pointer, i);
         auto text = in.label(tokens[i], token_pointer, false);

@@ -16,17 +16,17 @@
 namespace attntrace {
 namespace {
 
-DataError too_large(const std::string& origin) {
-    return DataError(fmt::format("{}: input larger than {} MiB, the limit for one input", origin, max_input_bytes >> 20));
+DataError too_large(const std::string& origin, std::uint64_t max_bytes) {
+    return DataError(fmt::format("{}: input larger than {} bytes, the limit set by --max-input", origin, max_bytes));
 }
 
 // Standard input (or a pipe, a FIFO): read in chunks until the end.
-std::string read_stream(std::FILE* file, const std::string& origin) {
+std::string read_stream(std::FILE* file, const std::string& origin, std::uint64_t max_bytes) {
     std::string text;
     char buffer[1 << 16];
     while (true) {
         const std::size_t n = std::fread(buffer, 1, sizeof buffer, file);
-        if (text.size() + n > max_input_bytes) throw too_large(origin);
+        if (text.size() + n > max_bytes) throw too_large(origin, max_bytes);
         text.append(buffer, n);
         if (n < sizeof buffer) break;
     }
@@ -55,8 +55,8 @@ private:
 
 }  // namespace
 
-InputText read_input(const std::string& path) {
-    if (path == "-") return from_string(read_stream(stdin, "<stdin>"), "<stdin>");
+InputText read_input(const std::string& path, std::uint64_t max_bytes) {
+    if (path == "-") return from_string(read_stream(stdin, "<stdin>", max_bytes), "<stdin>");
     if (path.starts_with("example:")) return example_input(std::string_view(path).substr(8));
     // The path appears in messages and in JSON output: make it printable, valid UTF-8.
     const std::string origin = printable(path, 4096);
@@ -67,12 +67,13 @@ InputText read_input(const std::string& path) {
     if (::fstat(::fileno(file.get()), &info) != 0)
         throw DataError(fmt::format("cannot read {}: {}", origin, std::strerror(errno)));
     if (S_ISDIR(info.st_mode)) throw DataError(fmt::format("cannot read {}: it is a directory", origin));
-    if (!S_ISREG(info.st_mode) || info.st_size == 0) return from_string(read_stream(file.get(), origin), origin);
+    if (!S_ISREG(info.st_mode) || info.st_size == 0)
+        return from_string(read_stream(file.get(), origin, max_bytes), origin);
     const auto size = static_cast<std::size_t>(info.st_size);
-    if (size > max_input_bytes) throw too_large(origin);
+    if (size > max_bytes) throw too_large(origin, max_bytes);
     // MAP_POPULATE maps every page at once: far cheaper than a fault per page as it is read.
     void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, ::fileno(file.get()), 0);
-    if (address == MAP_FAILED) return from_string(read_stream(file.get(), origin), origin);
+    if (address == MAP_FAILED) return from_string(read_stream(file.get(), origin, max_bytes), origin);
     auto mapping = std::make_shared<const Mapping>(address, size);
     return {mapping->text(), origin, mapping};
 }

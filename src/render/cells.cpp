@@ -24,8 +24,10 @@ StageText stage_text(const Stage& stage, int digits) {
         std::vector<std::string> row;
         for (Eigen::Index c = 0; c < stage.col_count(); ++c) row.push_back(cell(stage, r, c, digits));
         if (stage.row_sums) row.push_back(format_fixed((*stage.row_sums)(r), digits));
-        if (!stage.strongest.empty())
-            row.push_back(stage.cols[static_cast<std::size_t>(stage.strongest[static_cast<std::size_t>(r)])]);
+        if (!stage.strongest.empty()) {
+            const Eigen::Index column = stage.strongest[static_cast<std::size_t>(r)];
+            row.push_back(column < 0 ? "—" : stage.cols[static_cast<std::size_t>(column)]);  // all masked
+        }
         text.rows.push_back(std::move(row));
     }
     return text;

@@ -63,7 +63,7 @@ void append_worked(Buffer& out, const WorkedExample& w, Dtype dtype) {
             append(out, ", \"tanh\": ");
             append_json_numbers(out, a.features, dtype);
             append(out, ", \"score\": ");
-            append_exact(out, a.value, dtype);
+            append_json_number(out, a.value, dtype);
             append(out, "}");
         }
         append(out, "\n    ]");
@@ -79,7 +79,7 @@ void append_worked(Buffer& out, const WorkedExample& w, Dtype dtype) {
             append(out, ", \"key_vector\": ");
             append_json_numbers(out, d.key_vector, dtype);
             append(out, ", \"score\": ");
-            append_exact(out, d.value, dtype);
+            append_json_number(out, d.value, dtype);
             append(out, "}");
         }
         append(out, "\n    ]");
@@ -103,14 +103,14 @@ void append_worked(Buffer& out, const WorkedExample& w, Dtype dtype) {
     append_json_string(out, to_string(w.normalization));
     if (w.normalization == Normalization::softmax) {
         field("max");
-        append_exact(out, w.max, dtype);
+        append_json_number(out, w.max, dtype);  // −∞ (null) when every key is masked
         field("shifted");
         append_json_numbers(out, w.shifted, dtype);
         field("exp");
         append_json_numbers(out, w.exps, dtype);
     }
     field("sum");
-    append_exact(out, w.sum, dtype);
+    append_json_number(out, w.sum, dtype);
     field("weights");
     append_json_numbers(out, w.weights, dtype);
     if (!w.zeroed_then_renormalised.empty()) {

@@ -46,10 +46,11 @@ Range finite_range(const Stage& stage) {
     return range;
 }
 
+// Halves first: high − low of values near ±1e308 would overflow to infinity.
 int shade_level(double value, Range range) {
     if (!(range.high > range.low)) return 0;
-    const double t = (value - range.low) / (range.high - range.low);
-    return std::clamp(static_cast<int>(t * shade_count), 0, shade_count - 1);
+    const double t = (value / 2 - range.low / 2) / (range.high / 2 - range.low / 2);
+    return std::clamp(static_cast<int>(std::clamp(t, 0.0, 1.0) * shade_count), 0, shade_count - 1);
 }
 
 std::string painted(std::string_view text, Shade shade) {
@@ -154,7 +155,7 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
     if (shade && range.high > range.low) {
         std::string legend = "shading:";
         for (int level = 0; level < shade_count; ++level) {
-            const double from = range.low + (range.high - range.low) * level / shade_count;
+            const double from = range.low + (range.high / 2 - range.low / 2) * 2 * level / shade_count;
             legend += fmt::format(" {}", painted(fmt::format(" {} ", format_fixed(from, options.digits)), shades[level]));
         }
         out << legend << fmt::format("  (up to {})\n", format_fixed(range.high, options.digits));

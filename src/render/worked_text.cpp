@@ -101,6 +101,10 @@ void write_mask(Writer& out, const WorkedExample& w) {
 
 void write_weights(Writer& out, const WorkedExample& w) {
     const auto visible = [&](std::size_t j) { return w.allowed.empty() || w.allowed[j]; };
+    if (!w.allowed.empty() && std::none_of(w.allowed.begin(), w.allowed.end(), [](bool a) { return a; })) {
+        out.line("weights: every key is masked, so every weight is 0 (nothing is divided by a zero sum)");
+        return;
+    }
     const std::size_t width = widest(w.keys);
     const std::vector<double>& scores = w.scaled;
     if (w.normalization == Normalization::sum) {
