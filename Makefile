@@ -1,15 +1,21 @@
-# Thin wrapper: set-up (Debian packages), configure, build, then run or test.
-#   make run    install what is missing, build, trace the built-in example
-#   make test   install what is missing, build, run every test through ctest
+# Thin wrapper: set-up (Debian packages), configure, build, then run, test, or check harder.
+#   make run        install what is missing, build, trace the built-in example
+#   make test       install what is missing, build, run every test through ctest
+#   make sanitize   the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer
+#   make tsan       the threaded tests built with ThreadSanitizer (clang, libomp, Archer)
+#   make fuzz       the libFuzzer target for FUZZ_SECONDS (default 60) from tests/fuzz/corpus
 
-BUILD_DIR ?= build
-JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD_DIR    ?= build
+JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 60
 # Build: the first seven. Tests: xmllint and rsvg-convert check the SVG heatmaps.
-PACKAGES  := cmake make g++ libcli11-dev libfmt-dev nlohmann-json3-dev libeigen3-dev catch2 \
-             libxml2-utils librsvg2-bin
-SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PACKAGES       := cmake make g++ libcli11-dev libfmt-dev nlohmann-json3-dev libeigen3-dev catch2 \
+                  libxml2-utils librsvg2-bin
+CLANG_PACKAGES := clang libclang-rt-14-dev libomp-dev
+SUDO           := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+ARCHER         := /usr/lib/llvm-14/lib/libarcher.so
 
-.PHONY: run test build deps clean
+.PHONY: run test build deps clang-deps sanitize tsan fuzz clean
 
 run: build
 	./$(BUILD_DIR)/attntrace
@@ -22,9 +28,9 @@ build: deps
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Installs only the Debian packages that are missing (apt-get, with sudo when not root).
-deps:
+define install_missing
 	@missing=""; \
-	for p in $(PACKAGES); do \
+	for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -32,6 +38,34 @@ deps:
 	  $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+
+deps:
+	$(call install_missing,$(PACKAGES))
+
+clang-deps:
+	$(call install_missing,$(CLANG_PACKAGES))
+
+sanitize: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNTRACE_SANITIZE=address
+	cmake --build build-asan -j $(JOBS)
+	ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+
+# libgomp is not instrumented for TSan; LLVM's libomp with its Archer tool tells TSan what
+# OpenMP synchronises. The tests that run threads (kernels, streaming, parser, CLI) run here.
+tsan: deps clang-deps
+	CC=clang CXX=clang++ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNTRACE_SANITIZE=thread
+	cmake --build build-tsan -j $(JOBS)
+	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
+	  ./build-tsan/tests/attntrace_tests "[threads]~[progress],[streaming]~[progress],[modes],[bahdanau],[json]"
+
+fuzz: deps clang-deps
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTNTRACE_FUZZ=ON -DBUILD_TESTING=OFF
+	cmake --build build-fuzz -j $(JOBS) --target attntrace_fuzz
+	mkdir -p build-fuzz/corpus build-fuzz/artifacts
+	./build-fuzz/tests/fuzz/attntrace_fuzz build-fuzz/corpus tests/fuzz/corpus -dict=tests/fuzz/json.dict \
+	  -max_len=4096 -timeout=10 -rss_limit_mb=2048 -max_total_time=$(FUZZ_SECONDS) \
+	  -artifact_prefix=build-fuzz/artifacts/ -print_final_stats=1
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) build-asan build-tsan build-fuzz

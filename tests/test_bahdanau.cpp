@@ -240,54 +240,6 @@ TEST_CASE("bahdanau JSON and table output", "[bahdanau][cli]") {
     CHECK_THAT(table.out, Contains("\nmangé   0.0421  0.0421  0.7476") && Contains("1.0000  ate\n"));
 }
 
-TEST_CASE("bad bahdanau inputs exit 1 naming the field", "[bahdanau][cli][errors]") {
-    const std::string source = R"("source": {"tokens": ["a", "b"], "states": [[1, 0], [0, 1]]})";
-    const std::string target = R"("target": {"tokens": ["x"], "states": [[1, 0, 0]]})";
-    struct Case { const char* what; std::string json; std::vector<std::string> args; const char* fragment; };
-    const std::vector<Case> cases = {
-        {"missing source", "{" + target + "}", {}, "/: missing \"source\": bahdanau attention needs a source"},
-        {"missing target", "{" + source + "}", {}, "/: missing \"target\""},
-        {"source not an object", R"({"source": [1], )" + target + "}", {}, "/source: expected an object"},
-        {"target states as object", "{" + source + R"(, "target": {"tokens": ["x"], "states": {"x": [1]}}})", {},
-         "/target/states: expected an array of vectors aligned with the tokens"},
-        {"target count", "{" + source + R"(, "target": {"tokens": ["x", "y"], "states": [[1]]}})", {}, "/target/states: 1 vector for 2 tokens"},
-        {"ragged source states", R"({"source": {"tokens": ["a", "b"], "states": [[1, 0], [1]]}, )" + target + "}", {},
-         "/source/states/1: vector of 1 number, expected 2"},
-        {"W_a rows", "{" + source + ", " + target + R"(, "weights": {"W_a": [[1], [1]], "U_a": [[1], [1]], "v_a": [1]}})", {},
-         "/weights/W_a: shape 2×1 does not fit: expected 3×… (d_s × d_a, d_s = 3 from /target/states)"},
-        {"U_a shape", "{" + source + ", " + target + R"(, "weights": {"W_a": [[1], [1], [1]], "U_a": [[1, 2], [1, 2]], "v_a": [1]}})", {},
-         "/weights/U_a: shape 2×2 does not fit: expected 2×1"},
-        {"v_a length", "{" + source + ", " + target + R"(, "weights": {"W_a": [[1], [1], [1]], "U_a": [[1], [1]], "v_a": [1, 2]}})", {},
-         "/weights/v_a: vector of 2 numbers, expected 1 (d_a = 1"},
-        {"v_a missing", "{" + source + ", " + target + R"(, "weights": {"W_a": [[1], [1], [1]], "U_a": [[1], [1]]}})", {},
-         "/weights: missing \"v_a\""},
-        {"W shape", "{" + source + ", " + target + R"(, "weights": {"W": [[1, 0]]}})", {"--score", "general"},
-         "/weights/W: shape 1×2 does not fit: expected 3×2"},
-        {"mask length", R"({"source": {"tokens": ["a", "b"], "states": [[1, 0], [0, 1]], "mask": [true]}, )" + target + "}", {},
-         "/source/mask: 1 mask entry for 2 source tokens"},
-        {"mask type", R"({"source": {"tokens": ["a", "b"], "states": [[1, 0], [0, 1]], "mask": [true, 1]}, )" + target + "}", {},
-         "/source/mask/1: expected true or false, found number 1"},
-        {"pair run as self", "{" + source + ", " + target + "}", {"-m", "self"}, "mode self reads one sentence"},
-        {"pair with sentence", "{" + source + ", " + target + R"(, "sentence": "a"})", {}, "/sentence: a source/target input has no top-level sentence"},
-        {"file mode conflicts", R"({"mode": "causal", )" + source + ", " + target + "}", {}, "/mode: mode causal reads one sentence"},
-        {"dot with unequal sizes", "{" + source + ", " + target + "}", {"--score", "dot"}, "the dot score needs decoder and encoder states of one size"},
-        {"unknown source word", R"({"source": {"sentence": "a q", "states": {"a": [1, 0]}}, )" + target + "}", {},
-         "/source/sentence: unknown word \"q\" (token 2 of 2): /source/states has no vector for it"},
-    };
-    for (const auto& c : cases) {
-        DYNAMIC_SECTION(c.what) {
-            cli::TempFile file(c.json, "pair.json");
-            auto args = c.args;
-            args.insert(args.begin(), file.path());
-            const auto r = cli::run(args);
-            INFO(r.err);
-            CHECK(r.exit_code == 1);
-            CHECK(r.out.empty());
-            CHECK_THAT(r.err, Catch::StartsWith("attntrace: error: ") && Contains("pair.json") && Contains(c.fragment));
-        }
-    }
-}
-
 TEST_CASE("the score option outside bahdanau mode is a usage error", "[bahdanau][cli][errors]") {
     const auto r = cli::run({"--score", "dot"});
     CHECK(r.exit_code == 2);

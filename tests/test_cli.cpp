@@ -164,55 +164,6 @@ TEST_CASE("help and version go to stdout and exit 0", "[cli]") {
     CHECK_THAT(version.out, StartsWith("attntrace "));
 }
 
-TEST_CASE("bad input files exit 1 with one clear line and no output", "[cli][errors]") {
-    struct Case {
-        const char* what;
-        std::string contents;
-        std::vector<std::string> args;
-        const char* fragment;
-    };
-    const std::string ok_embeddings = R"("embeddings": {"a": [1, 2], "b": [3, 4]})";
-    const std::vector<Case> cases = {
-        {"not JSON", "hello", {}, ":1:1: invalid JSON"},
-        {"truncated", R"({"sentence": "a b", "embeddings": {"a": [1)", {}, ":1:43: invalid JSON"},
-        {"empty file", "", {}, "empty input"},
-        {"empty object", "{}", {}, "missing \"sentence\""},
-        {"empty sentence", R"({"sentence": "", )" + ok_embeddings + "}", {}, "/sentence: the sentence has no words"},
-        {"blank sentence", R"({"sentence": "   ", )" + ok_embeddings + "}", {}, "/sentence: the sentence has no words"},
-        {"unknown word", R"({"sentence": "a c", )" + ok_embeddings + "}", {}, "unknown word \"c\" (token 2 of 2)"},
-        {"ragged vectors", R"({"sentence": "a b", "embeddings": {"a": [1, 2], "b": [3]}})", {}, "/embeddings/b: vector of 1 number, expected 2"},
-        {"zero-length vector", R"({"sentence": "a", "embeddings": {"a": []}})", {}, "/embeddings/a: empty vector"},
-        {"string for a number", R"({"sentence": "a", "embeddings": {"a": [1, "x"]}})", {}, "/embeddings/a/1: expected a number, found string \"x\""},
-        {"NaN", R"({"sentence": "a", "embeddings": {"a": [NaN]}})", {}, "invalid JSON"},
-        {"1e400", R"({"sentence": "a", "embeddings": {"a": [1e400]}})", {}, "number out of range: 1e400 does not fit a double"},
-        {"count mismatch", R"({"sentence": "a b c", "embeddings": [[1], [2]]})", {}, "/embeddings: 2 vectors for 3 tokens"},
-        {"query shape", R"({"tokens": ["a"], "embeddings": [[1, 2]], "weights": {"query": [[1]], "key": [[1]], "value": [[1]]}})", {"-m", "self"},
-         "/weights/query: shape 1×1 does not fit: expected 2×…"},
-        {"key shape", R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"query": [[1, 2]], "key": [[1]], "value": [[1]]}})", {"-m", "self"},
-         "/weights/key: shape 1×1 does not fit: expected 1×2"},
-        {"deep nesting", std::string(100000, '['), {}, "JSON nested deeper than 64 levels"},
-        {"binary garbage", std::string("\x7f\x45\x4c\x46\x02\x01\x01\x00\xff\xfe", 10), {}, "invalid JSON"},
-        {"invalid UTF-8", "{\"sentence\": \"a\xc3\x28\", " + ok_embeddings + "}", {}, "ill-formed UTF-8"},
-        {"overflow", R"({"sentence": "a b", "embeddings": {"a": [1e300], "b": [1e300]}})", {}, "the scores stage overflows"},
-        {"single sentence, bahdanau mode", R"({"sentence": "a b", )" + ok_embeddings + "}", {"-m", "bahdanau"}, "mode bahdanau needs a source and a target"},
-        {"top level array", "[1, 2, 3]", {}, "/: expected an object"},
-    };
-    for (const auto& c : cases) {
-        DYNAMIC_SECTION(c.what) {
-            cli::TempFile file(c.contents, "bad.json");
-            auto args = c.args;
-            args.insert(args.begin(), file.path());
-            for (const char* format : {"table", "json"}) {
-                auto with_format = args;
-                with_format.insert(with_format.end(), {"-f", format});
-                const auto r = cli::run(with_format);
-                require_clean_error(r, 1, c.fragment);
-                CHECK_THAT(r.err, Contains("bad.json"));
-            }
-        }
-    }
-}
-
 TEST_CASE("a missing file or a directory is a data error", "[cli][errors]") {
     require_clean_error(cli::run({"/nonexistent/input.json"}), 1, "cannot read /nonexistent/input.json: No such file");
     require_clean_error(cli::run({"/"}), 1, "cannot read /: it is a directory");

@@ -109,3 +109,16 @@ TEST_CASE("skipped stages say why instead of printing a table", "[render]") {
     CHECK_THAT(r.out, Contains("scaled · 6×6 · S' = S · not applied\nno scaling: the simplified version uses raw dot products"));
     CHECK_THAT(r.out, Contains("masked · 6×6 · S'' = S · not applied\nno mask: bidirectional, every position sees every position"));
 }
+
+TEST_CASE("shading copes with scores spanning the whole double range", "[render][fuzz-regression]") {
+    // Found by the fuzzer (tests/fuzz/corpus/regression-shading-range-overflow.json): scores
+    // near ±1e308 made high − low overflow and the shade level NaN.
+    cli::TempFile file(R"({"sentence":"x y","embeddings":{"x":[0e077,2e154],"y":[-2e154,1e144]}})");
+    for (const char* mode : {"plain", "self", "causal"}) {
+        const auto r = cli::run({file.path(), "-m", mode, "--color", "always"});
+        INFO(mode << ": " << r.err);
+        CHECK((r.exit_code == 0 || r.exit_code == 1));  // a trace, or a clear overflow error
+        if (r.exit_code == 0) CHECK_THAT(r.out, Contains("shading:"));
+        else CHECK_THAT(r.err, Contains("overflows"));
+    }
+}

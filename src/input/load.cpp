@@ -77,6 +77,7 @@ public:
             fail(pointer, "expected a matrix (an array of rows), found " + describe(value));
         // The usual case, rows of packed numbers of one length: copied straight in, row-major.
         const std::size_t width = is_packed_numbers(value[0]) ? packed_size(value[0]) : 0;
+        if (width > max_dimension) too_long(pointer_child(pointer, 0), width);
         if (width > 0 && std::all_of(value.begin(), value.end(), [&](const Json& row) {
                 return is_packed_numbers(row) && packed_size(row) == width;
             })) {

@@ -62,28 +62,43 @@ int wait_for(pid_t pid) {
 
 }  // namespace
 
-Result run(const std::vector<std::string>& args, const std::string& input,
-           const std::map<std::string, std::string>& env) {
-    const std::string dir = make_temp_dir();
-    const std::string in_path = dir + "/stdin", out_path = dir + "/stdout", err_path = dir + "/stderr";
-    std::ofstream(in_path, std::ios::binary) << input;
-    Command command(args, env);
-    auto& argv = command.argv;
-    auto& envp = command.envp;
+namespace {
 
+// Spawns attntrace with stdin, stdout and stderr opened on the given files.
+Result spawn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+             const std::string& in_path, const std::string& out_path, const std::string& err_path) {
+    Command command(args, env);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+    const int spawned = posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (spawned != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(spawned));
     Result result;
     result.exit_code = wait_for(pid);
-    result.out = slurp(out_path);
     result.err = slurp(err_path);
+    return result;
+}
+
+}  // namespace
+
+Result run(const std::vector<std::string>& args, const std::string& input,
+           const std::map<std::string, std::string>& env) {
+    const std::string dir = make_temp_dir();
+    const std::string in_path = dir + "/stdin", out_path = dir + "/stdout";
+    std::ofstream(in_path, std::ios::binary) << input;
+    Result result = spawn(args, env, in_path, out_path, dir + "/stderr");
+    result.out = slurp(out_path);
+    std::filesystem::remove_all(dir);
+    return result;
+}
+
+Result run_to_file(const std::vector<std::string>& args, const std::string& stdout_path) {
+    const std::string dir = make_temp_dir();
+    Result result = spawn(args, {}, "/dev/null", stdout_path, dir + "/stderr");
     std::filesystem::remove_all(dir);
     return result;
 }

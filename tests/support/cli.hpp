@@ -18,6 +18,9 @@ struct Result {
 Result run(const std::vector<std::string>& args, const std::string& input = "",
            const std::map<std::string, std::string>& env = {});
 
+// Runs attntrace with stdout opened on `stdout_path` (such as /dev/full); `out` stays empty.
+Result run_to_file(const std::vector<std::string>& args, const std::string& stdout_path);
+
 // Runs attntrace with stdout a pipe whose reader has already gone. With `ignore_sigpipe`
 // the child inherits SIG_IGN for SIGPIPE (its writes fail with EPIPE); otherwise SIGPIPE
 // has its default action.

@@ -1,0 +1,183 @@
+// Every way an input can be wrong, run against the built binary in both table and JSON
+// format: the exit code, a fragment of the message, one line on stderr, nothing on stdout.
+#include "support/cli.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+using Catch::Contains;
+
+namespace {
+
+struct BadInput {
+    const char* what;
+    std::string contents;           // written to bad.json, which is the input
+    std::vector<std::string> args;  // besides the input and -f
+    int exit_code;
+    const char* fragment;
+};
+
+const std::string pair_source = R"("source": {"tokens": ["a", "b"], "states": [[1, 0], [0, 1]]})";
+const std::string pair_target = R"("target": {"tokens": ["x"], "states": [[1, 0, 0]]})";
+const std::string pair = "{" + pair_source + ", " + pair_target;
+const std::string ok_embeddings = R"("embeddings": {"a": [1, 2], "b": [3, 4]})";
+
+std::string many_tokens(std::size_t count) {
+    std::string tokens = R"({"embeddings": {"a": [1]}, "tokens": [)";
+    for (std::size_t i = 0; i < count; ++i) tokens += i ? ",\"a\"" : "\"a\"";
+    return tokens + "]}";
+}
+
+std::string long_vector(std::size_t count) {
+    std::string vector = R"({"tokens": ["a"], "embeddings": [[)";
+    for (std::size_t i = 0; i < count; ++i) vector += i ? ",1" : "1";
+    return vector + "]]}";
+}
+
+const std::vector<BadInput> cases = {
+    // The JSON itself
+    {"not JSON", "hello", {}, 1, ":1:1: invalid JSON"},
+    {"truncated", R"({"sentence": "a b", "embeddings": {"a": [1)", {}, 1, ":1:43: invalid JSON: unexpected end of input"},
+    {"empty file", "", {}, 1, "empty input"},
+    {"only white space", " \n\t ", {}, 1, "empty input"},
+    {"top level array", "[1, 2, 3]", {}, 1, "/: expected an object"},
+    {"trailing comma", R"({"sentence": "a", "embeddings": {"a": [1],}})", {}, 1, "invalid JSON: expected a string key"},
+    {"NaN", R"({"sentence": "a", "embeddings": {"a": [NaN]}})", {}, 1, "NaN and Infinity are not JSON numbers"},
+    {"1e400", R"({"sentence": "a", "embeddings": {"a": [1e400]}})", {}, 1, ":1:40: number out of range: 1e400 does not fit a double"},
+    {"deep nesting", std::string(100000, '['), {}, 1, "JSON nested deeper than 64 levels"},
+    {"binary garbage", std::string("\x7f\x45\x4c\x46\x02\x01\x01\x00\xff\xfe", 10), {}, 1, "invalid JSON"},
+    {"invalid UTF-8", "{\"sentence\": \"a\xc3\x28\", " + ok_embeddings + "}", {}, 1, "ill-formed UTF-8"},
+    {"duplicate key", R"({"sentence": "a", "embeddings": {"a": [1], "a": [2]}})", {}, 1, "/embeddings/a: duplicate key \"a\""},
+    {"control character in a token", R"({"tokens": ["a\u001bb"], "embeddings": [[1]]})", {}, 1, "/tokens/0: control character U+001B"},
+    // Single-sequence content
+    {"empty object", "{}", {}, 1, "missing \"sentence\""},
+    {"sentence and tokens", R"({"sentence": "a", "tokens": ["a"], )" + ok_embeddings + "}", {}, 1, "not both"},
+    {"empty sentence", R"({"sentence": "", )" + ok_embeddings + "}", {}, 1, "/sentence: the sentence has no words"},
+    {"only punctuation", R"({"sentence": "?!", )" + ok_embeddings + "}", {}, 1, "no words left after dropping punctuation"},
+    {"unknown word", R"({"sentence": "a c", )" + ok_embeddings + "}", {}, 1, "unknown word \"c\" (token 2 of 2)"},
+    {"unknown field", R"({"sentence": "a", "embedings": {"a": [1]}})", {}, 1, "unknown field \"embedings\" (did you mean \"embeddings\"?"},
+    {"ragged vectors", R"({"sentence": "a b", "embeddings": {"a": [1, 2], "b": [3]}})", {}, 1, "/embeddings/b: vector of 1 number, expected 2"},
+    {"zero-length vector", R"({"sentence": "a", "embeddings": {"a": []}})", {}, 1, "/embeddings/a: empty vector"},
+    {"string for a number", R"({"sentence": "a", "embeddings": {"a": [1, "x"]}})", {}, 1, "/embeddings/a/1: expected a number, found string \"x\""},
+    {"count mismatch", R"({"sentence": "a b c", "embeddings": [[1], [2]]})", {}, 1, "/embeddings: 2 vectors for 3 tokens"},
+    {"too many tokens", many_tokens(1048577), {}, 1, "/tokens: 1048577 tokens, more than the limit of 1048576"},
+    {"vector too long", long_vector(65537), {}, 1, "/embeddings/0: vector of 65537 numbers, more than the limit of 65536"},
+    {"query shape", R"({"tokens": ["a"], "embeddings": [[1, 2]], "weights": {"query": [[1]], "key": [[1]], "value": [[1]]}})", {"-m", "self"}, 1,
+     "/weights/query: shape 1×1 does not fit: expected 2×…"},
+    {"key shape", R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"query": [[1, 2]], "key": [[1]], "value": [[1]]}})", {"-m", "self"}, 1,
+     "/weights/key: shape 1×1 does not fit: expected 1×2"},
+    {"value missing", R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"query": [[1]], "key": [[1]]}})", {"-m", "self"}, 1,
+     "/weights: missing \"value\""},
+    {"unknown mode in the file", R"({"mode": "selff", "sentence": "a", "embeddings": {"a": [1]}})", {}, 1, "/mode: unknown mode \"selff\""},
+    {"overflow", R"({"sentence": "a b", "embeddings": {"a": [1e300], "b": [1e300]}})", {}, 1,
+     "the scores stage overflows: the entry for \"a\" (row 1) and \"a\" (column 1) is inf"},
+    {"overflow, streaming path", R"({"sentence": "a b", "embeddings": {"a": [1e300], "b": [1e300]}})", {"--summary"}, 1,
+     "the scores stage overflows: the score of \"a\" (row 1) and \"a\" (column 1) is inf"},
+    {"float32 overflow", R"({"tokens": ["a"], "embeddings": [[1e39]]})", {"--dtype", "float32"}, 1, "the inputs stage overflows"},
+    {"sum of a row overflows", R"({"tokens": ["a", "b"], "embeddings": [[1e154, 0], [1e154, 0]]})", {"--normalize", "sum"}, 1,
+     "sum to inf, not a finite positive number"},
+    {"input larger than --max-input", R"({"sentence": "a", "embeddings": {"a": [1]}})", {"--max-input", "10"}, 1,
+     "input larger than 10 bytes, the limit set by --max-input"},
+    {"trace larger than --max-memory", many_tokens(3000), {"--max-memory", "1M", "-s", "weights"}, 1,
+     "a full trace of this input needs about"},
+    // Modes that do not fit the input
+    {"one sentence, bahdanau mode", R"({"sentence": "a b", )" + ok_embeddings + "}", {"-m", "bahdanau"}, 1, "mode bahdanau needs a source and a target"},
+    {"file says bahdanau, one sentence", R"({"mode": "bahdanau", "sentence": "a", "embeddings": {"a": [1]}})", {}, 1, "/mode: mode bahdanau needs \"source\""},
+    // Source and target
+    {"missing source", "{" + pair_target + "}", {}, 1, "/: missing \"source\": bahdanau attention needs a source"},
+    {"missing target", "{" + pair_source + "}", {}, 1, "/: missing \"target\""},
+    {"source not an object", R"({"source": [1], )" + pair_target + "}", {}, 1, "/source: expected an object"},
+    {"target states as an object", "{" + pair_source + R"(, "target": {"tokens": ["x"], "states": {"x": [1]}}})", {}, 1,
+     "/target/states: expected an array of vectors aligned with the tokens"},
+    {"target count", "{" + pair_source + R"(, "target": {"tokens": ["x", "y"], "states": [[1]]}})", {}, 1, "/target/states: 1 vector for 2 tokens"},
+    {"W_a rows", pair + R"(, "weights": {"W_a": [[1], [1]], "U_a": [[1], [1]], "v_a": [1]}})", {}, 1,
+     "/weights/W_a: shape 2×1 does not fit: expected 3×… (d_s × d_a, d_s = 3 from /target/states)"},
+    {"U_a shape", pair + R"(, "weights": {"W_a": [[1], [1], [1]], "U_a": [[1, 2], [1, 2]], "v_a": [1]}})", {}, 1,
+     "/weights/U_a: shape 2×2 does not fit: expected 2×1"},
+    {"v_a length", pair + R"(, "weights": {"W_a": [[1], [1], [1]], "U_a": [[1], [1]], "v_a": [1, 2]}})", {}, 1,
+     "/weights/v_a: vector of 2 numbers, expected 1 (d_a = 1"},
+    {"W shape", pair + R"(, "weights": {"W": [[1, 0]]}})", {"--score", "general"}, 1, "/weights/W: shape 1×2 does not fit: expected 3×2"},
+    {"mask length", R"({"source": {"tokens": ["a", "b"], "states": [[1, 0], [0, 1]], "mask": [true]}, )" + pair_target + "}", {}, 1,
+     "/source/mask: 1 mask entry for 2 source tokens"},
+    {"mask type", R"({"source": {"tokens": ["a", "b"], "states": [[1, 0], [0, 1]], "mask": [true, 1]}, )" + pair_target + "}", {}, 1,
+     "/source/mask/1: expected true or false, found number 1"},
+    {"pair run as self", pair + "}", {"-m", "self"}, 1, "mode self reads one sentence"},
+    {"pair with a sentence", pair + R"(, "sentence": "a"})", {}, 1, "/sentence: a source/target input has no top-level sentence"},
+    {"dot with unequal sizes", pair + "}", {"--score", "dot"}, 1, "the dot score needs decoder and encoder states of one size"},
+    // Options that do not fit the input: usage errors
+    {"dim with the input's weights", R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"query": [[1]], "key": [[1]], "value": [[1]]}})",
+     {"-m", "self", "--dim", "2"}, 2, "--dim sets the size of generated weights"},
+    {"stage of another mode", pair + "}", {"-s", "queries"}, 2, "no stage \"queries\" in mode bahdanau"},
+    {"query not a token", R"({"sentence": "a b", )" + ok_embeddings + "}", {"-q", "c"}, 2, "--query: \"c\" is neither a token nor a position"},
+    {"summary of a pair", pair + "}", {"--summary"}, 2, "--summary covers modes plain, self and causal"},
+};
+
+}  // namespace
+
+TEST_CASE("bad inputs: the exit code, one clear line, and no output, in every format", "[errors][cli]") {
+    REQUIRE(cases.size() >= 30);
+    for (const auto& c : cases) {
+        DYNAMIC_SECTION(c.what) {
+            cli::TempFile file(c.contents, "bad.json");
+            for (const char* format : {"table", "json"}) {
+                std::vector<std::string> args{file.path(), "-f", format};
+                args.insert(args.end(), c.args.begin(), c.args.end());
+                const auto r = cli::run(args);
+                INFO(format << ": " << r.err);
+                CHECK(r.exit_code == c.exit_code);
+                CHECK(r.out.empty());
+                CHECK_THAT(r.err, Catch::StartsWith("attntrace: error: ") && Contains(c.fragment));
+                CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+                CHECK_THAT(r.err, !Contains("json.exception") && !Contains("terminate") && !Contains("what()"));
+                if (c.exit_code == 1) CHECK_THAT(r.err, Contains("bad.json"));
+            }
+        }
+    }
+}
+
+TEST_CASE("write errors exit 1 and never leave a file behind", "[errors][cli][output]") {
+    // A full disk: /dev/full accepts the open and fails every write.
+    const auto full = cli::run({"-o", "/dev/null", "--version"});
+    CHECK(full.exit_code == 0);
+    std::vector<std::string> args{"generate", "--tokens", "2000", "--dim", "8"};
+    const auto r = cli::run_to_file(args, "/dev/full");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::StartsWith("attntrace: error: cannot write output: No space left on device"));
+    const auto table = cli::run_to_file({"-s", "weights"}, "/dev/full");
+    CHECK(table.exit_code == 1);
+    CHECK_THAT(table.err, Contains("cannot write output"));
+
+    // -o FILE: written all or nothing.
+    cli::TempFile marker("", "marker");
+    const std::string folder = marker.path().substr(0, marker.path().rfind('/'));
+    const std::string out = folder + "/trace.json";
+    REQUIRE(cli::run({"-f", "json", "-o", out}).exit_code == 0);
+    std::ifstream first(out);
+    const std::string good((std::istreambuf_iterator<char>(first)), std::istreambuf_iterator<char>());
+    CHECK_THAT(good, Contains("\"schema\": \"attntrace.trace/1\""));
+    cli::TempFile bad("{", "bad.json");
+    const auto failed = cli::run({bad.path(), "-f", "json", "-o", out});
+    CHECK(failed.exit_code == 1);
+    CHECK(failed.out.empty());
+    std::ifstream second(out);
+    CHECK(std::string((std::istreambuf_iterator<char>(second)), std::istreambuf_iterator<char>()) == good);
+    std::size_t files = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(folder)) ++files;
+    CHECK(files == 2);  // marker and trace.json: no temporary left
+    for (const auto& command : std::vector<std::vector<std::string>>{
+             {"similarity", "example:fruit_and_pets", "-o", folder + "/s.txt"},
+             {"compare", "example:bank_river", "example:bank_money", "-t", "bank", "-o", folder + "/c.txt"},
+             {"bench", "--sizes", "16", "--dtypes", "float64", "--threads", "1", "--repeats", "1", "-o", folder + "/b.txt"}}) {
+        const auto ok = cli::run(command);
+        CHECK(ok.exit_code == 0);
+        CHECK(ok.out.empty());
+        CHECK(std::filesystem::file_size(command.back()) > 0);
+    }
+    const auto missing = cli::run({"-o", folder + "/no/such/folder/x.txt"});
+    CHECK(missing.exit_code == 1);
+    CHECK_THAT(missing.err, Contains("cannot write " + folder + "/no/such/folder/x.txt"));
+}
