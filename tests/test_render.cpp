@@ -3,6 +3,7 @@
 #include "render/number.hpp"
 #include "render/render.hpp"
 #include "support/cli.hpp"
+#include "support/text.hpp"
 #include "util/utf8.hpp"
 
 #include <catch2/catch.hpp>
@@ -15,12 +16,7 @@ using Catch::StartsWith;
 
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-}
+using text::lines_of;
 
 // The lines of one stage's table: from its heading to the next blank line.
 std::vector<std::string> table_lines(const std::string& text, const std::string& stage) {

@@ -6,6 +6,7 @@
 #include "input/examples.hpp"
 #include "input/load.hpp"
 #include "support/cli.hpp"
+#include "support/text.hpp"
 #include "support/naive.hpp"
 
 #include <catch2/catch.hpp>
@@ -21,12 +22,7 @@ using nlohmann::json;
 
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-}
+using text::lines_of;
 
 std::vector<std::string> split(const std::string& line, char separator) {
     std::vector<std::string> out;

@@ -61,6 +61,16 @@ void work_normalisation(WorkedExample& w, const std::vector<double>& scores,
             if (visible(j)) w.zeroed_then_renormalised[j] = all[j] / all_sum / kept;
 }
 
+// The mask of the row (when the mode applies one, with why) and the normalisation after it.
+void work_mask_and_weights(WorkedExample& w, const Stage& masked, std::string_view reason) {
+    if (masked.applied) {
+        const auto allowed = masked.allowed->row(w.row);
+        w.allowed.assign(allowed.begin(), allowed.end());
+        w.mask_reason = reason;
+    }
+    work_normalisation(w, row_of(masked, w.row), w.scaled);
+}
+
 void work_single(WorkedExample& w, const Trace& trace) {
     const Eigen::Index i = w.row;
     const bool plain = trace.mode == Mode::plain;
@@ -73,13 +83,7 @@ void work_single(WorkedExample& w, const Trace& trace) {
                           trace.find("scores")->data(i, j)});
     if (!plain) w.d_k = queries.col_count();
     w.scaled = row_of(*trace.find("scaled"), i);
-    const Stage& masked = *trace.find("masked");
-    if (masked.applied) {
-        const auto allowed = masked.allowed->row(i);
-        w.allowed.assign(allowed.begin(), allowed.end());
-        w.mask_reason = "they come after it, and a causal model must not see the future";
-    }
-    work_normalisation(w, row_of(masked, i), w.scaled);
+    work_mask_and_weights(w, *trace.find("masked"), "they come after it, and a causal model must not see the future");
     w.values = labelled_rows(*trace.find("values"), plain ? "x" : "v");
 }
 
@@ -116,13 +120,7 @@ void work_bahdanau(WorkedExample& w, const Trace& trace, const AdditiveWeights* 
         break;
     }
     w.scaled = row_of(scores, t);
-    const Stage& masked = *trace.find("masked");
-    if (masked.applied) {
-        const auto allowed = masked.allowed->row(t);
-        w.allowed.assign(allowed.begin(), allowed.end());
-        w.mask_reason = "source.mask hides them";
-    }
-    work_normalisation(w, row_of(masked, t), w.scaled);
+    work_mask_and_weights(w, *trace.find("masked"), "source.mask hides them");
     w.values = labelled_rows(encoder, "h");
 }
 

@@ -32,6 +32,14 @@ public:
         return value;
     }
 
+    // Weights come as a set: all of `names`, or none (then they are generated).
+    void require_all(const Json& object, std::string_view pointer, std::initializer_list<std::string_view> names) const {
+        for (const auto name : names)
+            if (!object.contains(name))
+                fail(pointer, fmt::format("missing \"{}\": give all three of {} (or none, to have them generated)", name,
+                                          fmt::join(names, ", ")));
+    }
+
     // Refuses keys we do not know, suggesting the closest known one (typos like "embedings").
     void only_keys(const Json& object, std::string_view pointer,
                    std::initializer_list<std::string_view> known) const;
@@ -335,11 +343,7 @@ Projections read_projections(const Reader& in, const Json& weights, Eigen::Index
     const std::string pointer = "/weights";
     in.require_object(weights, pointer);
     in.only_keys(weights, pointer, {"query", "key", "value"});
-    for (const char* name : {"query", "key", "value"})
-        if (!weights.contains(name))
-            in.fail(pointer, fmt::format("missing \"{}\": give all three of query, key and value "
-                                         "(or none, to have them generated)",
-                                         name));
+    in.require_all(weights, pointer, {"query", "key", "value"});
     Projections p;
     const auto d_in_why = fmt::format("d_in = {} from the embeddings", d_in);
     p.query = in.matrix_of_shape(weights["query"], "/weights/query", d_in, 0,
@@ -361,11 +365,7 @@ void read_alignment_weights(const Reader& in, const Json& weights, EncoderDecode
     const Eigen::Index d_h = input.source.vectors.cols();
     const int additive_parts = weights.contains("W_a") + weights.contains("U_a") + weights.contains("v_a");
     if (additive_parts > 0) {
-        for (const char* name : {"W_a", "U_a", "v_a"})
-            if (!weights.contains(name))
-                in.fail(pointer, fmt::format("missing \"{}\": give all three of W_a, U_a and v_a "
-                                             "(or none, to have them generated)",
-                                             name));
+        in.require_all(weights, pointer, {"W_a", "U_a", "v_a"});
         AdditiveWeights w;
         w.W_a = in.matrix_of_shape(weights["W_a"], "/weights/W_a", d_s, 0,
                                    fmt::format("d_s × d_a, d_s = {} from /target/states", d_s));

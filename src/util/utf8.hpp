@@ -22,6 +22,9 @@ std::size_t utf8_length(std::string_view text);
 // everything else 1 ("é" is 1 column whether precomposed or e + U+0301).
 std::size_t display_width(std::string_view text);
 
+// Appends code point `cp` (≤ U+10FFFF, not a surrogate) to `out` as UTF-8.
+void append_utf8(std::string& out, char32_t cp);
+
 // Lower case for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic capitals; other
 // characters are kept. Used for case-insensitive word look-up.
 std::string fold_case(std::string_view text);
