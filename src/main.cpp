@@ -218,10 +218,10 @@ int main(int argc, char** argv) {
     auto* generate_command = app.add_subcommand(
         "generate", "write a long random input (tokens, embeddings, weights) from the portable generator");
     generate_command->add_option("-n,--tokens", generate.tokens, "number of tokens")
-        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24))
+        ->check(CLI::Range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))
         ->capture_default_str();
     generate_command->add_option("-d,--dim", generate.dim, "vector dimension d_in = d_k = d_v")
-        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16))
+        ->check(CLI::Range(std::int64_t{1}, static_cast<std::int64_t>(max_dimension)))
         ->capture_default_str();
     generate_command->add_option("--seed", generate.seed, "seed of the generator")->check(whole_number_u64)->capture_default_str();
     add_output_path(*generate_command, generate_output);
@@ -234,7 +234,7 @@ int main(int argc, char** argv) {
     bench_command->add_option("--sizes", bench.sizes, "token counts, comma-separated")->delimiter(',')
         ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))->capture_default_str();
     bench_command->add_option("--dim", bench.dim, "d_in = d_k = d_v")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}))->capture_default_str();
-    bench_command->add_option("--modes", bench.modes, "self and/or causal")->delimiter(',')
+    bench_command->add_option("--modes", bench.modes, "plain, self and/or causal")->delimiter(',')
         ->check(CLI::IsMember({"plain", "self", "causal"}))->capture_default_str();
     bench_command->add_option("--dtypes", bench.dtypes, "float32 and/or float64")->delimiter(',')
         ->check(CLI::IsMember({"float32", "float64"}))->capture_default_str();

@@ -56,7 +56,7 @@ void require_close(const Matrix& actual, const std::vector<std::vector<double>>&
     for (Eigen::Index r = 0; r < actual.rows(); ++r)
         for (Eigen::Index c = 0; c < actual.cols(); ++c) {
             INFO(what << " (" << r << ", " << c << ")");
-            REQUIRE(actual(r, c) == Approx(expected[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)]).margin(1e-12));
+            REQUIRE(actual(r, c) == Approx(expected[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)]).margin(1e-12).epsilon(0));
         }
 }
 
@@ -101,7 +101,7 @@ TEST_CASE("additive scores, weights and context match naive loops for many shape
         require_close(t.find("weights")->data, expected.weights, "weights");
         require_close(t.find("context")->data, expected.context, "context");
         for (Eigen::Index r = 0; r < shape.n_tgt; ++r)
-            CHECK(t.find("weights")->data.row(r).sum() == Approx(1.0).margin(1e-12));
+            CHECK(t.find("weights")->data.row(r).sum() == Approx(1.0).margin(1e-12).epsilon(0));
         CHECK(t.find("context")->data.cols() == shape.d_h);
         CHECK(t.find("projected_decoder")->data.cols() == shape.d_a);
     }
@@ -129,7 +129,7 @@ TEST_CASE("a source mask gives masked positions weight exactly 0", "[bahdanau]")
         CHECK(weights.data(r, 1) == 0.0);
         CHECK(weights.data(r, 4) == 0.0);
         CHECK(masked.data(r, 1) == -std::numeric_limits<double>::infinity());
-        CHECK(weights.data.row(r).sum() == Approx(1.0).margin(1e-12));
+        CHECK(weights.data.row(r).sum() == Approx(1.0).margin(1e-12).epsilon(0));
     }
 }
 

@@ -68,8 +68,18 @@ TEST_CASE("arrays of numbers are packed; anything else stays a JSON array", "[js
     CHECK(doc["mixed"][2].is_number_float());
     CHECK(doc["empty"].is_array());
     CHECK(doc["empty"].empty());
-    CHECK(doc["rows"].is_array());
+    CHECK(doc["rows"].is_array());  // rows of different lengths: not a matrix
     CHECK(packed(doc["rows"][1]) == std::vector<double>{2, 3});
+    const Json matrix = parse_json("[[1, 2], [3, 4.5], [-5, 6]]", "t");
+    REQUIRE(is_packed_matrix(matrix));
+    CHECK(rows_of(matrix) == 3);
+    CHECK(packed_columns(matrix) == 2);
+    CHECK(describe(matrix) == "an array of 3 rows of 2 numbers");
+    std::vector<double> cells(packed_size(matrix));
+    copy_packed(matrix, cells.data());
+    CHECK(cells == std::vector<double>{1, 2, 3, 4.5, -5, 6});
+    CHECK(parse_json("[[1], []]", "t").is_array());        // an empty row: not a matrix
+    CHECK(parse_json("[[1], [\"a\"]]", "t").is_array());  // a string: not a matrix
     CHECK(describe(doc["v"]) == "an array of 3 numbers");
 }
 
@@ -148,10 +158,12 @@ TEST_CASE("long arrays of rows read in two halves give what one thread gives", "
     const std::string big = rows(60000, numbers);
     REQUIRE(big.size() > (std::size_t{1} << 20));
     const Json doc = parse_json(big, "big");
-    REQUIRE(doc.size() == 60000);
-    std::vector<double> last(packed_size(doc[59999]));
-    copy_packed(doc[59999], last.data());
-    CHECK(last == std::vector<double>{59999, 59999.5, -59.999});
+    REQUIRE(is_packed_matrix(doc));
+    REQUIRE(rows_of(doc) == 60000);
+    REQUIRE(packed_columns(doc) == 3);
+    std::vector<double> all(packed_size(doc));
+    copy_packed(doc, all.data());
+    CHECK(std::vector<double>(all.end() - 3, all.end()) == std::vector<double>{59999, 59999.5, -59.999});
 
     require_same_with_two_threads(big);
     require_same_with_two_threads("{\"embeddings\": " + big + ", \"tail\": [[1, 2], [3]]}");

@@ -27,7 +27,7 @@ void require_close(const Matrix& actual, const naive::Rows& expected, double tol
         REQUIRE(actual.cols() == static_cast<Eigen::Index>(expected[static_cast<std::size_t>(r)].size()));
         for (Eigen::Index c = 0; c < actual.cols(); ++c) {
             INFO(what << " (" << r << ", " << c << ")");
-            REQUIRE(actual(r, c) == Approx(expected[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)]).margin(tolerance));
+            REQUIRE(actual(r, c) == Approx(expected[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)]).margin(tolerance).epsilon(0));
         }
     }
 }
@@ -78,12 +78,12 @@ TEST_CASE("self mode by hand: one score worked out on paper", "[modes]") {
     // k_2 = x_2·W_k = [0.2·0.3 + 0.8·(−0.6) + 0.1·0.8, 0.2·0.7 + 0.8·0.2 + 0.1·(−0.1)] = [−0.34, 0.29]
     // S(1,2) = 0.3·(−0.34) + (−0.05)·0.29 = −0.1165; scaled by √2.
     const Trace t = trace_single(sequence_of(x4), &w4, options_for(Mode::self));
-    CHECK(t.find("queries")->data(0, 0) == Approx(0.3).margin(1e-15));
-    CHECK(t.find("queries")->data(0, 1) == Approx(-0.05).margin(1e-15));
-    CHECK(t.find("keys")->data(1, 0) == Approx(-0.34).margin(1e-15));
-    CHECK(t.find("keys")->data(1, 1) == Approx(0.29).margin(1e-15));
-    CHECK(t.find("scores")->data(0, 1) == Approx(-0.1165).margin(1e-15));
-    CHECK(t.find("scaled")->data(0, 1) == Approx(-0.1165 / std::sqrt(2.0)).margin(1e-15));
+    CHECK(t.find("queries")->data(0, 0) == Approx(0.3).margin(1e-15).epsilon(0));
+    CHECK(t.find("queries")->data(0, 1) == Approx(-0.05).margin(1e-15).epsilon(0));
+    CHECK(t.find("keys")->data(1, 0) == Approx(-0.34).margin(1e-15).epsilon(0));
+    CHECK(t.find("keys")->data(1, 1) == Approx(0.29).margin(1e-15).epsilon(0));
+    CHECK(t.find("scores")->data(0, 1) == Approx(-0.1165).margin(1e-15).epsilon(0));
+    CHECK(t.find("scaled")->data(0, 1) == Approx(-0.1165 / std::sqrt(2.0)).margin(1e-15).epsilon(0));
 }
 
 TEST_CASE("self mode matches the naive implementation at every stage", "[modes]") {
@@ -128,8 +128,8 @@ TEST_CASE("every weights row sums to 1", "[modes]") {
         const Trace t = trace_single(sequence_of(x4), &w4, options_for(mode));
         const Stage& weights = *t.find("weights");
         for (Eigen::Index i = 0; i < weights.data.rows(); ++i) {
-            CHECK(weights.data.row(i).sum() == Approx(1.0).margin(1e-12));
-            CHECK((*weights.row_sums)(i) == Approx(1.0).margin(1e-12));
+            CHECK(weights.data.row(i).sum() == Approx(1.0).margin(1e-12).epsilon(0));
+            CHECK((*weights.row_sums)(i) == Approx(1.0).margin(1e-12).epsilon(0));
         }
     }
 }

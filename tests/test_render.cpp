@@ -40,9 +40,10 @@ TEST_CASE("display width counts characters, not bytes", "[render][utf8]") {
     CHECK(display_width("日本") == 4);
     CHECK(display_width("ça") == 2);
     CHECK(fold_case("ÉCOLE Ça") == "école ça");
-    CHECK(first_control_character("garçon") == 0);
-    CHECK(first_control_character("a\x1b[31mred") == 0x1B);
-    CHECK(first_control_character("\xC2\x85") == 0x85);  // NEL, a C1 control
+    CHECK_FALSE(first_control_character("garçon"));
+    CHECK(first_control_character("a\x1b[31mred") == char32_t{0x1B});
+    CHECK(first_control_character("\xC2\x85") == char32_t{0x85});  // NEL, a C1 control
+    CHECK(first_control_character(std::string_view("a\0b", 3)) == char32_t{0});
 }
 
 TEST_CASE("labels with non-ASCII letters stay aligned", "[render][utf8]") {

@@ -44,11 +44,11 @@ void require_same_summary(const Summary& streamed, const Summary& reference, dou
         INFO("query " << i);
         const auto& s = streamed.queries[i];
         const auto& r = reference.queries[i];
-        CHECK(s.max_weight == Approx(r.max_weight).margin(tolerance));
-        CHECK(s.entropy == Approx(r.entropy).margin(tolerance * 10));
+        CHECK(s.max_weight == Approx(r.max_weight).margin(tolerance).epsilon(0));
+        CHECK(s.entropy == Approx(r.entropy).margin(tolerance * 10).epsilon(0));
         REQUIRE(s.top.size() == r.top.size());
         for (std::size_t t = 0; t < s.top.size(); ++t) {
-            CHECK(s.top[t].weight == Approx(r.top[t].weight).margin(tolerance));
+            CHECK(s.top[t].weight == Approx(r.top[t].weight).margin(tolerance).epsilon(0));
             // Indices must agree unless two weights are too close to tell apart.
             const bool tied = (t > 0 && std::abs(r.top[t].weight - r.top[t - 1].weight) < 10 * tolerance) ||
                               (t + 1 < r.top.size() && std::abs(r.top[t].weight - r.top[t + 1].weight) < 10 * tolerance);
@@ -85,7 +85,7 @@ TEST_CASE("streaming equals the trace path on many shapes", "[streaming]") {
                 if (mode == Mode::causal) {
                     CHECK(streamed.queries[0].top.size() == 1);
                     CHECK(streamed.queries[0].max_weight == Approx(1.0));
-                    CHECK(streamed.queries[0].entropy == Approx(0.0).margin(1e-6));
+                    CHECK(streamed.queries[0].entropy == Approx(0.0).margin(1e-6).epsilon(0));
                 }
             }
 }
@@ -102,10 +102,10 @@ TEST_CASE("the summary of the lecture example, by hand", "[streaming]") {
     CHECK(journey["index"] == 1);
     CHECK(journey["token"] == "journey");
     CHECK(journey["top"][0]["token"] == "journey");
-    CHECK(journey["top"][0]["weight"].get<double>() == Approx(0.2379).margin(0.5e-4));
+    CHECK(journey["top"][0]["weight"].get<double>() == Approx(0.2379).margin(0.5e-4).epsilon(0));
     CHECK(journey["top"][1]["token"] == "starts");
-    CHECK(journey["max_weight"].get<double>() == Approx(0.2379).margin(0.5e-4));
-    CHECK(journey["entropy"].get<double>() == Approx(entropy).margin(1e-3));
+    CHECK(journey["max_weight"].get<double>() == Approx(0.2379).margin(0.5e-4).epsilon(0));
+    CHECK(journey["entropy"].get<double>() == Approx(entropy).margin(1e-3).epsilon(0));
 }
 
 TEST_CASE("summary JSON holds every field and, on request, the context", "[streaming][json]") {
@@ -134,7 +134,7 @@ TEST_CASE("summary JSON holds every field and, on request, the context", "[strea
     // The context of the first token is its own value: weight 1 on itself.
     const json full = json::parse(cli::run({file.path(), "-f", "json", "-m", "causal", "-s", "values"}).out);
     for (std::size_t k = 0; k < 8; ++k)
-        CHECK(doc["context"][0][k].get<double>() == Approx(full["stages"][0]["data"][0][k].get<double>()).margin(1e-12));
+        CHECK(doc["context"][0][k].get<double>() == Approx(full["stages"][0]["data"][0][k].get<double>()).margin(1e-12).epsilon(0));
 }
 
 TEST_CASE("summary bytes do not depend on the thread count", "[streaming][threads]") {

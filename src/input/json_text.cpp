@@ -187,12 +187,17 @@ private:
             pos_ = start + 1;  // something else is in it: read it again, element by element
             skip_space();
         }
-        Json items = Json::array();
-        if (peek() == '[' && threads_ > 1 && text_.size() - pos_ >= halves_from && rows_in_two(items)) {
-            ++pos_;  // the closing ']' the second half stopped at
-            frames_.pop_back();
-            return items;
+        // A matrix: rows holding only numbers, all of one length, packed into one block.
+        if (peek() == '[' && frames_.size() < static_cast<std::size_t>(max_json_depth)) {
+            Json matrix;
+            if (matrix_rows(matrix)) {
+                frames_.pop_back();
+                return matrix;
+            }
+            pos_ = start + 1;  // not a matrix: read it again, element by element
+            skip_space();
         }
+        Json items = Json::array();
         while (true) {
             skip_space();
             frames_.back().index = items.size();
@@ -210,58 +215,83 @@ private:
         return items;
     }
 
-    // A long array of rows (an embeddings matrix) is read in two halves at once. The second
-    // half starts at a guessed row boundary near the middle and reads on to the array's ']';
-    // meanwhile this parser reads rows from the start. Only if it arrives exactly at the
-    // guessed boundary, as a row start, is the second half's result used: a wrong guess
-    // (inside a string, in another array) costs the helper's time, never correctness. Errors
-    // are always raised by the sequential reading, at their place. Returns true with pos_ at
-    // the closing ']', or false with pos_ at the start of the element to read next.
-    bool rows_in_two(Json& items) {
-        const std::size_t split = row_start_after(pos_ + (text_.size() - pos_) / 2);
-        if (split == std::string_view::npos) return false;
-        struct Half {
-            Json rows = Json::array();
-            std::size_t end = 0;
-            bool complete = false;
-        } second;
-        const std::size_t depth = frames_.size();  // read now: this parser goes on pushing frames
-        std::jthread helper([&second, split, depth, this] {
-            try {
-                Parser other(text_, origin_, 1);
-                other.pos_ = split;
-                other.frames_.assign(depth, Frame{});  // the same depth, for the limit
-                while (true) {
-                    second.rows.push_back(other.value());
-                    other.skip_space();
-                    if (other.peek() == ']') break;
-                    if (other.peek() != ',') return;
-                    ++other.pos_;
-                    other.skip_space();
-                }
-                second.end = other.pos_;
-                second.complete = true;
-            } catch (const DataError&) {
-                // the sequential reading will meet the same problem and report it
-            }
-        });
-        while (pos_ < split) {
-            const std::size_t element = pos_;
-            frames_.back().index = items.size();
-            items.push_back(value());
-            skip_space();
-            if (peek() != ',') {  // the array ends (or breaks) before the guess: read it normally
-                items.erase(items.end() - 1);
-                pos_ = element;
-                return false;
-            }
+    enum class Rows { closed, reached, not_a_matrix };
+
+    // Reads rows of numbers, each `width` long (0: the first row sets it), appending them to
+    // `out`: until the array's ']' (consumed: closed), until pos_ is at `stop` between rows
+    // (reached), or until a row that is not numbers of that length (not_a_matrix). Syntax
+    // errors inside the rows are raised where they are, as the element-wise reading would.
+    Rows matrix_rows_until(std::size_t stop, std::vector<double>& out, std::size_t& width) {
+        while (true) {
+            if (pos_ == stop) return Rows::reached;
+            if (peek() != '[') return Rows::not_a_matrix;
             ++pos_;
             skip_space();
+            if (!starts_number(peek()) || !numbers_only()) return Rows::not_a_matrix;
+            if (width == 0) width = numbers_.size();
+            if (numbers_.size() != width) return Rows::not_a_matrix;
+            out.insert(out.end(), numbers_.begin(), numbers_.end());
+            skip_space();
+            if (peek() == ',') {
+                ++pos_;
+                skip_space();
+                continue;
+            }
+            if (peek() == ']') {
+                ++pos_;
+                return Rows::closed;
+            }
+            unexpected("',' or ']' after an array element");
         }
-        helper.join();
-        if (pos_ != split || !second.complete) return false;
-        for (auto& row : second.rows) items.push_back(std::move(row));
-        pos_ = second.end;
+    }
+
+    // The rows of a matrix, packed; false when the array is not one. A long one is read in two
+    // halves at once: the second half starts at a guessed row boundary near the middle, and
+    // its result is used only if this parser, reading from the start, arrives exactly there.
+    // A wrong guess (inside a string, in another array) costs the helper's time, never
+    // correctness, and errors are raised by the sequential reading, at their place.
+    bool matrix_rows(Json& result) {
+        std::vector<double> numbers;
+        std::size_t width = 0;
+        const std::size_t split = threads_ > 1 && text_.size() - pos_ >= halves_from
+                                      ? row_start_after(pos_ + (text_.size() - pos_) / 2)
+                                      : std::string_view::npos;
+        if (split == std::string_view::npos) {
+            if (matrix_rows_until(split, numbers, width) != Rows::closed) return false;
+        } else {
+            struct Half {
+                std::vector<double> numbers;
+                std::size_t width = 0;
+                std::size_t end = 0;
+                bool complete = false;
+            } second;
+            std::jthread helper([&second, split, this] {
+                try {
+                    Parser other(text_, origin_, 1);
+                    other.pos_ = split;
+                    if (other.matrix_rows_until(std::string_view::npos, second.numbers, second.width) == Rows::closed) {
+                        second.end = other.pos_;
+                        second.complete = true;
+                    }
+                } catch (const DataError&) {
+                    // the sequential reading will meet the same problem and report it
+                }
+            });
+            const Rows first = matrix_rows_until(split, numbers, width);
+            helper.join();
+            if (first == Rows::not_a_matrix) return false;
+            if (first == Rows::reached) {
+                if (second.complete && second.width == width) {
+                    numbers.insert(numbers.end(), second.numbers.begin(), second.numbers.end());
+                    pos_ = second.end;
+                } else if (matrix_rows_until(std::string_view::npos, numbers, width) != Rows::closed) {
+                    return false;
+                }
+            }
+        }
+        std::vector<std::uint8_t> bytes(numbers.size() * sizeof(double));
+        std::memcpy(bytes.data(), numbers.data(), bytes.size());
+        result = Json::binary(std::move(bytes), width);  // the subtype holds the row length
         return true;
     }
 
@@ -487,9 +517,17 @@ Json parse_json(std::string_view text, const std::string& origin) {
     return Parser(text, origin, omp_get_max_threads()).document();
 }
 
-bool is_packed_numbers(const Json& value) { return value.is_binary(); }
+bool is_packed_numbers(const Json& value) { return value.is_binary() && !value.get_binary().has_subtype(); }
+
+bool is_packed_matrix(const Json& value) { return value.is_binary() && value.get_binary().has_subtype(); }
 
 std::size_t packed_size(const Json& value) { return value.get_binary().size() / sizeof(double); }
+
+std::size_t packed_columns(const Json& value) { return static_cast<std::size_t>(value.get_binary().subtype()); }
+
+std::size_t rows_of(const Json& value) {
+    return is_packed_matrix(value) ? packed_size(value) / packed_columns(value) : value.size();
+}
 
 void copy_packed(const Json& value, double* out) {
     const auto& bytes = value.get_binary();
@@ -526,7 +564,9 @@ std::string describe(const Json& value) {
     case Json::value_t::number_float: return fmt::format("number {}", value.dump());
     case Json::value_t::array:
         return value.empty() ? "an empty array" : fmt::format("an array of {}", value.size());
-    case Json::value_t::binary: return fmt::format("an array of {} numbers", packed_size(value));
+    case Json::value_t::binary:
+        return is_packed_matrix(value) ? fmt::format("an array of {} rows of {} numbers", rows_of(value), packed_columns(value))
+                                       : fmt::format("an array of {} numbers", packed_size(value));
     case Json::value_t::object: return value.empty() ? "an empty object" : "an object";
     default: return "a value of another kind";
     }

@@ -17,13 +17,18 @@ using Json = nlohmann::ordered_json;  // keeps the file's key order (vocabulary 
 
 // Parses `text` (strict RFC 8259); throws DataError "ORIGIN:LINE:COL: invalid JSON: …",
 // "ORIGIN: empty input …", or for a duplicate key "ORIGIN: /pointer: duplicate key …".
-// `origin` names the input in messages. An array holding only numbers comes back packed:
-// a binary value of doubles (see the three functions below) rather than an array of nodes.
+// `origin` names the input in messages. An array holding only numbers (a vector) comes back
+// packed, as a binary value of doubles; so does an array of such arrays all of one length (a
+// matrix), as one binary value of its rows, one after the other, with the row length as its
+// subtype. Neither costs a node per number.
 Json parse_json(std::string_view text, const std::string& origin);
 
-bool is_packed_numbers(const Json& value);
-std::size_t packed_size(const Json& value);          // how many numbers
-void copy_packed(const Json& value, double* out);    // all of them, in order
+bool is_packed_numbers(const Json& value);          // a vector
+bool is_packed_matrix(const Json& value);           // a matrix
+std::size_t packed_size(const Json& value);         // how many numbers, in all
+std::size_t packed_columns(const Json& value);      // a matrix's row length
+std::size_t rows_of(const Json& value);             // an array's elements, or a matrix's rows
+void copy_packed(const Json& value, double* out);   // all the numbers, in order
 
 // "/embeddings" + "journey" → "/embeddings/journey" (RFC 6901 escaping of '~' and '/').
 std::string pointer_child(std::string_view pointer, std::string_view key);

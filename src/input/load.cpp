@@ -81,18 +81,14 @@ public:
 
     // An array of rows, all of one length.
     Matrix matrix(const Json& value, std::string_view pointer) const {
-        if (!value.is_array() || value.empty())
-            fail(pointer, "expected a matrix (an array of rows), found " + describe(value));
-        // The usual case, rows of packed numbers of one length: copied straight in, row-major.
-        const std::size_t width = is_packed_numbers(value[0]) ? packed_size(value[0]) : 0;
-        if (width > max_dimension) too_long(pointer_child(pointer, 0), width);
-        if (width > 0 && std::all_of(value.begin(), value.end(), [&](const Json& row) {
-                return is_packed_numbers(row) && packed_size(row) == width;
-            })) {
-            Matrix m(static_cast<Eigen::Index>(value.size()), static_cast<Eigen::Index>(width));
-            for (std::size_t r = 0; r < value.size(); ++r) copy_packed(value[r], m.row(static_cast<Eigen::Index>(r)).data());
+        if (is_packed_matrix(value)) {  // the parser's fast form: rows of finite numbers, one length
+            if (packed_columns(value) > max_dimension) too_long(pointer_child(pointer, 0), packed_columns(value));
+            Matrix m(static_cast<Eigen::Index>(rows_of(value)), static_cast<Eigen::Index>(packed_columns(value)));
+            copy_packed(value, m.data());  // row-major: the same order
             return m;
         }
+        if (!value.is_array() || value.empty())
+            fail(pointer, "expected a matrix (an array of rows), found " + describe(value));
         Matrix m;
         for (std::size_t r = 0; r < value.size(); ++r) {
             const auto row_pointer = pointer_child(pointer, r);
@@ -137,10 +133,10 @@ public:
         if (allow_white_space)
             for (char& c : text)
                 if (c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') c = ' ';
-        if (const char32_t c = first_control_character(text))
+        if (const auto c = first_control_character(text))
             fail(pointer, fmt::format("control character U+{:04X} in the text: labels and "
                                       "descriptions are printed, so they must be plain text",
-                                      static_cast<std::uint32_t>(c)));
+                                      static_cast<std::uint32_t>(*c)));
         return text;
     }
 
@@ -321,7 +317,7 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
         if (vocabulary) *vocabulary = std::move(table.entries);
         return seq;
     }
-    if (!vectors.is_array())
+    if (!vectors.is_array() && !is_packed_matrix(vectors))
         in.fail(vectors_pointer,
                 fmt::format("expected {}, found {}",
                             allow_word_map ? "an object word → vector or an array of vectors"
@@ -329,10 +325,10 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
                             describe(vectors)));
     std::erase_if(labels.words, [](const Word& w) { return w.punctuation; });
     if (labels.words.empty()) in.fail(labels.pointer, "no words left after dropping punctuation");
-    if (vectors.size() != labels.words.size())
+    if (rows_of(vectors) != labels.words.size())
         in.fail(vectors_pointer, fmt::format("{} vector{} for {} token{}: an array of vectors "
                                              "needs one vector per token, in order",
-                                             vectors.size(), vectors.size() == 1 ? "" : "s",
+                                             rows_of(vectors), rows_of(vectors) == 1 ? "" : "s",
                                              labels.words.size(), labels.words.size() == 1 ? "" : "s"));
     seq.vectors = in.matrix(vectors, vectors_pointer);
     for (auto& w : labels.words) seq.tokens.push_back(std::move(w.text));

@@ -85,7 +85,7 @@ void append_utf8(std::string& out, char32_t cp) {
 
 std::size_t utf8_sequence_length(std::string_view text) { return decode(text).length; }
 
-char32_t first_control_character(std::string_view text) {
+std::optional<char32_t> first_control_character(std::string_view text) {
     for (std::size_t i = 0; i < text.size();) {
         const auto d = decode(text.substr(i));
         if (d.length == 0) {
@@ -95,7 +95,7 @@ char32_t first_control_character(std::string_view text) {
         if (d.code_point < 0x20 || in(d.code_point, 0x7F, 0x9F)) return d.code_point;
         i += d.length;
     }
-    return 0;
+    return std::nullopt;
 }
 
 std::size_t utf8_length(std::string_view text) {

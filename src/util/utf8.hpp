@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -11,9 +12,9 @@ namespace attntrace {
 // well-formed (stray continuation byte, overlong form, surrogate, beyond U+10FFFF, cut short).
 std::size_t utf8_sequence_length(std::string_view text);
 
-// The first control character (U+0000–U+001F, U+007F–U+009F) in `text`, or 0 when there is
-// none. Labels must not hold one: a newline or an escape sequence would break the tables.
-char32_t first_control_character(std::string_view text);
+// The first control character (U+0000–U+001F, U+007F–U+009F) in `text`, if any. Labels must
+// not hold one: a NUL, a newline or an escape sequence would break the tables.
+std::optional<char32_t> first_control_character(std::string_view text);
 
 // Number of code points; each ill-formed byte counts as one.
 std::size_t utf8_length(std::string_view text);
