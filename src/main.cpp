@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <sstream>
+#include <type_traits>
 
 namespace {
 
@@ -142,14 +143,15 @@ struct TraceFlags {
     }
 };
 
-// Runs `job` on the output (stdout, or FILE for -o), committing it only when the job
-// succeeds; returns the exit status.
+// Runs `job` on the outputs (stdout, or FILE for -o, and any files the job adds), committing
+// them only when the job succeeds; returns the exit status.
 template <typename Job>
 int run(Job&& job, const std::optional<std::string>& output_path = std::nullopt) {
     try {
-        Output output(output_path);
-        job(output.stream());
-        output.commit();
+        Outputs outputs(output_path);
+        if constexpr (std::is_invocable_v<Job, Outputs&>) job(outputs);
+        else job(outputs.main());
+        outputs.commit();
         return 0;
     } catch (const BrokenPipe&) {
         return exit_broken_pipe;
@@ -295,8 +297,8 @@ int main(int argc, char** argv) {
             compare.max_input = compare_limits.input();
             run_compare(std::move(compare), out);
         }, compare_output.path);
-    return run([&](std::ostream& out) {
-        if (list) return list_examples(out);
+    return run([&](Outputs& outputs) {
+        if (list) return list_examples(outputs.main());
         const auto query = request.trace.query;
         request.trace = flags.apply();
         request.trace.query = query;
@@ -304,6 +306,6 @@ int main(int argc, char** argv) {
         request.max_input = limits.input();
         request.mode = flags.requested_mode();
         output.apply(request.render);
-        run_trace(std::move(request), out);
+        run_trace(std::move(request), outputs);
     }, output.path);
 }

@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <csignal>
+#include <sys/stat.h>
+#include <thread>
 
 using Catch::Contains;
 
@@ -179,4 +182,56 @@ TEST_CASE("write errors exit 1 and never leave a file behind", "[errors][cli][ou
     const auto missing = cli::run({"-o", folder + "/no/such/folder/x.txt"});
     CHECK(missing.exit_code == 1);
     CHECK_THAT(missing.err, Contains("cannot write " + folder + "/no/such/folder/x.txt"));
+}
+
+TEST_CASE("the output options respect what is already at the path", "[errors][cli][output]") {
+    cli::TempFile marker("", "marker");
+    const std::string folder = marker.path().substr(0, marker.path().rfind('/'));
+    const auto read = [](const std::string& path) {
+        std::ifstream in(path);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+
+    // A symlink stays a symlink; the file it names gets the output.
+    const std::string target = folder + "/target.txt", link = folder + "/link.txt";
+    std::ofstream(target) << "old";
+    std::filesystem::create_symlink(target, link);
+    REQUIRE(cli::run({"-s", "inputs", "-o", link}).exit_code == 0);
+    CHECK(std::filesystem::is_symlink(link));
+    CHECK_THAT(read(target), Contains("inputs · 6×3"));
+
+    // An existing file keeps its permissions.
+    std::filesystem::permissions(target, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                                             std::filesystem::perms::group_read);
+    REQUIRE(cli::run({"-s", "scores", "-o", target}).exit_code == 0);
+    CHECK(std::filesystem::status(target).permissions() ==
+          (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write | std::filesystem::perms::group_read));
+
+    // A FIFO is written to, not replaced.
+    const std::string fifo = folder + "/fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    std::string received;
+    std::thread reader([&] { received = read(fifo); });
+    const auto r = cli::run({"-s", "inputs", "-o", fifo});
+    reader.join();
+    CHECK(r.exit_code == 0);
+    CHECK(std::filesystem::is_fifo(fifo));
+    CHECK_THAT(received, Contains("inputs · 6×3"));
+
+    // --svg is committed only with the main output: a failed stdout leaves no picture.
+    const std::string svg = folder + "/pic.svg";
+    const auto failed = cli::run_to_file({"--svg", svg}, "/dev/full");
+    CHECK(failed.exit_code == 1);
+    CHECK_FALSE(std::filesystem::exists(svg));
+
+    // A run stopped by a signal leaves neither the file nor a temporary.
+    cli::TempFile big(cli::run({"generate", "--tokens", "200000", "--dim", "64"}).out, "big.json");
+    const std::string out = folder + "/out.json";
+    const auto stopped = cli::run_and_signal({big.path(), "-f", "json", "-s", "inputs", "-o", out}, 300, SIGTERM);
+    CHECK(stopped.exit_code == 128 + SIGTERM);
+    for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+        INFO(entry.path());
+        CHECK(entry.path().filename().string().find("attntrace-") == std::string::npos);
+    }
+    CHECK_FALSE(std::filesystem::exists(out));
 }

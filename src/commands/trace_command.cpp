@@ -79,7 +79,8 @@ void run_summary(const Problem& problem, const TraceRequest& request, std::ostre
 
 }  // namespace
 
-void run_trace(TraceRequest request, std::ostream& out) {
+void run_trace(TraceRequest request, Outputs& outputs) {
+    std::ostream& out = outputs.main();
     check_stage_names_exist(request.render.stages);
     if (request.render.format == Format::csv && (request.render.explain || request.trace.query))
         throw UsageError("--explain and --query need room for text: use --format table, markdown or json");
@@ -110,11 +111,7 @@ void run_trace(TraceRequest request, std::ostream& out) {
     require_memory(trace_bytes(problem, request.trace, request.render.format), request.max_memory, problem.origin,
                    "a full trace of this input", "--summary gives per-query results without the n×n matrices");
     const Trace result = trace(problem, request.trace);
-    if (request.svg_path) {
-        Output svg(*request.svg_path);
-        render_svg(result, svg.stream());
-        svg.commit();
-    }
+    if (request.svg_path) render_svg(result, outputs.add(*request.svg_path));  // committed with the rest
     if (request.check) {
         if (const auto failure = first_failed_check(result))
             throw DataError(fmt::format("{}: check failed: {}", result.origin, *failure));

@@ -4,6 +4,7 @@
 #include "attention/trace.hpp"
 #include "input/limits.hpp"
 #include "render/render.hpp"
+#include "util/output.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -29,8 +30,9 @@ struct TraceRequest {
 // Tables of more tokens than this switch to the summary by themselves.
 inline constexpr std::size_t summary_threshold = 64;
 
-// Throws UsageError or DataError; writes nothing to `out` before the trace is complete.
-void run_trace(TraceRequest request, std::ostream& out);
+// Throws UsageError or DataError; writes nothing before the trace is complete. The output
+// goes to outputs.main(), the SVG heatmap (--svg) to a file added to `outputs`.
+void run_trace(TraceRequest request, Outputs& outputs);
 
 // One line per built-in example: its name and description.
 void list_examples(std::ostream& out);

@@ -4,9 +4,14 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,16 +20,95 @@ namespace {
 
 constexpr std::size_t buffer_size = 1 << 16;
 
-// Creates PATH's temporary sibling; returns its descriptor and fills `temporary`.
-int open_temporary(const std::string& path, std::string& temporary) {
-    temporary = path + ".attntrace-XXXXXX";
-    const int fd = ::mkstemp(temporary.data());
-    if (fd < 0) throw DataError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-    // mkstemp makes the file private (0600); give it the permissions a new file would get.
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    ::fchmod(fd, 0666 & ~mask);
-    return fd;
+// Temporaries to remove if a signal ends the program: plain arrays, because the handler
+// may only call async-signal-safe functions (unlink, signal, raise).
+constexpr std::size_t max_temporaries = 8;
+std::array<std::array<char, 4096>, max_temporaries> temporaries{};
+std::array<std::atomic<bool>, max_temporaries> in_use{};
+
+extern "C" void remove_temporaries_and_die(int signal) {
+    for (std::size_t i = 0; i < max_temporaries; ++i)
+        if (in_use[i].load()) ::unlink(temporaries[i].data());
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+}
+
+void install_signal_handlers() {
+    static const bool installed = [] {
+        for (const int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+            struct sigaction action {};
+            action.sa_handler = remove_temporaries_and_die;
+            sigemptyset(&action.sa_mask);
+            struct sigaction old {};
+            ::sigaction(s, nullptr, &old);
+            if (old.sa_handler != SIG_IGN) ::sigaction(s, &action, nullptr);  // keep what the caller ignores
+        }
+        return true;
+    }();
+    (void)installed;
+}
+
+std::size_t remember(const std::string& path) {
+    install_signal_handlers();
+    for (std::size_t i = 0; i < max_temporaries; ++i) {
+        if (in_use[i].load() || path.size() >= temporaries[i].size()) continue;
+        std::memcpy(temporaries[i].data(), path.c_str(), path.size() + 1);
+        in_use[i].store(true);
+        return i;
+    }
+    return max_temporaries;  // not remembered: still removed on every ordinary path
+}
+
+void forget(const std::string& path) {
+    for (std::size_t i = 0; i < max_temporaries; ++i)
+        if (in_use[i].load() && path == temporaries[i].data()) in_use[i].store(false);
+}
+
+}  // namespace
+
+struct Destination {
+    int fd = 1;
+    bool owns_fd = false;
+    std::optional<std::string> target;  // a regular file to rename over
+    std::string temporary;
+};
+
+namespace {
+
+Destination open_destination(const std::optional<std::string>& path) {
+    Destination d;
+    if (!path) return d;
+    // A symlink is followed: the file it names is replaced, the link stays.
+    std::error_code error;
+    const std::string resolved = std::filesystem::weakly_canonical(*path, error).string();
+    const std::string file = error || resolved.empty() ? *path : resolved;
+    struct stat info {};
+    const bool exists = ::stat(file.c_str(), &info) == 0;
+    if (exists && !S_ISREG(info.st_mode)) {  // a FIFO, a device, a socket: write to it directly
+        if (S_ISDIR(info.st_mode)) throw DataError(fmt::format("cannot write {}: it is a directory", *path));
+        d.fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+        if (d.fd < 0) throw DataError(fmt::format("cannot write {}: {}", *path, std::strerror(errno)));
+        d.owns_fd = true;
+        return d;
+    }
+    d.target = file;
+    d.temporary = file + ".attntrace-XXXXXX";
+    d.fd = ::mkstemp(d.temporary.data());
+    if (d.fd < 0) throw DataError(fmt::format("cannot write {}: {}", *path, std::strerror(errno)));
+    d.owns_fd = true;
+    remember(d.temporary);
+    // mkstemp makes the file private (0600): give it the old file's permissions, or those a
+    // new file would get.
+    mode_t mode = 0;
+    if (exists) {
+        mode = info.st_mode & 07777;
+    } else {
+        const mode_t mask = ::umask(0);
+        ::umask(mask);
+        mode = 0666 & ~mask;
+    }
+    ::fchmod(d.fd, mode);
+    return d;
 }
 
 }  // namespace
@@ -80,8 +164,13 @@ int FdStreambuf::sync() {
 }
 
 Output::Output(const std::optional<std::string>& path)
-    : path_(path),
-      fd_(path ? open_temporary(*path, temporary_) : 1),
+    : Output(open_destination(path), path) {}
+
+Output::Output(Destination&& d, const std::optional<std::string>& path)
+    : target_(std::move(d.target)),
+      temporary_(std::move(d.temporary)),
+      fd_(d.fd),
+      owns_fd_(d.owns_fd),
       buffer_(fd_, path ? *path : std::string("output")),
       stream_(&buffer_) {
     // Errors raised by the buffer come out of the stream operation that hit them.
@@ -89,25 +178,37 @@ Output::Output(const std::optional<std::string>& path)
 }
 
 Output::~Output() {
-    if (!path_) return;
-    if (!committed_) {
-        ::close(fd_);
+    if (owns_fd_ && !committed_) ::close(fd_);
+    if (target_ && !committed_) {
         ::unlink(temporary_.c_str());
+        forget(temporary_);
     }
 }
 
 void Output::commit() {
     stream_.flush();
-    if (!path_) return;
-    int error = ::fsync(fd_) == 0 ? 0 : errno;
+    committed_ = true;  // whatever happens below, the destructor has nothing left to do
+    if (!owns_fd_) return;
+    int error = target_ && ::fsync(fd_) != 0 ? errno : 0;
     if (::close(fd_) != 0 && error == 0) error = errno;
-    if (error == 0 && ::rename(temporary_.c_str(), path_->c_str()) != 0) error = errno;
-    if (error != 0) {
-        ::unlink(temporary_.c_str());
-        committed_ = true;  // nothing left to clean up
-        throw DataError(fmt::format("cannot write {}: {}", *path_, std::strerror(error)));
+    if (target_) {
+        if (error == 0 && ::rename(temporary_.c_str(), target_->c_str()) != 0) error = errno;
+        if (error != 0) ::unlink(temporary_.c_str());
+        forget(temporary_);
     }
-    committed_ = true;
+    if (error != 0) throw DataError(fmt::format("cannot write {}: {}", target_.value_or("output"), std::strerror(error)));
+}
+
+Outputs::Outputs(const std::optional<std::string>& main_path) : main_(std::make_unique<Output>(main_path)) {}
+
+std::ostream& Outputs::add(const std::string& path) {
+    others_.push_back(std::make_unique<Output>(path));
+    return others_.back()->stream();
+}
+
+void Outputs::commit() {
+    main_->commit();
+    for (auto& other : others_) other->commit();
 }
 
 }  // namespace attntrace

@@ -1,4 +1,4 @@
-// Where output goes: standard output, or a file written all or nothing. Commands compute
+// Where output goes: standard output, or files written all or nothing. Commands compute
 // everything first and write last, so a data error never leaves output behind; writing
 // streams through a buffer, so a large result is never held twice.
 #pragma once
@@ -8,6 +8,7 @@
 #include <ostream>
 #include <streambuf>
 #include <string>
+#include <vector>
 
 namespace attntrace {
 
@@ -35,11 +36,15 @@ private:
     std::unique_ptr<char[]> buffer_;
 };
 
+struct Destination;  // an opened place to write (output.cpp)
+
+// One destination. No path: standard output. A path to a regular file (or to nothing yet,
+// or a symlink to either): a temporary file beside the file, renamed over it by commit(), with
+// the old file's permissions; without commit() — an error on the way, or SIGINT, SIGTERM,
+// SIGHUP — the temporary is removed and the file is left as it was. A path to a FIFO, a device
+// or a socket is written directly: it cannot be replaced, and must not be.
 class Output {
 public:
-    // No path: standard output. A path: a temporary file beside it, renamed over it by
-    // commit(); without commit() (an error on the way) the temporary is removed and the path
-    // is left as it was.
     explicit Output(const std::optional<std::string>& path);
     ~Output();
     Output(const Output&) = delete;
@@ -49,12 +54,30 @@ public:
     void commit();
 
 private:
-    std::optional<std::string> path_;
+    Output(Destination&& destination, const std::optional<std::string>& path);
+
+    std::optional<std::string> target_;  // the file renamed over, if any
     std::string temporary_;
     int fd_ = 1;
+    bool owns_fd_ = false;
     FdStreambuf buffer_;
     std::ostream stream_;
     bool committed_ = false;
+};
+
+// What one command writes: its main output (stdout, or -o FILE) and any other files (--svg),
+// committed together at the end, the main output first. If anything fails before that,
+// none of the files appears.
+class Outputs {
+public:
+    explicit Outputs(const std::optional<std::string>& main_path);
+    std::ostream& main() { return main_->stream(); }
+    std::ostream& add(const std::string& path);
+    void commit();
+
+private:
+    std::unique_ptr<Output> main_;
+    std::vector<std::unique_ptr<Output>> others_;
 };
 
 }  // namespace attntrace

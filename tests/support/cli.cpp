@@ -96,6 +96,23 @@ Result run(const std::vector<std::string>& args, const std::string& input,
     return result;
 }
 
+Result run_and_signal(const std::vector<std::string>& args, int delay_ms, int signal) {
+    Command command(args, {});
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    const int spawned = posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawned != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(spawned));
+    ::usleep(static_cast<useconds_t>(delay_ms) * 1000);
+    ::kill(pid, signal);
+    Result result;
+    result.exit_code = wait_for(pid);
+    return result;
+}
+
 Result run_to_file(const std::vector<std::string>& args, const std::string& stdout_path) {
     const std::string dir = make_temp_dir();
     Result result = spawn(args, {}, "/dev/null", stdout_path, dir + "/stderr");

@@ -21,6 +21,9 @@ Result run(const std::vector<std::string>& args, const std::string& input = "",
 // Runs attntrace with stdout opened on `stdout_path` (such as /dev/full); `out` stays empty.
 Result run_to_file(const std::vector<std::string>& args, const std::string& stdout_path);
 
+// Starts attntrace, sends it `signal` after `delay_ms` milliseconds, and waits for it.
+Result run_and_signal(const std::vector<std::string>& args, int delay_ms, int signal);
+
 // Runs attntrace with stdout a pipe whose reader has already gone. With `ignore_sigpipe`
 // the child inherits SIG_IGN for SIGPIPE (its writes fail with EPIPE); otherwise SIGPIPE
 // has its default action.
