@@ -252,6 +252,8 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     std::optional<std::string> bench_output;
     add_output_path(*bench_command, bench_output);
+    LimitFlags bench_limits;
+    bench_limits.add_to(*bench_command);
 
     // attntrace compare A B --token WORD
     CompareRequest compare;
@@ -277,6 +279,7 @@ int main(int argc, char** argv) {
     if (*bench_command)
         return run([&](std::ostream& out) {
             bench.format = *parse_format(bench_format);
+            bench.max_memory = bench_limits.memory();
             run_bench(bench, out);
         }, bench_output);
     if (*generate_command)

@@ -112,6 +112,11 @@ const std::vector<BadInput> cases = {
     {"pair run as self", pair + "}", {"-m", "self"}, 1, "mode self reads one sentence"},
     {"pair with a sentence", pair + R"(, "sentence": "a"})", {}, 1, "/sentence: a source/target input has no top-level sentence"},
     {"dot with unequal sizes", pair + "}", {"--score", "dot"}, 1, "the dot score needs decoder and encoder states of one size"},
+    {"additive overflow hidden by tanh", R"({"source": {"tokens": ["a"], "states": [[1e308]]}, "target": {"tokens": ["x"], "states": [[1e308]]},
+                                            "weights": {"W_a": [[1]], "U_a": [[1]], "v_a": [1]}})", {}, 1,
+     "the scores stage overflows: s·W_a + h·U_a for \"x\" (row 1) and \"a\" (column 1) is not finite"},
+    {"sum normalisation with --summary", R"({"sentence": "a b", )" + ok_embeddings + "}", {"--summary", "--normalize", "sum"}, 2,
+     "--normalize sum needs the full trace"},
     // Options that do not fit the input: usage errors
     {"dim with the input's weights", R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"query": [[1]], "key": [[1]], "value": [[1]]}})",
      {"-m", "self", "--dim", "2"}, 2, "--dim sets the size of generated weights"},

@@ -160,6 +160,17 @@ TEST_CASE("long inputs switch tables to the summary and say so", "[streaming][cl
     CHECK_THAT(table.out, Contains("weights · 80×80"));
     CHECK_THAT(cli::run({file.path(), "-f", "json"}).out, Contains("\"schema\": \"attntrace.trace/1\""));
     CHECK_THAT(cli::run({"--example", "teacher_smiled"}).out, !Contains("summary"));  // small: full tables
+    // Sum normalisation has no streaming form: the table stays the full trace.
+    std::string positive = R"({"tokens": [)";
+    for (int i = 1; i <= 80; ++i) positive += fmt::format("{}\"t{}\"", i > 1 ? "," : "", i);
+    positive += R"(], "embeddings": [)";
+    for (int i = 1; i <= 80; ++i) positive += fmt::format("{}[1, {}]", i > 1 ? "," : "", i / 80.0);
+    cli::TempFile sums(positive + "]}");
+    const auto r = cli::run({sums.path(), "--normalize", "sum", "-s", "weights", "--width", "0"});
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("weights · 80×80") && !Contains("summary of"));
+    const auto auto_switch = cli::run({sums.path(), "--normalize", "sum"});
+    CHECK_THAT(auto_switch.out, Contains("weights · 80×80") && !Contains("summary of"));
 }
 
 TEST_CASE("summary refuses what needs the full matrices", "[streaming][cli][errors]") {

@@ -382,3 +382,10 @@ TEST_CASE("the svg option writes the heatmap whole, or not at all", "[teaching][
     for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(folder)) ++files;
     CHECK(files == 2);  // marker and weights.svg
 }
+
+TEST_CASE("markdown keeps labels that look like HTML or emphasis as text", "[teaching][formats]") {
+    cli::TempFile file(R"({"tokens": ["<pad>", "*a*", "_b_", "a|b"], "embeddings": [[1], [2], [3], [4]]})");
+    const auto md = cli::run({file.path(), "-f", "markdown", "-s", "scores"}).out;
+    CHECK_THAT(md, Contains("| &lt;pad&gt; | \\*a\\* | \\_b\\_ | a\\|b |"));
+    CHECK_THAT(md, Contains("| **&lt;pad&gt;** |"));
+}

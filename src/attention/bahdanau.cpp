@@ -8,26 +8,36 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+#include <utility>
+
 namespace attntrace {
 namespace {
 
 // e(t, j) = v_a · tanh(PS(t, ·) + PH(j, ·)).
 // PS = S·W_a: n_tgt×d_a, PH = H·U_a: n_src×d_a, v_a: 1×d_a → e: n_tgt×n_src.
+// `overflow` receives the first (t, j), in row order, whose PS + PH is not finite: tanh would
+// hide the overflow behind a finite score.
 template <typename T>
-MatrixT<T> additive_scores(const MatrixT<T>& projected_decoder,
-                           const MatrixT<T>& projected_encoder, const MatrixT<T>& v_a) {
+MatrixT<T> additive_scores(const MatrixT<T>& projected_decoder, const MatrixT<T>& projected_encoder,
+                           const MatrixT<T>& v_a, std::optional<std::pair<Eigen::Index, Eigen::Index>>& overflow) {
     const Eigen::Index n_tgt = projected_decoder.rows();
     const Eigen::Index n_src = projected_encoder.rows();
     const Eigen::Index d_a = v_a.cols();
     MatrixT<T> scores(n_tgt, n_src);
-#pragma omp parallel for schedule(static)
+    Eigen::Index first_bad = n_tgt * n_src;
+#pragma omp parallel for schedule(static) reduction(min : first_bad)
     for (Eigen::Index t = 0; t < n_tgt; ++t)
         for (Eigen::Index j = 0; j < n_src; ++j) {
             T e = 0;
-            for (Eigen::Index a = 0; a < d_a; ++a)
-                e += v_a(0, a) * std::tanh(projected_decoder(t, a) + projected_encoder(j, a));
+            for (Eigen::Index a = 0; a < d_a; ++a) {
+                const T sum = projected_decoder(t, a) + projected_encoder(j, a);
+                if (!std::isfinite(sum)) first_bad = std::min(first_bad, t * n_src + j);
+                e += v_a(0, a) * std::tanh(sum);
+            }
             scores(t, j) = e;
         }
+    if (first_bad < n_tgt * n_src) overflow = std::pair{first_bad / n_src, first_bad % n_src};
     return scores;
 }
 
@@ -69,7 +79,14 @@ void add_bahdanau_stages(Trace& trace, const EncoderDecoderInput& input, Score s
                    numbered("a", ps.cols()), ps);
         stages.add("projected_encoder", "Encoder states in the alignment space", "H·U_a", src,
                    numbered("a", ph.cols()), ph);
-        scores = additive_scores<T>(ps, ph, MatrixT<T>(w.additive.v_a.cast<T>()));
+        std::optional<std::pair<Eigen::Index, Eigen::Index>> overflow;
+        scores = additive_scores<T>(ps, ph, MatrixT<T>(w.additive.v_a.cast<T>()), overflow);
+        if (overflow)
+            throw DataError(fmt::format(
+                "{}: the scores stage overflows: s·W_a + h·U_a for \"{}\" (row {}) and \"{}\" (column {}) is "
+                "not finite; the input numbers are too large",
+                trace.origin, tgt[static_cast<std::size_t>(overflow->first)], overflow->first + 1,
+                src[static_cast<std::size_t>(overflow->second)], overflow->second + 1));
         stages.add("scores", "Alignment scores: how well each source word fits this target step",
                    "e_tj = v_a · tanh(s_t·W_a + h_j·U_a)", tgt, src, scores);
         break;

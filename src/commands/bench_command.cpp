@@ -3,6 +3,7 @@
 #include "attention/kernels.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
+#include "commands/memory_guard.hpp"
 #include "input/generator.hpp"
 #include "render/json_writer.hpp"
 
@@ -82,9 +83,25 @@ std::string machine_text() {
     return "unknown CPU";
 }
 
+// The largest run of the grid must fit --max-memory before anything starts.
+void require_grid_memory(const BenchRequest& request) {
+    for (const std::int64_t n : request.sizes)
+        for (const auto& path : request.paths) {
+            if (path == "trace" && n > request.trace_max) continue;
+            const double rows = static_cast<double>(n), d = static_cast<double>(request.dim);
+            const double weights = 3 * d * d * 8 * 2;
+            const std::uint64_t need = path == "trace"
+                                           ? trace_bytes_for(rows, rows, rows * 5 * d, weights, Dtype::float64, Format::json, false)
+                                           : streaming_bytes_for(rows, d, d, weights, Dtype::float64, false, 3);
+            require_memory(need, request.max_memory, "", fmt::format("bench: the {} path at n = {}", path, n),
+                           "choose smaller --sizes or --trace-max");
+        }
+}
+
 }  // namespace
 
 void run_bench(const BenchRequest& request, std::ostream& out) {
+    require_grid_memory(request);
     std::vector<int> thread_counts = request.threads;
     if (thread_counts.empty())
         for (int t = 1; t <= omp_get_num_procs(); ++t) thread_counts.push_back(t);

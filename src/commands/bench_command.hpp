@@ -20,6 +20,7 @@ struct BenchRequest {
     std::vector<std::string> paths{"streaming", "trace"};
     std::int64_t trace_max = 4096;         // the trace path holds n×n matrices: larger n are skipped
     int repeats = 3;                       // timed runs per configuration (median reported)
+    std::uint64_t max_memory = 0;          // the grid is refused if one run would need more
     Format format = Format::table;
 };
 

@@ -51,6 +51,7 @@ void check_summary_request(const TraceRequest& request) {
     if (request.render.explain) refuse("--explain");
     if (request.check) refuse("--check");
     if (request.svg_path) refuse("--svg");
+    if (request.trace.normalization == Normalization::sum) refuse("--normalize sum");
     for (const auto& name : request.render.stages)
         if (name != "context")
             throw UsageError(fmt::format("--summary shows one line per query; --stage can add only "
@@ -98,7 +99,8 @@ void run_trace(TraceRequest request, Outputs& outputs) {
         return run_summary(problem, request, out, "");
     }
     // A table of more than summary_threshold columns is unreadable: show the summary instead.
-    const bool plain_request = !request.trace.query && !request.render.explain && !request.check && !request.svg_path;
+    const bool plain_request = !request.trace.query && !request.render.explain && !request.check && !request.svg_path &&
+                               request.trace.normalization == Normalization::softmax;
     if (request.render.format == Format::table && request.render.stages.empty() && plain_request &&
         n > summary_threshold)
         return run_summary(problem, request, out,
@@ -108,8 +110,9 @@ void run_trace(TraceRequest request, Outputs& outputs) {
                                        n));
 
     check_stage_names(request.render.stages, request.trace.mode);
-    require_memory(trace_bytes(problem, request.trace, request.render.format), request.max_memory, problem.origin,
-                   "a full trace of this input", "--summary gives per-query results without the n×n matrices");
+    require_memory(trace_bytes(problem, request.trace, request.render.format, request.svg_path.has_value()),
+                   request.max_memory, problem.origin, "a full trace of this input",
+                   "--summary gives per-query results without the n×n matrices");
     const Trace result = trace(problem, request.trace);
     if (request.svg_path) render_svg(result, outputs.add(*request.svg_path));  // committed with the rest
     if (request.check) {

@@ -12,12 +12,21 @@ namespace {
 
 }  // namespace
 
-// A table cell: pipes and backslashes escaped so they stay text.
+// Text that stays text in a table cell: Markdown's own characters escaped with a backslash,
+// HTML's (<pad> would be taken for a tag) written as entities.
 std::string markdown_cell(std::string_view text) {
     std::string out;
     for (const char c : text) {
-        if (c == '|' || c == '\\') out += '\\';
-        out += c;
+        switch (c) {
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '&': out += "&amp;"; break;
+        case '|': case '\\': case '*': case '_': case '`': case '[': case ']': case '#': case '~':
+            out += '\\';
+            out += c;
+            break;
+        default: out += c;
+        }
     }
     return out;
 }

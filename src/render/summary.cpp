@@ -41,8 +41,9 @@ void render_table(const Summary& s, const RenderOptions& options, std::ostream& 
     for (const auto& note : s.notes) out << "note: " << note << '\n';
     if (s.weights == WeightsOrigin::generated)
         out << fmt::format("weights: generated from seed {} (splitmix64), not learned\n", s.seed);
-    out << fmt::format("entropy in nats: 0 = all weight on one key, ln {} = {} = spread evenly over all keys\n\n", n,
-                       format_fixed(std::log(static_cast<double>(n)), options.digits));
+    out << fmt::format("entropy in nats: 0 = all weight on one key; spread evenly over k keys = ln k (ln {} = {}){}\n\n", n,
+                       format_fixed(std::log(static_cast<double>(n)), options.digits),
+                       s.mode == Mode::causal ? "; query i sees i keys" : "");
 
     std::size_t token_width = display_width("query");
     for (std::size_t i = 0; i < n; ++i)
@@ -74,7 +75,7 @@ void render_json(const Summary& s, std::ostream& os) {
     const auto text = [&](std::string_view t) { out.append(t); };
     text("{\n  \"schema\": \"attntrace.summary/1\",\n  \"mode\": ");
     append_json_string(out, to_string(s.mode));
-    text(",\n  \"dtype\": ");
+    text(",\n  \"normalize\": \"softmax\",\n  \"dtype\": ");
     append_json_string(out, to_string(s.dtype));
     text(",\n  \"input\": ");
     append_json_string(out, s.origin);
