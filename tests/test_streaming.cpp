@@ -166,9 +166,9 @@ TEST_CASE("long inputs switch tables to the summary and say so", "[streaming][cl
     positive += R"(], "embeddings": [)";
     for (int i = 1; i <= 80; ++i) positive += fmt::format("{}[1, {}]", i > 1 ? "," : "", i / 80.0);
     cli::TempFile sums(positive + "]}");
-    const auto r = cli::run({sums.path(), "--normalize", "sum", "-s", "weights", "--width", "0"});
-    CHECK(r.exit_code == 0);
-    CHECK_THAT(r.out, Contains("weights · 80×80") && !Contains("summary of"));
+    const auto sum_table = cli::run({sums.path(), "--normalize", "sum", "-s", "weights", "--width", "0"});
+    CHECK(sum_table.exit_code == 0);
+    CHECK_THAT(sum_table.out, Contains("weights · 80×80") && !Contains("summary of"));
     const auto auto_switch = cli::run({sums.path(), "--normalize", "sum"});
     CHECK_THAT(auto_switch.out, Contains("weights · 80×80") && !Contains("summary of"));
 }
