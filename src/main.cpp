@@ -85,7 +85,7 @@ struct OutputFlags {
 struct LimitFlags {
     std::string max_memory, max_input;
 
-    void add_to(CLI::App& app) {
+    void add_to(CLI::App& app, bool reads_input = true) {
         const CLI::Validator size(
             [](std::string& text) -> std::string {
                 return parse_size(text) ? std::string() : "expected a size such as 512M or 4G, found " + text;
@@ -94,7 +94,8 @@ struct LimitFlags {
         app.add_option("--max-memory", max_memory,
                        "refuse work needing more memory than this, e.g. 4G (default: half the machine's)")
             ->check(size);
-        app.add_option("--max-input", max_input, "refuse inputs larger than this (default: 1G)")->check(size);
+        if (reads_input)
+            app.add_option("--max-input", max_input, "refuse inputs larger than this (default: 1G)")->check(size);
     }
 
     std::uint64_t memory() const { return max_memory.empty() ? default_memory_limit() : *parse_size(max_memory); }
@@ -253,7 +254,7 @@ int main(int argc, char** argv) {
     std::optional<std::string> bench_output;
     add_output_path(*bench_command, bench_output);
     LimitFlags bench_limits;
-    bench_limits.add_to(*bench_command);
+    bench_limits.add_to(*bench_command, false);
 
     // attntrace compare A B --token WORD
     CompareRequest compare;
