@@ -130,7 +130,10 @@ private:
         enter(pos_, true);
         ++pos_;  // '{'
         Json result = Json::object();
-        auto& members = static_cast<Json::object_t::Container&>(result.get_ref<Json::object_t&>());
+        // Gathered with plain keys first: the object's own vector holds pair<const string,
+        // Json>, which its growth would copy rather than move (the const key's copy may throw),
+        // and a member may be a matrix of megabytes.
+        std::vector<std::pair<std::string, Json>> members;
         std::unordered_set<std::string> keys;
         skip_space();
         if (peek() == '}') {
@@ -163,6 +166,9 @@ private:
         }
         ++pos_;
         frames_.pop_back();
+        auto& object = static_cast<Json::object_t::Container&>(result.get_ref<Json::object_t&>());
+        object.reserve(members.size());
+        for (auto& [key, member] : members) object.emplace_back(std::move(key), std::move(member));
         return result;
     }
 
@@ -217,20 +223,27 @@ private:
 
     enum class Rows { closed, reached, not_a_matrix };
 
-    // Reads rows of numbers, each `width` long (0: the first row sets it), appending them to
-    // `out`: until the array's ']' (consumed: closed), until pos_ is at `stop` between rows
-    // (reached), or until a row that is not numbers of that length (not_a_matrix). Syntax
+    // Reads rows of numbers, each `width` long (0: the first row sets it), appending their
+    // bytes to `out`: until the array's ']' (consumed: closed), until pos_ is at `stop` between
+    // rows (reached), or until a row that is not numbers of that length (not_a_matrix). Syntax
     // errors inside the rows are raised where they are, as the element-wise reading would.
-    Rows matrix_rows_until(std::size_t stop, std::vector<double>& out, std::size_t& width) {
+    Rows matrix_rows_until(std::size_t stop, std::vector<std::uint8_t>& out, std::size_t& width) {
+        bool first_row = true;
         while (true) {
             if (pos_ == stop) return Rows::reached;
             if (peek() != '[') return Rows::not_a_matrix;
+            const std::size_t row_start = pos_;
             ++pos_;
             skip_space();
             if (!starts_number(peek()) || !numbers_only()) return Rows::not_a_matrix;
             if (width == 0) width = numbers_.size();
             if (numbers_.size() != width) return Rows::not_a_matrix;
-            out.insert(out.end(), numbers_.begin(), numbers_.end());
+            if (first_row) {
+                reserve_rows(out, width, pos_ - row_start);
+                first_row = false;
+            }
+            const auto* bytes = reinterpret_cast<const std::uint8_t*>(numbers_.data());
+            out.insert(out.end(), bytes, bytes + numbers_.size() * sizeof(double));
             skip_space();
             if (peek() == ',') {
                 ++pos_;
@@ -245,13 +258,24 @@ private:
         }
     }
 
+    // Room for rows like the first one up to the end of the text (the matrix is usually most
+    // of it), so that a long matrix is written once, not copied at every doubling of its
+    // buffer. Pages reserved and never written cost no memory. Capped: a short first row in
+    // a huge text must not reserve gigabytes.
+    void reserve_rows(std::vector<std::uint8_t>& out, std::size_t width, std::size_t row_chars) const {
+        constexpr std::size_t cap = std::size_t{256} << 20;
+        const std::size_t left = text_.size() - std::min(pos_, text_.size());
+        const std::size_t rows = left / row_chars + left / (row_chars * 16) + 1;  // plus 1/16 for longer rows
+        out.reserve(out.size() + std::min(cap, rows * width * sizeof(double)));
+    }
+
     // The rows of a matrix, packed; false when the array is not one. A long one is read in two
     // halves at once: the second half starts at a guessed row boundary near the middle, and
     // its result is used only if this parser, reading from the start, arrives exactly there.
     // A wrong guess (inside a string, in another array) costs the helper's time, never
     // correctness, and errors are raised by the sequential reading, at their place.
     bool matrix_rows(Json& result) {
-        std::vector<double> numbers;
+        std::vector<std::uint8_t> numbers;
         std::size_t width = 0;
         const std::size_t split = threads_ > 1 && text_.size() - pos_ >= halves_from
                                       ? row_start_after(pos_ + (text_.size() - pos_) / 2)
@@ -260,7 +284,7 @@ private:
             if (matrix_rows_until(split, numbers, width) != Rows::closed) return false;
         } else {
             struct Half {
-                std::vector<double> numbers;
+                std::vector<std::uint8_t> numbers;
                 std::size_t width = 0;
                 std::size_t end = 0;
                 bool complete = false;
@@ -289,9 +313,7 @@ private:
                 }
             }
         }
-        std::vector<std::uint8_t> bytes(numbers.size() * sizeof(double));
-        std::memcpy(bytes.data(), numbers.data(), bytes.size());
-        result = Json::binary(std::move(bytes), width);  // the subtype holds the row length
+        result = Json::binary(std::move(numbers), width);  // the subtype holds the row length
         return true;
     }
 
@@ -348,8 +370,42 @@ private:
         return Json(value);
     }
 
+    static constexpr double powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                               1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                               1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+    // The usual number, "-0.123456": -?(0|[1-9][0-9]*)(\.[0-9]+)? with at most 19 digits in
+    // all and no exponent, read in one tight loop. Anything else, errors included, returns
+    // false with pos_ unmoved, and number() reads it the general way.
+    bool simple_number(double& out) {
+        const char* p = text_.data() + pos_;
+        const char* const end = text_.data() + text_.size();
+        const bool negative = p < end && *p == '-';
+        p += negative;
+        const char* const whole = p;
+        std::uint64_t m = 0;  // wraps beyond 19 digits, which are refused below
+        while (p < end && static_cast<unsigned char>(*p - '0') < 10) m = m * 10 + static_cast<unsigned>(*p++ - '0');
+        const std::ptrdiff_t whole_digits = p - whole;
+        if (whole_digits == 0 || (*whole == '0' && whole_digits > 1)) return false;
+        std::ptrdiff_t fraction_digits = 0;
+        if (p < end && *p == '.') {
+            const char* const fraction = ++p;
+            while (p < end && static_cast<unsigned char>(*p - '0') < 10) m = m * 10 + static_cast<unsigned>(*p++ - '0');
+            fraction_digits = p - fraction;
+            if (fraction_digits == 0) return false;
+        }
+        if (p < end && (*p == 'e' || *p == 'E' || *p == '.')) return false;
+        if (whole_digits + fraction_digits > 19 || m > (std::uint64_t{1} << 53)) return false;
+        // m < 2⁵³ and 10^k (k ≤ 19) are exact doubles: one division rounds correctly (Clinger).
+        const double value = static_cast<double>(m) / powers_of_ten[fraction_digits];
+        out = negative ? -value : value;
+        pos_ = static_cast<std::size_t>(p - text_.data());
+        return true;
+    }
+
     // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, as a finite double, correctly rounded.
     double number() {
+        if (double value; simple_number(value)) return value;
         const std::size_t start = pos_;
         // The digits as one integer m and a power of ten e, while they are scanned.
         std::uint64_t mantissa = 0;
@@ -398,11 +454,9 @@ private:
         if (peek() >= '0' && peek() <= '9') bad();  // "01"
         // Clinger's fast path: m < 2⁵³ and 10^|e| ≤ 10²² are exact doubles, so one IEEE
         // multiplication or division rounds correctly. It covers the usual "-0.123456".
-        static constexpr double powers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
-                                            1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
         if (plain && significant <= 19 && mantissa <= (std::uint64_t{1} << 53) && exponent >= -22 && exponent <= 22) {
             const double m = static_cast<double>(mantissa);
-            const double value = exponent < 0 ? m / powers[-exponent] : m * powers[exponent];
+            const double value = exponent < 0 ? m / powers_of_ten[-exponent] : m * powers_of_ten[exponent];
             return negative ? -value : value;
         }
         const char* first = text_.data() + start;
