@@ -275,3 +275,32 @@ TEST_CASE("a progress bar shows on a terminal for long work, and only there", "[
     CHECK(piped.exit_code == 0);
     CHECK(piped.err.empty());
 }
+
+TEST_CASE("equal scores rank the earlier key first across key blocks in the streaming path", "[streaming]") {
+    // Every token has the same vector, so every score in a row is equal and every weight is
+    // 1/(keys seen): the top keys must be the first ones, however the blocks split them.
+    const Eigen::Index n = 300;  // more than one key block (256)
+    SingleSequenceInput input;
+    input.sequence.vectors = Matrix::Constant(n, 4, 0.5);
+    for (Eigen::Index i = 0; i < n; ++i) input.sequence.tokens.push_back(fmt::format("t{}", i + 1));
+    Problem problem;
+    problem.origin = "equal";
+    problem.input = std::move(input);
+    SummaryOptions options;
+    options.top = 3;
+    for (const Mode mode : {Mode::plain, Mode::causal}) {
+        TraceOptions trace_options;
+        trace_options.mode = mode;
+        const Summary summary = summarize(problem, trace_options, options);
+        for (const Eigen::Index row : {Eigen::Index{0}, Eigen::Index{1}, Eigen::Index{257}, n - 1}) {
+            INFO(to_string(mode) << " row " << row);
+            const auto& query = summary.queries[static_cast<std::size_t>(row)];
+            const Eigen::Index seen = mode == Mode::causal ? row + 1 : n;
+            REQUIRE(query.top.size() == static_cast<std::size_t>(std::min<Eigen::Index>(3, seen)));
+            for (std::size_t t = 0; t < query.top.size(); ++t) {
+                CHECK(query.top[t].index == static_cast<Eigen::Index>(t));
+                CHECK(query.top[t].weight == Approx(1.0 / static_cast<double>(seen)));
+            }
+        }
+    }
+}

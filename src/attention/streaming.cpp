@@ -97,11 +97,18 @@ void query_block(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v,
             s.sum(r) = rescale * old_sum + block_sum;
             s.max(r) = new_max;
             s.acc.row(r) *= rescale;
-            // the highest scores are the highest weights; most blocks hold none of them
+            // the highest scores are the highest weights; most blocks hold none of them, and
+            // a score must beat the current threshold (masked ones, `lowest`, never do)
             auto& best = s.best[static_cast<std::size_t>(r)];
-            if (best.size() < options.top || block_max > best.back().first)
+            T threshold = best.size() < options.top ? lowest : best.back().first;
+            if (block_max > threshold) {
+                const T* row = &scores(r, 0);
                 for (Eigen::Index c = 0; c < cols; ++c)
-                    if (scores(r, c) != lowest) offer(best, options.top, scores(r, c), key + c);
+                    if (row[c] > threshold) {
+                        offer(best, options.top, row[c], key + c);
+                        if (best.size() == options.top) threshold = best.back().first;
+                    }
+            }
         }
         // pass 4: the weighted sum of this block's values
         s.acc.topRows(rows).noalias() += probs * v.middleRows(key, cols);
