@@ -82,6 +82,8 @@ const std::vector<BadInput> cases = {
     {"overflow, streaming path", R"({"sentence": "a b", "embeddings": {"a": [1e300], "b": [1e300]}})", {"--summary"}, 1,
      "the scores stage overflows: the score of \"a\" (row 1) and \"a\" (column 1) is inf"},
     {"float32 overflow", R"({"tokens": ["a"], "embeddings": [[1e39]]})", {"--dtype", "float32"}, 1, "the inputs stage overflows"},
+    {"float32 projection overflow, streaming path", R"({"tokens": ["a"], "embeddings": [[1e38, 1e38]], "weights": {"query": [[10], [-10]], "key": [[1], [1]], "value": [[1], [1]]}})",
+     {"--summary", "--dtype", "float32", "-m", "self"}, 1, "the queries stage overflows: the entry for \"a\" (row 1) and \"q1\" (column 1)"},
     {"sum of a row overflows", R"({"tokens": ["a", "b"], "embeddings": [[1e154, 0], [1e154, 0]]})", {"--normalize", "sum"}, 1,
      "sum to inf, not a finite positive number"},
     {"input larger than --max-input", R"({"sentence": "a", "embeddings": {"a": [1]}})", {"--max-input", "10"}, 1,

@@ -12,11 +12,19 @@
 namespace attntrace {
 namespace {
 
+// True when no entry is infinite or NaN. One vectorised pass: the largest magnitude, with NaN
+// propagated, is finite exactly then. (Eigen's allFinite() tests x − x == x − x one entry at
+// a time, which cost 15 ms on the four 8192×64 matrices of a long input.)
+template <typename Derived>
+bool all_finite(const Eigen::MatrixBase<Derived>& m) {
+    return m.size() == 0 || std::isfinite(m.cwiseAbs().template maxCoeff<Eigen::PropagateNaN>());
+}
+
 // The first entry of `m` that is not finite, named like the trace path's StageBuilder does.
 template <typename T>
 void require_finite(const MatrixT<T>& m, std::string_view stage, const std::vector<std::string>& tokens,
                     std::string_view column, const std::string& origin) {
-    if (m.allFinite()) return;
+    if (all_finite(m)) return;
     for (Eigen::Index r = 0; r < m.rows(); ++r)
         for (Eigen::Index c = 0; c < m.cols(); ++c)
             if (!std::isfinite(m(r, c)))
@@ -35,7 +43,7 @@ void require_finite_scores(const StreamResult& result, const MatrixT<T>& q, cons
         const QuerySummary& s = result.queries[i];
         if (std::isfinite(s.max_weight) && std::isfinite(s.entropy) &&
             std::all_of(s.top.begin(), s.top.end(), [](const KeyWeight& w) { return std::isfinite(w.weight); }) &&
-            (result.context.size() == 0 || result.context.row(static_cast<Eigen::Index>(i)).allFinite()))
+            (result.context.size() == 0 || all_finite(result.context.row(static_cast<Eigen::Index>(i)))))
             continue;
         const auto row = static_cast<Eigen::Index>(i);
         for (Eigen::Index j = 0; j < (causal ? row + 1 : k.rows()); ++j) {
