@@ -102,12 +102,20 @@ void query_block(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v,
             auto& best = s.best[static_cast<std::size_t>(r)];
             T threshold = best.size() < options.top ? lowest : best.back().first;
             if (block_max > threshold) {
+                // in chunks: a vectorised max skips the chunks with nothing above the threshold
+                constexpr Eigen::Index chunk = 32;
                 const T* row = &scores(r, 0);
-                for (Eigen::Index c = 0; c < cols; ++c)
-                    if (row[c] > threshold) {
-                        offer(best, options.top, row[c], key + c);
-                        if (best.size() == options.top) threshold = best.back().first;
-                    }
+                for (Eigen::Index from = 0; from < cols; from += chunk) {
+                    const Eigen::Index end = std::min(cols, from + chunk);
+                    if (!(Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row + from, end - from).maxCoeff() >
+                          threshold))
+                        continue;
+                    for (Eigen::Index c = from; c < end; ++c)
+                        if (row[c] > threshold) {
+                            offer(best, options.top, row[c], key + c);
+                            if (best.size() == options.top) threshold = best.back().first;
+                        }
+                }
             }
         }
         // pass 4: the weighted sum of this block's values
