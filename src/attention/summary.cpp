@@ -58,24 +58,49 @@ void require_finite_scores(const StreamResult& result, const MatrixT<T>& q, cons
     }
 }
 
+// Q = X·W_q, K = X·W_k, V = X·W_v with X converted to T on the way, in one parallel pass
+// over fixed blocks of rows (the kernels' blocks, so the bytes do not depend on the thread
+// count): the conversion runs on every thread, and each block of X is still in cache for its
+// three products. Returns whether every converted entry of X was finite.
+template <typename T>
+bool project_all(const Matrix& x, const Projections& w, MatrixT<T>& q, MatrixT<T>& k, MatrixT<T>& v) {
+    const MatrixT<T> w_q = w.query.cast<T>(), w_k = w.key.cast<T>(), w_v = w.value.cast<T>();
+    q.resize(x.rows(), w_q.cols());
+    k.resize(x.rows(), w_k.cols());
+    v.resize(x.rows(), w_v.cols());
+    const Eigen::Index blocks = (x.rows() + kernel_row_block - 1) / kernel_row_block;
+    bool finite = true;
+#pragma omp parallel for schedule(static) reduction(&& : finite)
+    for (Eigen::Index block = 0; block < blocks; ++block) {
+        const Eigen::Index first = block * kernel_row_block;
+        const Eigen::Index count = std::min(kernel_row_block, x.rows() - first);
+        const MatrixT<T> x_block = x.middleRows(first, count).template cast<T>();
+        finite = all_finite(x_block) && finite;
+        q.middleRows(first, count).noalias() = x_block * w_q;
+        k.middleRows(first, count).noalias() = x_block * w_k;
+        v.middleRows(first, count).noalias() = x_block * w_v;
+    }
+    return finite;
+}
+
 template <typename T>
 StreamResult stream(const Sequence& sequence, const std::optional<Projections>& w, const TraceOptions& trace_options,
                     const SummaryOptions& options, Summary& summary) {
-    const MatrixT<T> x = sequence.vectors.cast<T>();
-    require_finite<T>(x, "inputs", sequence.tokens, "x", summary.origin);  // float32 overflows sooner
-    MatrixT<T> q, k, v;
+    MatrixT<T> x, q, k, v;
     if (w) {
-        q = project<T>(x, w->query.cast<T>());
-        k = project<T>(x, w->key.cast<T>());
-        v = project<T>(x, w->value.cast<T>());
+        if (!project_all<T>(sequence.vectors, *w, q, k, v))  // float32 overflows sooner: name the entry
+            require_finite<T>(sequence.vectors.cast<T>(), "inputs", sequence.tokens, "x", summary.origin);
         require_finite<T>(q, "queries", sequence.tokens, "q", summary.origin);
         require_finite<T>(k, "keys", sequence.tokens, "k", summary.origin);
         require_finite<T>(v, "values", sequence.tokens, "v", summary.origin);
+    } else {
+        x = sequence.vectors.cast<T>();
+        require_finite<T>(x, "inputs", sequence.tokens, "x", summary.origin);
     }
     const MatrixT<T>& queries = w ? q : x;
     const MatrixT<T>& keys = w ? k : x;
     const MatrixT<T>& values = w ? v : x;
-    summary.dims = {{"d_in", x.cols()}, {"d_k", keys.cols()}, {"d_v", values.cols()}};
+    summary.dims = {{"d_in", sequence.vectors.cols()}, {"d_k", keys.cols()}, {"d_v", values.cols()}};
     StreamOptions stream_options;
     stream_options.causal = trace_options.mode == Mode::causal;
     stream_options.scale = trace_options.mode == Mode::plain ? 1.0 : 1.0 / std::sqrt(static_cast<double>(keys.cols()));
