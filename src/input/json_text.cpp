@@ -396,7 +396,7 @@ private:
         }
         if (p < end && (*p == 'e' || *p == 'E' || *p == '.')) return false;
         if (whole_digits + fraction_digits > 19 || m > (std::uint64_t{1} << 53)) return false;
-        // m < 2⁵³ and 10^k (k ≤ 19) are exact doubles: one division rounds correctly (Clinger).
+        // m ≤ 2⁵³ and 10^k (k ≤ 19) are exact doubles: one division rounds correctly (Clinger).
         const double value = static_cast<double>(m) / powers_of_ten[fraction_digits];
         out = negative ? -value : value;
         pos_ = static_cast<std::size_t>(p - text_.data());
@@ -452,8 +452,9 @@ private:
             if (pos_ == from) bad();
         }
         if (peek() >= '0' && peek() <= '9') bad();  // "01"
-        // Clinger's fast path: m < 2⁵³ and 10^|e| ≤ 10²² are exact doubles, so one IEEE
-        // multiplication or division rounds correctly. It covers the usual "-0.123456".
+        // Clinger's fast path: m ≤ 2⁵³ and 10^|e| ≤ 10²² are exact doubles, so one IEEE
+        // multiplication or division rounds correctly. It covers most of what simple_number()
+        // leaves, such as "4.35e+2".
         if (plain && significant <= 19 && mantissa <= (std::uint64_t{1} << 53) && exponent >= -22 && exponent <= 22) {
             const double m = static_cast<double>(mantissa);
             const double value = exponent < 0 ? m / powers_of_ten[-exponent] : m * powers_of_ten[exponent];

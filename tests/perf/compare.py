@@ -6,7 +6,9 @@
 
 For each mode (self, causal), dtype and thread count it times
   - attntrace, the whole process: `attntrace FILE --summary -m MODE --dtype D --threads T`,
-    reading and parsing the file included (median of R runs after W warm-ups, wall clock);
+    reading and parsing the file included (median of R runs after W warm-ups, wall clock;
+    the configurations take turns, one run each per round, so that the machine's drift over
+    the minutes of a run touches them alike and their ratios stay fair);
   - numpy and PyTorch computing the same attention (tests/perf/baseline.py: matmul, softmax,
     matmul on the n×n matrix, compute only, loading excluded), same file, same threads;
 then checks that all three agree (the last query's top keys and weights, context rows), and
@@ -51,14 +53,24 @@ def peak_rss_kib(command):
     return usage.ru_maxrss
 
 
-def attntrace_times(binary, path, mode, dtype, threads, warmup, repeats):
+def attntrace_times(binary, path, configs, warmup, repeats):
     """Times `attntrace FILE --summary` (it computes Z = A·V as the baselines do, and prints the
-    summary); one more, untimed run with the context vectors in JSON feeds the agreement check."""
-    common = [binary, path, "--summary", "-m", mode, "--dtype", dtype, "--threads", str(threads)]
-    for _ in range(warmup):
-        run_timed(common)
-    times = [run_timed(common) for _ in range(repeats)]
-    return times, json.loads(run_output(common + ["-f", "json", "-s", "context"]))
+    summary) for every (mode, dtype, threads) in `configs`, in turns: each round runs each
+    configuration once. Returns {config: times}."""
+    commands = {c: [binary, path, "--summary", "-m", c[0], "--dtype", c[1], "--threads", str(c[2])] for c in configs}
+    times = {c: [] for c in configs}
+    for turn in range(warmup + repeats):
+        for c in configs:
+            seconds = run_timed(commands[c])
+            if turn >= warmup:
+                times[c].append(seconds)
+    return times
+
+
+def attntrace_summary(binary, path, mode, dtype, threads):
+    """One more, untimed run with the context vectors in JSON, for the agreement check."""
+    return json.loads(run_output([binary, path, "--summary", "-m", mode, "--dtype", dtype, "--threads", str(threads),
+                                  "-f", "json", "-s", "context"]))
 
 
 def baseline(path, mode, dtype, threads, warmup, repeats):
@@ -101,19 +113,21 @@ def main():
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "input.json")
         subprocess.run([binary, "generate", "--tokens", str(args.tokens), "--dim", str(args.dim), "-o", path], check=True)
+        configs = [(mode, dtype, threads) for dtype in args.dtypes.split(",") for mode in ("self", "causal")
+                   for threads in (int(t) for t in args.threads.split(","))]
+        attntrace = attntrace_times(binary, path, configs, args.warmup, args.repeats)
         rows = []
-        for dtype in args.dtypes.split(","):
-            for mode in ("self", "causal"):
-                for threads in (int(t) for t in args.threads.split(",")):
-                    times, summary = attntrace_times(binary, path, mode, dtype, threads, args.warmup, args.repeats)
-                    base = baseline(path, mode, dtype, threads, args.warmup, args.repeats)
-                    worst = agreement(summary, base, dtype)
-                    rows.append({"dtype": dtype, "mode": mode, "threads": threads,
-                                 "attntrace": statistics.median(times),
-                                 "numpy": base["backends"]["numpy"]["median_s"],
-                                 "torch": base["backends"]["torch"]["median_s"],
-                                 "load": base["load_s"], "worst": worst, "machine": base["machine"],
-                                 "libraries": base["libraries"]})
+        for mode, dtype, threads in configs:
+            times = attntrace[(mode, dtype, threads)]
+            summary = attntrace_summary(binary, path, mode, dtype, threads)
+            base = baseline(path, mode, dtype, threads, args.warmup, args.repeats)
+            worst = agreement(summary, base, dtype)
+            rows.append({"dtype": dtype, "mode": mode, "threads": threads,
+                         "attntrace": statistics.median(times),
+                         "numpy": base["backends"]["numpy"]["median_s"],
+                         "torch": base["backends"]["torch"]["median_s"],
+                         "load": base["load_s"], "worst": worst, "machine": base["machine"],
+                         "libraries": base["libraries"]})
         memory_path = os.path.join(folder, "memory.json")
         subprocess.run([binary, "generate", "--tokens", str(args.memory_tokens), "--dim", str(args.dim), "-o", memory_path],
                        check=True)
