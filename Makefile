@@ -51,13 +51,13 @@ clang-deps:
 CHECK_FLAGS := -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1"
 
 # One clang build serves `sanitize` and `fuzz`: ASan + UBSan on every target, libFuzzer's
-# coverage added. The progress-bar test only waits out a long run; it is left to `make test`.
+# coverage added.
 build-asan: deps clang-deps
 	CC=clang CXX=clang++ cmake -S . -B build-asan $(CHECK_FLAGS) -DATTNTRACE_FUZZ=ON
 	cmake --build build-asan -j $(JOBS)
 
 sanitize: build-asan
-	ctest --test-dir build-asan --output-on-failure -j $(JOBS) -E "progress bar"
+	ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 
 # libgomp is not instrumented for TSan; LLVM's libomp with its Archer tool tells TSan what
 # OpenMP synchronises. The tests that run threads (kernels, streaming, parser, CLI) run here.
@@ -65,7 +65,7 @@ tsan: deps clang-deps
 	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CHECK_FLAGS) -DATTNTRACE_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)
 	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
-	  ./build-tsan/tests/attntrace_tests "[threads]~[progress],[streaming]~[progress],[modes],[bahdanau],[json]"
+	  ./build-tsan/tests/attntrace_tests "[threads],[streaming],[modes],[bahdanau],[json]"
 
 fuzz: build-asan
 	mkdir -p build-asan/corpus build-asan/artifacts

@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
+#include <chrono>
 #include <cmath>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 
@@ -264,10 +266,21 @@ TEST_CASE("float32 traces stay close to float64", "[streaming][dtype]") {
 }
 
 TEST_CASE("a progress bar shows on a terminal for long work, and only there", "[streaming][progress]") {
-    // 16384 tokens in float64 on one thread: well over the one second the bar waits for.
-    cli::TempFile file(cli::run({"generate", "--tokens", "16384", "--dim", "64"}).out);
-    const std::vector<std::string> args{file.path(), "--summary", "--dtype", "float64", "--threads", "1"};
-    const auto terminal = cli::run_in_terminal(args);
+    // The bar waits one second. The work starts small and doubles until a run lasts 1.5 s,
+    // so the test stays short in every build (a sanitizer build is ten times slower).
+    std::unique_ptr<cli::TempFile> file;
+    std::vector<std::string> args;
+    cli::Result terminal;
+    for (int tokens = 4096;; tokens *= 2) {
+        INFO(tokens << " tokens");
+        REQUIRE(tokens <= 65536);
+        file = std::make_unique<cli::TempFile>(
+            cli::run({"generate", "--tokens", std::to_string(tokens), "--dim", "64"}).out);
+        args = {file->path(), "--summary", "--dtype", "float64", "--threads", "1"};
+        const auto start = std::chrono::steady_clock::now();
+        terminal = cli::run_in_terminal(args);
+        if (std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(1500)) break;
+    }
     CHECK(terminal.exit_code == 0);
     CHECK_THAT(terminal.out, Contains("\rattention [") && Contains("%"));
     CHECK_THAT(terminal.out, Contains("\r\x1b[K"));  // erased before the output
