@@ -92,6 +92,9 @@ private:
 
     char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
 
+    static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+    static bool starts_number(char c) { return c == '-' || is_digit(c); }
+
     void enter(std::size_t at, bool object) {
         if (frames_.size() >= static_cast<std::size_t>(max_json_depth))
             refuse(at, fmt::format("JSON nested deeper than {} levels", max_json_depth));
@@ -109,7 +112,7 @@ private:
         case 'N':
         case 'I': fail(pos_, "NaN and Infinity are not JSON numbers: every number must be finite");
         default:
-            if (peek() == '-' || (peek() >= '0' && peek() <= '9')) return number_value();
+            if (starts_number(peek())) return number_value();
             unexpected("a value (object, array, string, number, true, false or null)");
         }
     }
@@ -172,7 +175,6 @@ private:
         return result;
     }
 
-    static bool starts_number(char c) { return c == '-' || (c >= '0' && c <= '9'); }
 
     Json array() {
         const std::size_t start = pos_;
@@ -384,14 +386,17 @@ private:
         p += negative;
         const char* const whole = p;
         std::uint64_t m = 0;  // wraps beyond 19 digits, which are refused below
-        while (p < end && static_cast<unsigned char>(*p - '0') < 10) m = m * 10 + static_cast<unsigned>(*p++ - '0');
-        const std::ptrdiff_t whole_digits = p - whole;
+        const auto digits = [&] {  // appends a run of digits to m; how many
+            const char* const from = p;
+            while (p < end && is_digit(*p)) m = m * 10 + static_cast<unsigned>(*p++ - '0');
+            return p - from;
+        };
+        const std::ptrdiff_t whole_digits = digits();
         if (whole_digits == 0 || (*whole == '0' && whole_digits > 1)) return false;
         std::ptrdiff_t fraction_digits = 0;
         if (p < end && *p == '.') {
-            const char* const fraction = ++p;
-            while (p < end && static_cast<unsigned char>(*p - '0') < 10) m = m * 10 + static_cast<unsigned>(*p++ - '0');
-            fraction_digits = p - fraction;
+            ++p;
+            fraction_digits = digits();
             if (fraction_digits == 0) return false;
         }
         if (p < end && (*p == 'e' || *p == 'E' || *p == '.')) return false;
@@ -412,7 +417,7 @@ private:
         int significant = 0, exponent = 0;
         const auto digits = [&](bool fraction) {
             const std::size_t from = pos_;
-            for (; pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9'; ++pos_) {
+            for (; pos_ < text_.size() && is_digit(text_[pos_]); ++pos_) {
                 if (mantissa == 0 && text_[pos_] == '0') {
                     exponent -= fraction;
                     continue;
@@ -448,10 +453,10 @@ private:
             ++pos_;
             if (peek() == '+' || peek() == '-') ++pos_;
             const std::size_t from = pos_;
-            while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
+            while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
             if (pos_ == from) bad();
         }
-        if (peek() >= '0' && peek() <= '9') bad();  // "01"
+        if (is_digit(peek())) bad();  // "01"
         // Clinger's fast path: m ≤ 2⁵³ and 10^|e| ≤ 10²² are exact doubles, so one IEEE
         // multiplication or division rounds correctly. It covers most of what simple_number()
         // leaves, such as "4.35e+2".
@@ -542,7 +547,7 @@ private:
         char32_t code = 0;
         for (int i = 0; i < 4; ++i, ++pos_) {
             const char h = peek();
-            const int digit = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+            const int digit = is_digit(h) ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
             if (digit < 0) fail(at, "invalid \\u escape: it needs four hexadecimal digits");
             code = code * 16 + static_cast<char32_t>(digit);
         }
