@@ -147,14 +147,15 @@ Summary summarize_trace(const Trace& trace, const SummaryOptions& options) {
     summary.seed = trace.seed;
     summary.notes = trace.notes;
     summary.top = options.top;
-    const Matrix& weights = trace.find("weights")->data;
+    const Stage& weights_stage = *trace.find("weights");
+    const Matrix& weights = weights_stage.data;
     for (Eigen::Index i = 0; i < weights.rows(); ++i) {
         std::vector<Eigen::Index> order(static_cast<std::size_t>(weights.cols()));
         std::iota(order.begin(), order.end(), Eigen::Index{0});
         std::stable_sort(order.begin(), order.end(),
                          [&](Eigen::Index a, Eigen::Index b) { return weights(i, a) > weights(i, b); });
         QuerySummary q;
-        const auto visible = [&](Eigen::Index j) { return weights(i, j) > 0 || !trace.find("weights")->is_masked(i, j); };
+        const auto visible = [&](Eigen::Index j) { return weights(i, j) > 0 || !weights_stage.is_masked(i, j); };
         for (const Eigen::Index j : order)
             if (q.top.size() < options.top && visible(j)) q.top.push_back({j, weights(i, j)});
         q.max_weight = weights.row(i).maxCoeff();
