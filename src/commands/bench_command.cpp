@@ -89,10 +89,9 @@ void require_grid_memory(const BenchRequest& request) {
         for (const auto& path : request.paths) {
             if (path == "trace" && n > request.trace_max) continue;
             const double rows = static_cast<double>(n), d = static_cast<double>(request.dim);
-            const double weights = 3 * d * d * 8 * 2;
             const std::uint64_t need = path == "trace"
-                                           ? trace_bytes_for(rows, rows, rows * 5 * d, weights, Dtype::float64, Format::json, false)
-                                           : streaming_bytes_for(rows, d, d, weights, Dtype::float64, false, 3);
+                                           ? single_trace_bytes(rows, d, d, Dtype::float64, Format::json, false)
+                                           : single_summary_bytes(rows, d, d, Dtype::float64, false, 3);
             require_memory(need, request.max_memory, "", fmt::format("bench: the {} path at n = {}", path, n),
                            "choose smaller --sizes or --trace-max");
         }

@@ -37,8 +37,6 @@ Shapes shapes(const SingleSequenceInput& single, const TraceOptions& options) {
     return s;
 }
 
-}  // namespace
-
 std::uint64_t trace_bytes_for(double rows, double cols, double vectors, double weights, Dtype dtype, Format format,
                               bool svg) {
     const double cells = rows * cols;
@@ -48,18 +46,25 @@ std::uint64_t trace_bytes_for(double rows, double cols, double vectors, double w
                                       vectors * (8 + element_size(dtype)) + weights);
 }
 
-std::uint64_t streaming_bytes_for(double n, double d_in, double d_k, double weights, Dtype dtype, bool context,
-                                  std::size_t top) {
+}  // namespace
+
+std::uint64_t single_trace_bytes(double n, double d_in, double d_k, Dtype dtype, Format format, bool svg) {
+    const Shapes s{n, d_in, d_k};
+    return trace_bytes_for(s.n, s.n, s.n * (s.d_in + 4 * s.d_k), s.weights(), dtype, format, svg);
+}
+
+std::uint64_t single_summary_bytes(double n, double d_in, double d_k, Dtype dtype, bool context, std::size_t top) {
     const double t = element_size(dtype);
     const double per_query = 64 + static_cast<double>(top) * 16 + (context ? d_k * 8 : 0);
     const double scratch = static_cast<double>(omp_get_max_threads()) * (2 * 64 * 256 + 64 * d_k) * t;
-    return static_cast<std::uint64_t>(n * (d_in * (8 + t) + 3 * d_k * t + per_query) + scratch + weights);
+    return static_cast<std::uint64_t>(n * (d_in * (8 + t) + 3 * d_k * t + per_query) + scratch +
+                                      Shapes{n, d_in, d_k}.weights());
 }
 
 std::uint64_t trace_bytes(const Problem& problem, const TraceOptions& options, Format format, bool svg) {
     if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
         const Shapes s = shapes(*single, options);
-        return trace_bytes_for(s.n, s.n, s.n * (s.d_in + 4 * s.d_k), s.weights(), options.dtype, format, svg);
+        return single_trace_bytes(s.n, s.d_in, s.d_k, options.dtype, format, svg);
     }
     const auto& pair = std::get<EncoderDecoderInput>(problem.input);
     const double rows = static_cast<double>(pair.target.tokens.size());
@@ -73,7 +78,7 @@ std::uint64_t summary_bytes(const Problem& problem, const TraceOptions& options,
     const auto* single = std::get_if<SingleSequenceInput>(&problem.input);
     if (!single) return 0;
     const Shapes s = shapes(*single, options);
-    return streaming_bytes_for(s.n, s.d_in, s.d_k, s.weights(), options.dtype, context, top);
+    return single_summary_bytes(s.n, s.d_in, s.d_k, options.dtype, context, top);
 }
 
 std::uint64_t similarity_bytes(std::size_t words, Format format) {

@@ -16,17 +16,15 @@ namespace attntrace {
 // score-sized matrices, the masks, the weights, the text of the largest stage while it is
 // rendered, and the SVG when one is asked for.
 std::uint64_t trace_bytes(const Problem& problem, const TraceOptions& options, Format format, bool svg = false);
-// The same from shapes: a rows × cols score matrix, `vectors` numbers in the vector-sized
-// stages, `weights` bytes of weights.
-std::uint64_t trace_bytes_for(double rows, double cols, double vectors, double weights, Dtype dtype, Format format,
-                              bool svg);
+// The same for one sequence of n tokens of d_in numbers, projected to d_k (= d_v).
+std::uint64_t single_trace_bytes(double n, double d_in, double d_k, Dtype dtype, Format format, bool svg);
 
 // The streaming path: X, Q, K, V, the per-query results, the context if asked for, and one
 // block of scratch per thread.
 std::uint64_t summary_bytes(const Problem& problem, const TraceOptions& options, bool context, std::size_t top);
 
-std::uint64_t streaming_bytes_for(double n, double d_in, double d_k, double weights, Dtype dtype, bool context,
-                                  std::size_t top);
+// The same for one sequence, as single_trace_bytes.
+std::uint64_t single_summary_bytes(double n, double d_in, double d_k, Dtype dtype, bool context, std::size_t top);
 
 // similarity: two words × words tables and their text.
 std::uint64_t similarity_bytes(std::size_t words, Format format);
