@@ -119,3 +119,15 @@ TEST_CASE("shading copes with scores spanning the whole double range", "[render]
         else CHECK_THAT(r.err, Contains("overflows"));
     }
 }
+
+TEST_CASE("the shading legend stays finite for scores near the ends of the double range", "[render]") {
+    // Plain scores a·a = b·b = 1.69e308 and a·b = −1.69e308: high − low would overflow.
+    cli::TempFile file(R"({"sentence":"a b","embeddings":{"a":[1.3e154],"b":[-1.3e154]}})");
+    const auto r = cli::run({file.path(), "-s", "scores", "--color", "always"});
+    REQUIRE(r.exit_code == 0);
+    const auto at = r.out.find("shading:");
+    REQUIRE(at != std::string::npos);
+    const std::string legend = r.out.substr(at, r.out.find('\n', at) - at);
+    CHECK_THAT(legend, !Contains("inf") && !Contains("nan"));
+    CHECK_THAT(legend, Contains("-1.6900e+308") && Contains("(up to 1.6900e+308)"));
+}

@@ -50,7 +50,7 @@ Range finite_range(const Stage& stage) {
 int shade_level(double value, Range range) {
     if (!(range.high > range.low)) return 0;
     const double t = (value / 2 - range.low / 2) / (range.high / 2 - range.low / 2);
-    return std::clamp(static_cast<int>(std::clamp(t, 0.0, 1.0) * shade_count), 0, shade_count - 1);
+    return std::min(static_cast<int>(std::clamp(t, 0.0, 1.0) * shade_count), shade_count - 1);
 }
 
 std::string painted(std::string_view text, Shade shade) {
@@ -155,7 +155,9 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
     if (shade && range.high > range.low) {
         std::string legend = "shading:";
         for (int level = 0; level < shade_count; ++level) {
-            const double from = range.low + (range.high / 2 - range.low / 2) * 2 * level / shade_count;
+            // Between low and high without forming high − low, which overflows near ±1e308.
+            const double f = static_cast<double>(level) / shade_count;
+            const double from = range.low * (1 - f) + range.high * f;
             legend += fmt::format(" {}", painted(fmt::format(" {} ", format_fixed(from, options.digits)), shades[level]));
         }
         out << legend << fmt::format("  (up to {})\n", format_fixed(range.high, options.digits));
