@@ -125,6 +125,10 @@ const std::vector<BadInput> cases = {
     {"stage of another mode", pair + "}", {"-s", "queries"}, 2, "no stage \"queries\" in mode bahdanau"},
     {"query not a token", R"({"sentence": "a b", )" + ok_embeddings + "}", {"-q", "c"}, 2, "--query: \"c\" is neither a token nor a position"},
     {"summary of a pair", pair + "}", {"--summary"}, 2, "--summary covers modes plain, self and causal"},
+    {"--score outside bahdanau", R"({"sentence": "a b", )" + ok_embeddings + "}", {"--score", "dot"}, 2,
+     "--score dot applies to mode bahdanau only"},
+    {"bahdanau with --score on one sentence", R"({"sentence": "a b", )" + ok_embeddings + "}",
+     {"-m", "bahdanau", "--score", "dot"}, 1, "mode bahdanau needs a source and a target"},
 };
 
 }  // namespace

@@ -17,6 +17,12 @@ void refuse_dim(const Problem& problem, std::string_view own) {
                                  problem.origin, own));
 }
 
+[[noreturn]] void refuse_pair_for_single_mode(const Problem& problem, Mode mode) {
+    throw DataError(fmt::format("{}: mode {} reads one sentence (\"sentence\" or \"tokens\" with \"embeddings\"), but "
+                                "this input has a source and a target; use mode bahdanau",
+                                problem.origin, to_string(mode)));
+}
+
 Trace trace_problem(const Problem& problem, const TraceOptions& options) {
     if (std::holds_alternative<SingleSequenceInput>(problem.input)) {
         const SingleSetup setup = setup_single(problem, options);
@@ -28,11 +34,7 @@ Trace trace_problem(const Problem& problem, const TraceOptions& options) {
     if (options.score != Score::additive && options.mode != Mode::bahdanau)
         throw UsageError(fmt::format("--score {} applies to mode bahdanau only", to_string(options.score)));
     const auto& pair = std::get<EncoderDecoderInput>(problem.input);
-    if (options.mode != Mode::bahdanau)
-        throw DataError(fmt::format(
-            "{}: mode {} reads one sentence (\"sentence\" or \"tokens\" with \"embeddings\"), but "
-            "this input has a source and a target; use mode bahdanau",
-            problem.origin, to_string(options.mode)));
+    if (options.mode != Mode::bahdanau) refuse_pair_for_single_mode(problem, options.mode);
     if (options.dim && options.score != Score::additive)
         throw UsageError(fmt::format("--dim sets d_a of the additive score; the {} score has no "
                                      "free dimension",
@@ -128,20 +130,15 @@ Trace trace(const Problem& problem, const TraceOptions& options) {
 }
 
 SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
+    const auto* single = std::get_if<SingleSequenceInput>(&problem.input);
+    if (!single) refuse_pair_for_single_mode(problem, options.mode);
+    if (!is_single_sequence(options.mode))
+        throw DataError(fmt::format(
+            "{}: mode bahdanau needs a source and a target (\"source\" and \"target\" with "
+            "their states), but this input has one sentence; use mode plain, self or causal",
+            problem.origin));
     if (options.score != Score::additive)
         throw UsageError(fmt::format("--score {} applies to mode bahdanau only", to_string(options.score)));
-    const auto* single = std::get_if<SingleSequenceInput>(&problem.input);
-    if (!single || !is_single_sequence(options.mode)) {
-        if (single)
-            throw DataError(fmt::format(
-                "{}: mode bahdanau needs a source and a target (\"source\" and \"target\" with "
-                "their states), but this input has one sentence; use mode plain, self or causal",
-                problem.origin));
-        throw DataError(fmt::format(
-            "{}: mode {} reads one sentence (\"sentence\" or \"tokens\" with \"embeddings\"), but "
-            "this input has a source and a target; use mode bahdanau",
-            problem.origin, to_string(options.mode)));
-    }
     SingleSetup setup;
     setup.sequence = &single->sequence;
     if (options.mode == Mode::plain) {
