@@ -238,18 +238,31 @@ TEST_CASE("generate: same seed, same bytes; a complete input", "[streaming][gene
 }
 
 TEST_CASE("the benchmark reports every configuration it ran", "[streaming][bench]") {
-    const auto r = cli::run({"bench", "--sizes", "32,64", "--dtypes", "float32", "--threads", "1", "--repeats", "1", "-f", "json"});
+    // 48 is not twice 32: its ×doubling stays empty; 64 is twice 32.
+    const auto r = cli::run({"bench", "--sizes", "32,48,64", "--dtypes", "float32", "--threads", "1", "--repeats", "1", "-f", "json"});
     REQUIRE(r.exit_code == 0);
     const json doc = json::parse(r.out);
     CHECK(doc["schema"] == "attntrace.bench/1");
     CHECK(doc["gemm"].size() == 1);
     CHECK(doc["gemm"][0]["gflops"].get<double>() > 0);
-    REQUIRE(doc["runs"].size() == 2 * 2 * 2);  // sizes × paths × modes
+    REQUIRE(doc["runs"].size() == 3 * 2 * 2);  // sizes × paths × modes
     for (const auto& run : doc["runs"]) {
         CHECK(run["seconds"].get<double>() > 0);
         CHECK(run["gflops"].get<double>() > 0);
-        if (run["n"] == 64) CHECK(run["doubling"].get<double>() > 0);
-        else CHECK(run["doubling"].is_null());
+        if (run["n"] == 64) {
+            // time(64) / time(32) of the same configuration
+            double at_32 = 0;
+            for (const auto& other : doc["runs"])
+                if (other["n"] == 32 && other["path"] == run["path"] && other["mode"] == run["mode"])
+                    at_32 = other["seconds"].get<double>();
+            REQUIRE(at_32 > 0);
+            // seconds are written to 6 decimals, the ratio to 2: bound it by both roundings
+            const double at_64 = run["seconds"].get<double>(), doubling = run["doubling"].get<double>();
+            CHECK(doubling >= (at_64 - 5e-7) / (at_32 + 5e-7) - 0.005);
+            CHECK(doubling <= (at_64 + 5e-7) / (at_32 - 5e-7) + 0.005);
+        } else {
+            CHECK(run["doubling"].is_null());
+        }
     }
 }
 

@@ -113,7 +113,7 @@ void run_bench(const BenchRequest& request, std::ostream& out) {
         }
 
     std::vector<Run> runs;
-    std::map<std::tuple<std::string, std::string, std::string, int>, double> previous;  // time at the last n
+    std::map<std::tuple<std::string, std::string, std::string, int, std::int64_t>, double> measured;  // → seconds
     for (const std::int64_t n : request.sizes) {
         const Problem problem = random_problem(n, request.dim);
         for (const auto& path : request.paths) {
@@ -136,10 +136,10 @@ void run_bench(const BenchRequest& request, std::ostream& out) {
                                              static_cast<double>(n) * static_cast<double>(request.dim);
                         run.gflops = flops / seconds / 1e9;
                         run.of_gemm = run.gflops / gemm[{dtype, t}];
-                        const auto key = std::tuple{path, mode, dtype, t};
-                        if (const auto it = previous.find(key); it != previous.end() && n % 2 == 0)
-                            run.doubling = seconds / it->second;
-                        previous[key] = seconds;
+                        if (const auto half = measured.find({path, mode, dtype, t, n / 2});
+                            n % 2 == 0 && half != measured.end())
+                            run.doubling = seconds / half->second;
+                        measured[{path, mode, dtype, t, n}] = seconds;
                         runs.push_back(run);
                     }
         }
