@@ -138,7 +138,7 @@ struct TraceFlags {
         o.normalization = normalize == "sum" ? Normalization::sum : Normalization::softmax;
         o.score = score == "dot" ? Score::dot : score == "general" ? Score::general : Score::additive;
         if (dim > 0) o.dim = dim;
-        o.dtype = dtype == "float32" ? Dtype::float32 : Dtype::float64;
+        o.dtype = *parse_dtype(dtype);  // CLI11 has checked the name
         if (threads > 0) omp_set_num_threads(threads);
         return o;
     }

@@ -49,4 +49,10 @@ std::string_view to_string(Score score) {
 
 std::string_view to_string(Dtype dtype) { return dtype == Dtype::float64 ? "float64" : "float32"; }
 
+std::optional<Dtype> parse_dtype(std::string_view text) {
+    for (const Dtype dtype : {Dtype::float64, Dtype::float32})
+        if (to_string(dtype) == text) return dtype;
+    return std::nullopt;
+}
+
 }  // namespace attntrace

@@ -28,6 +28,7 @@ std::string_view to_string(Mode mode);
 std::optional<Mode> parse_mode(std::string_view text);
 std::string_view to_string(Normalization normalization);
 std::string_view to_string(Dtype dtype);
+std::optional<Dtype> parse_dtype(std::string_view text);
 std::string_view to_string(Score score);
 
 // "plain, self, causal, bahdanau": for messages and help texts.

@@ -109,7 +109,8 @@ void run_bench(const BenchRequest& request, std::ostream& out) {
     for (const auto& dtype : request.dtypes)
         for (const int t : thread_counts) {
             omp_set_num_threads(t);
-            gemm[{dtype, t}] = dtype == "float32" ? gemm_gflops<float>(request.repeats) : gemm_gflops<double>(request.repeats);
+            gemm[{dtype, t}] = *parse_dtype(dtype) == Dtype::float32 ? gemm_gflops<float>(request.repeats)
+                                                                     : gemm_gflops<double>(request.repeats);
         }
 
     std::vector<Run> runs;
@@ -124,7 +125,7 @@ void run_bench(const BenchRequest& request, std::ostream& out) {
                         omp_set_num_threads(t);
                         TraceOptions options;
                         options.mode = *parse_mode(mode);
-                        options.dtype = dtype == "float32" ? Dtype::float32 : Dtype::float64;
+                        options.dtype = *parse_dtype(dtype);
                         const double seconds = median_seconds(request.repeats, [&] {
                             if (path == "trace") (void)trace(problem, options);
                             else (void)summarize(problem, options, SummaryOptions{});

@@ -1,6 +1,8 @@
 // `attntrace generate --tokens N --dim D [--seed S] [-o FILE]`
 #pragma once
 
+#include "input/generator.hpp"
+
 #include <cstdint>
 #include <ostream>
 
@@ -9,7 +11,7 @@ namespace attntrace {
 struct GenerateRequest {
     std::int64_t tokens = 1024;
     std::int64_t dim = 64;
-    std::uint64_t seed = 123;
+    std::uint64_t seed = default_seed;
 };
 
 void run_generate(const GenerateRequest& request, std::ostream& out);

@@ -22,10 +22,8 @@ void ProgressBar::update(std::size_t done, std::size_t total) {
     drawn_ = true;
     constexpr std::size_t width = 30;
     const std::size_t filled = done * width / total;
-    std::fputs(fmt::format("\r{} [{}{}] {:3}%", label_, std::string(filled, '#'), std::string(width - filled, '.'),
-                           done * 100 / total)
-                   .c_str(),
-               stderr);
+    fmt::print(stderr, "\r{} [{}{}] {:3}%", label_, std::string(filled, '#'), std::string(width - filled, '.'),
+               done * 100 / total);
     std::fflush(stderr);
 }
 
