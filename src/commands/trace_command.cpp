@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace attntrace {
 namespace {
@@ -42,16 +43,20 @@ void check_stage_names(const std::vector<std::string>& requested, Mode mode) {
                                          to_string(mode), fmt::join(known, ", ")));
 }
 
-// What --summary cannot be combined with: everything that needs the full matrices.
+// The first option asked for that needs the full matrices, which the summary does not build.
+std::optional<std::string_view> full_trace_option(const TraceRequest& request) {
+    if (request.trace.query) return "--query";
+    if (request.render.explain) return "--explain";
+    if (request.check) return "--check";
+    if (request.svg_path) return "--svg";
+    if (request.trace.normalization == Normalization::sum) return "--normalize sum";
+    return std::nullopt;
+}
+
+// What --summary cannot be combined with.
 void check_summary_request(const TraceRequest& request) {
-    const auto refuse = [](std::string_view option) {
-        throw UsageError(fmt::format("{} needs the full trace, which --summary does not build", option));
-    };
-    if (request.trace.query) refuse("--query");
-    if (request.render.explain) refuse("--explain");
-    if (request.check) refuse("--check");
-    if (request.svg_path) refuse("--svg");
-    if (request.trace.normalization == Normalization::sum) refuse("--normalize sum");
+    if (const auto option = full_trace_option(request))
+        throw UsageError(fmt::format("{} needs the full trace, which --summary does not build", *option));
     for (const auto& name : request.render.stages)
         if (name != "context")
             throw UsageError(fmt::format("--summary shows one line per query; --stage can add only "
@@ -99,9 +104,7 @@ void run_trace(TraceRequest request, Outputs& outputs) {
         return run_summary(problem, request, out, "");
     }
     // A table of more than summary_threshold columns is unreadable: show the summary instead.
-    const bool plain_request = !request.trace.query && !request.render.explain && !request.check && !request.svg_path &&
-                               request.trace.normalization == Normalization::softmax;
-    if (request.render.format == Format::table && request.render.stages.empty() && plain_request &&
+    if (request.render.format == Format::table && request.render.stages.empty() && !full_trace_option(request) &&
         n > summary_threshold)
         return run_summary(problem, request, out,
                            fmt::format("{} tokens make tables too wide to read, so this is the summary "
