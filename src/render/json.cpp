@@ -156,18 +156,6 @@ void append_stage(Buffer& out, const Trace& trace, const Stage& stage, const Ren
     append(out, "\n    }");
 }
 
-void append_weights_origin(Buffer& out, const Trace& trace) {
-    switch (trace.weights) {
-    case WeightsOrigin::none: append(out, "{\"source\": \"none\"}"); return;
-    case WeightsOrigin::file: append(out, "{\"source\": \"input\"}"); return;
-    case WeightsOrigin::generated:
-        fmt::format_to(std::back_inserter(out),
-                       "{{\"source\": \"generated\", \"generator\": \"splitmix64\", \"seed\": {}}}",
-                       trace.seed);
-        return;
-    }
-}
-
 }  // namespace
 
 void render_json(const Trace& trace, const RenderOptions& options, std::ostream& os) {
@@ -183,7 +171,7 @@ void render_json(const Trace& trace, const RenderOptions& options, std::ostream&
     append(out, ",\n  \"description\": ");
     append_json_string(out, trace.description);
     append(out, ",\n  \"weights\": ");
-    append_weights_origin(out, trace);
+    append_weights_origin(out, trace.weights, trace.seed);
     append(out, ",\n  \"notes\": ");
     append_json_string_array(out, trace.notes);
     if (trace.mode == Mode::bahdanau) {
@@ -197,21 +185,15 @@ void render_json(const Trace& trace, const RenderOptions& options, std::ostream&
         append(out, ",\n  \"tokens\": ");
         append_json_string_array(out, trace.tokens);
     }
-    append(out, ",\n  \"dims\": {");
+    append(out, ",\n  \"dims\": ");
+    append_json_dims(out, trace.dims);
+    append(out, ",\n  \"stages\": [");
     bool first = true;
-    for (const auto& [name, value] : trace.dims) {
-        fmt::format_to(std::back_inserter(out), "{}\"{}\": {}", first ? "" : ", ", name, value);
-        first = false;
-    }
-    append(out, "},\n  \"stages\": [");
-    first = true;
     for (const Stage* stage : selected_stages(trace, options)) {
         append(out, first ? "\n" : ",\n");
         first = false;
         append_stage(out, trace, *stage, options);
-        // Flush stage by stage so a large trace never holds two copies of its text.
-        os.write(out.data(), static_cast<std::streamsize>(out.size()));
-        out.clear();
+        flush(out, os);  // stage by stage: a large trace never holds two copies of its text
     }
     append(out, first ? "]" : "\n  ]");
     if (trace.worked) {
@@ -219,7 +201,7 @@ void render_json(const Trace& trace, const RenderOptions& options, std::ostream&
         append_worked(out, *trace.worked, trace.dtype);
     }
     append(out, "\n}\n");
-    os.write(out.data(), static_cast<std::streamsize>(out.size()));
+    flush(out, os);
 }
 
 }  // namespace attntrace

@@ -9,8 +9,6 @@ namespace {
 
 using Buffer = fmt::memory_buffer;
 
-void flush(Buffer& out, std::ostream& os) { os.write(out.data(), static_cast<std::streamsize>(out.size())); }
-
 void append_context(Buffer& out, const ContextIn& in) {
     out.append(std::string_view("{\"input\": "));
     append_json_string(out, in.origin);

@@ -2,13 +2,19 @@
 // that large traces stream without building a document in memory).
 #pragma once
 
+#include "attention/stage.hpp"
 #include "attention/types.hpp"
 #include "render/number.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
+#include <ostream>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace attntrace {
 
@@ -75,6 +81,32 @@ inline void append_json_matrix(fmt::memory_buffer& out, const Matrix& m, Dtype d
     out.push_back('\n');
     out.append(indent);
     out.push_back(']');
+}
+
+// Where the projection weights came from: {"source": "none" | "input" | "generated", …}.
+inline void append_weights_origin(fmt::memory_buffer& out, WeightsOrigin origin, std::uint64_t seed) {
+    switch (origin) {
+    case WeightsOrigin::none: out.append(std::string_view("{\"source\": \"none\"}")); return;
+    case WeightsOrigin::file: out.append(std::string_view("{\"source\": \"input\"}")); return;
+    case WeightsOrigin::generated:
+        fmt::format_to(std::back_inserter(out), "{{\"source\": \"generated\", \"generator\": \"splitmix64\", \"seed\": {}}}",
+                       seed);
+        return;
+    }
+}
+
+// {"d_in": 3, "d_k": 2, …}
+inline void append_json_dims(fmt::memory_buffer& out, const std::vector<std::pair<std::string, Eigen::Index>>& dims) {
+    out.push_back('{');
+    for (std::size_t i = 0; i < dims.size(); ++i)
+        fmt::format_to(std::back_inserter(out), "{}\"{}\": {}", i ? ", " : "", dims[i].first, dims[i].second);
+    out.push_back('}');
+}
+
+// Writes what the buffer holds to `os` and empties it, so long output streams.
+inline void flush(fmt::memory_buffer& out, std::ostream& os) {
+    os.write(out.data(), static_cast<std::streamsize>(out.size()));
+    out.clear();
 }
 
 }  // namespace attntrace

@@ -8,6 +8,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace attntrace {
@@ -21,6 +22,8 @@ void write_stage_markdown(const Stage& stage, const RenderOptions& options,
 void write_stage_csv(const Stage& stage, const RenderOptions& options, std::ostream& out);
 
 std::string markdown_cell(std::string_view text);
+// "d_in = 3, d_k = 2": the dimensions as the headings show them.
+std::string dims_text(const std::vector<std::pair<std::string, Eigen::Index>>& dims);
 // A CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line break.
 std::string csv_field(std::string_view text);
 

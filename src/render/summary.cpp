@@ -14,12 +14,6 @@
 namespace attntrace {
 namespace {
 
-std::string dims_text(const Summary& s) {
-    std::string text;
-    for (const auto& [name, value] : s.dims) text += fmt::format("{}{} = {}", text.empty() ? "" : ", ", name, value);
-    return text;
-}
-
 std::string top_text(const Summary& s, const QuerySummary& q, int digits) {
     std::string text;
     for (const auto& key : q.top)
@@ -36,7 +30,7 @@ bool shown(std::size_t i, std::size_t n) {
 void render_table(const Summary& s, const RenderOptions& options, std::ostream& out) {
     const std::size_t n = s.queries.size();
     out << fmt::format("attntrace · {} mode · summary of {} quer{} · {} · {} · {}\n", to_string(s.mode), n,
-                       n == 1 ? "y" : "ies", dims_text(s), to_string(s.dtype), s.origin);
+                       n == 1 ? "y" : "ies", dims_text(s.dims), to_string(s.dtype), s.origin);
     if (!s.description.empty()) out << s.description << '\n';
     for (const auto& note : s.notes) out << "note: " << note << '\n';
     if (s.weights == WeightsOrigin::generated)
@@ -82,16 +76,12 @@ void render_json(const Summary& s, std::ostream& os) {
     text(",\n  \"description\": ");
     append_json_string(out, s.description);
     text(",\n  \"weights\": ");
-    if (s.weights == WeightsOrigin::generated)
-        fmt::format_to(std::back_inserter(out), "{{\"source\": \"generated\", \"generator\": \"splitmix64\", \"seed\": {}}}", s.seed);
-    else
-        text(s.weights == WeightsOrigin::file ? "{\"source\": \"input\"}" : "{\"source\": \"none\"}");
+    append_weights_origin(out, s.weights, s.seed);
     text(",\n  \"notes\": ");
     append_json_string_array(out, s.notes);
-    fmt::format_to(std::back_inserter(out), ",\n  \"n\": {},\n  \"top\": {},\n  \"dims\": {{", s.queries.size(), s.top);
-    for (std::size_t i = 0; i < s.dims.size(); ++i)
-        fmt::format_to(std::back_inserter(out), "{}\"{}\": {}", i ? ", " : "", s.dims[i].first, s.dims[i].second);
-    text("},\n  \"queries\": [");
+    fmt::format_to(std::back_inserter(out), ",\n  \"n\": {},\n  \"top\": {},\n  \"dims\": ", s.queries.size(), s.top);
+    append_json_dims(out, s.dims);
+    text(",\n  \"queries\": [");
     for (std::size_t i = 0; i < s.queries.size(); ++i) {
         const QuerySummary& q = s.queries[i];
         fmt::format_to(std::back_inserter(out), "{}\n    {{\"index\": {}, \"token\": ", i ? "," : "", i);
@@ -109,10 +99,7 @@ void render_json(const Summary& s, std::ostream& os) {
         text(", \"entropy\": ");
         append_json_number(out, q.entropy, s.dtype);
         text("}");
-        if (out.size() > (1 << 16)) {  // stream long lists instead of holding them
-            os.write(out.data(), static_cast<std::streamsize>(out.size()));
-            out.clear();
-        }
+        if (out.size() > (1 << 16)) flush(out, os);  // stream long lists instead of holding them
     }
     text("\n  ]");
     if (s.context) {
@@ -120,7 +107,7 @@ void render_json(const Summary& s, std::ostream& os) {
         append_json_matrix(out, *s.context, s.dtype, "  ");
     }
     text("\n}\n");
-    os.write(out.data(), static_cast<std::streamsize>(out.size()));
+    flush(out, os);
 }
 
 // CSV: one row per query: index, token, max_weight, entropy, then key/weight pairs.

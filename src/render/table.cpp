@@ -164,14 +164,6 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
     }
 }
 
-std::string dims_text(const Trace& trace) {
-    std::string text;
-    for (const auto& [name, value] : trace.dims) {
-        if (!text.empty()) text += ", ";
-        text += fmt::format("{} = {}", name, value);
-    }
-    return text;
-}
 
 void write_preamble(const Trace& trace, std::ostream& out) {
     const std::string tokens =
@@ -182,7 +174,7 @@ void write_preamble(const Trace& trace, std::ostream& out) {
     const std::string mode = trace.mode == Mode::bahdanau
                                  ? fmt::format("bahdanau mode ({} score)", to_string(trace.score))
                                  : fmt::format("{} mode", to_string(trace.mode));
-    out << fmt::format("attntrace · {} · {} · {} · {} · {}\n", mode, tokens, dims_text(trace),
+    out << fmt::format("attntrace · {} · {} · {} · {} · {}\n", mode, tokens, dims_text(trace.dims),
                        to_string(trace.normalization), trace.origin);
     if (!trace.description.empty()) out << trace.description << '\n';
     for (const auto& note : trace.notes) out << "note: " << note << '\n';
@@ -221,6 +213,12 @@ void render_table(const Trace& trace, const RenderOptions& options, std::ostream
         out << '\n';
         for (const auto& line : worked_lines(*trace.worked, options.digits)) out << line << '\n';
     }
+}
+
+std::string dims_text(const std::vector<std::pair<std::string, Eigen::Index>>& dims) {
+    std::string text;
+    for (const auto& [name, value] : dims) text += fmt::format("{}{} = {}", text.empty() ? "" : ", ", name, value);
+    return text;
 }
 
 }  // namespace attntrace
