@@ -54,28 +54,26 @@ public:
     // A non-empty array of numbers; `expected` > 0 fixes its length.
     Vector vector(const Json& value, std::string_view pointer, Eigen::Index expected,
                   std::string_view expected_why) const {
-        if (is_packed_numbers(value)) {  // the parser's fast form: only numbers, all finite
-            if (packed_size(value) > max_dimension) too_long(pointer, packed_size(value));
-            const auto size = static_cast<Eigen::Index>(packed_size(value));
-            if (expected > 0 && size != expected)
-                fail(pointer, fmt::format("vector of {} number{}, expected {} ({})", size,
-                                          size == 1 ? "" : "s", expected, expected_why));
-            Vector v(size);
-            copy_packed(value, v.data());
-            return v;
+        const bool packed = is_packed_numbers(value);  // the parser's fast form: only numbers, all finite
+        if (!packed) {
+            if (!value.is_array())
+                fail(pointer, "expected an array of numbers (a vector), found " + describe(value));
+            if (value.empty()) fail(pointer, "empty vector: a vector needs at least one number");
         }
-        if (!value.is_array())
-            fail(pointer, "expected an array of numbers (a vector), found " + describe(value));
-        if (value.empty()) fail(pointer, "empty vector: a vector needs at least one number");
-        if (value.size() > max_dimension) too_long(pointer, value.size());
-        const auto size = static_cast<Eigen::Index>(value.size());
+        const std::size_t count = packed ? packed_size(value) : value.size();
+        if (count > max_dimension) too_long(pointer, count);
+        const auto size = static_cast<Eigen::Index>(count);
         if (expected > 0 && size != expected)
             fail(pointer, fmt::format("vector of {} number{}, expected {} ({})", size,
                                       size == 1 ? "" : "s", expected, expected_why));
         Vector v(size);
-        for (Eigen::Index i = 0; i < size; ++i)
-            v(i) = number(value[static_cast<std::size_t>(i)],
-                          pointer_child(pointer, static_cast<std::size_t>(i)));
+        if (packed) {
+            copy_packed(value, v.data());
+        } else {
+            for (Eigen::Index i = 0; i < size; ++i)
+                v(i) = number(value[static_cast<std::size_t>(i)],
+                              pointer_child(pointer, static_cast<std::size_t>(i)));
+        }
         return v;
     }
 
