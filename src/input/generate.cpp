@@ -43,8 +43,10 @@ void write_generated_input(std::ostream& os, std::int64_t tokens, std::int64_t d
     write_matrix(out, rng, tokens, dim, 1.0, "  ", os);
     const double scale = 1.0 / std::sqrt(static_cast<double>(dim));
     out.append(std::string_view(",\n  \"weights\": {"));
+    const char* separator = "";
     for (const char* name : {"query", "key", "value"}) {
-        fmt::format_to(std::back_inserter(out), "{}\n    \"{}\": ", name[0] == 'q' ? "" : ",", name);
+        fmt::format_to(std::back_inserter(out), "{}\n    \"{}\": ", separator, name);
+        separator = ",";
         write_matrix(out, rng, dim, dim, scale, "    ", os);
     }
     out.append(std::string_view("\n  }\n}\n"));
