@@ -22,6 +22,7 @@ run: build
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	tests/check_test_count.sh $(BUILD_DIR)
 
 build: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release
@@ -58,6 +59,7 @@ build-asan: deps clang-deps
 
 sanitize: build-asan
 	ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+	tests/check_test_count.sh build-asan
 
 # libgomp is not instrumented for TSan; LLVM's libomp with its Archer tool tells TSan what
 # OpenMP synchronises. The tests that run threads (kernels, streaming, parser, CLI) run here.

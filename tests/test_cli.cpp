@@ -106,13 +106,13 @@ TEST_CASE("input from a file, from stdin, and from the built-in examples", "[cli
     CHECK(cli::run({"--example", "teacher_smiled"}).exit_code == 0);
 }
 
-TEST_CASE("the file's mode is the default; --mode overrides it", "[cli]") {
+TEST_CASE("the file's mode is the default and --mode overrides it", "[cli]") {
     cli::TempFile file(R"({"mode": "causal", "sentence": "a b", "embeddings": {"a": [1, 0], "b": [0, 1]}})");
     CHECK(json::parse(cli::run({file.path(), "-f", "json"}).out)["mode"] == "causal");
     CHECK(json::parse(cli::run({file.path(), "-f", "json", "-m", "self"}).out)["mode"] == "self");
 }
 
-TEST_CASE("generated weights are announced; --seed and --dim change them", "[cli]") {
+TEST_CASE("generated weights are announced, and --seed and --dim change them", "[cli]") {
     const auto r = cli::run({"-m", "self"});
     CHECK_THAT(r.out, Contains("weights: generated from seed 123 (splitmix64)"));
     const json a = json::parse(cli::run({"-m", "self", "-f", "json"}).out);

@@ -62,7 +62,7 @@ TEST_CASE("numbers parse to the very double from_chars gives", "[json]") {
     }
 }
 
-TEST_CASE("arrays of numbers are packed; anything else stays a JSON array", "[json]") {
+TEST_CASE("arrays of numbers are packed and anything else stays a JSON array", "[json]") {
     const Json doc = parse_json(R"({"v": [1, 2.5, -3e2], "mixed": [1, "a", 2.0], "empty": [], "rows": [[1], [2, 3]]})", "t");
     CHECK(packed(doc["v"]) == std::vector<double>{1, 2.5, -300});
     REQUIRE(doc["mixed"].is_array());

@@ -30,12 +30,18 @@ TEST_CASE("sentences split into words, punctuation peeled off", "[load][tokenize
     CHECK(split_sentence(" \t\n ").empty());
 }
 
-TEST_CASE("word look-up: exact first, then case-insensitive; labels keep the spelling", "[load]") {
-    const Problem p = load_problem(R"({"sentence": "Bank bank BANK", "embeddings": {"bank": [1, 2], "Bank": [3, 4]}})", "t");
+TEST_CASE("word look-up tries the exact spelling first, then case-insensitively, and labels keep the spelling", "[load]") {
+    // "BANK" alone would be ambiguous (bank or Bank: refused by the next test); "BaNk" is
+    // not spelled like either, but folds to one entry only when there is one.
+    const Problem p = load_problem(R"({"sentence": "Bank bank", "embeddings": {"bank": [1, 2], "Bank": [3, 4]}})", "t");
     const auto& seq = single(p).sequence;
-    CHECK(seq.tokens == std::vector<std::string>{"Bank", "bank", "BANK"});
+    CHECK(seq.tokens == std::vector<std::string>{"Bank", "bank"});
     CHECK(seq.vectors(0, 0) == 3);  // exact "Bank"
     CHECK(seq.vectors(1, 0) == 1);  // exact "bank"
+    const Problem folded = load_problem(R"({"sentence": "BaNk river", "embeddings": {"bank": [1, 2], "River": [5, 6]}})", "t");
+    CHECK(single(folded).sequence.tokens == std::vector<std::string>{"BaNk", "river"});
+    CHECK(single(folded).sequence.vectors(0, 0) == 1);  // folded to "bank"
+    CHECK(single(folded).sequence.vectors(1, 0) == 5);  // folded to "River"
 }
 
 TEST_CASE("case-insensitive look-up that matches two spellings is refused", "[load]") {
@@ -49,7 +55,7 @@ TEST_CASE("case-insensitive look-up covers accented capitals", "[load]") {
     CHECK(single(p).sequence.vectors.row(0) == single(p).sequence.vectors.row(1));
 }
 
-TEST_CASE("repeated words share one vector; punctuation stays only when named", "[load]") {
+TEST_CASE("repeated words share one vector, and punctuation stays only when named", "[load]") {
     const Problem dropped = load_problem(R"({"sentence": "the cat, the hat.", "embeddings": {"the": [1], "cat": [2], "hat": [3]}})", "t");
     CHECK(single(dropped).sequence.tokens == std::vector<std::string>{"the", "cat", "the", "hat"});
     CHECK(single(dropped).sequence.vectors(0, 0) == single(dropped).sequence.vectors(2, 0));
@@ -59,7 +65,7 @@ TEST_CASE("repeated words share one vector; punctuation stays only when named", 
     CHECK(single(kept).sequence.vectors(4, 0) == 4);
 }
 
-TEST_CASE("array embeddings align with tokens; tokens are taken as given", "[load]") {
+TEST_CASE("array embeddings align with tokens, which are taken as given", "[load]") {
     const Problem p = load_problem(R"({"tokens": ["a", "b,"], "embeddings": [[1, 2], [3, 4]]})", "t");
     CHECK(single(p).sequence.tokens == std::vector<std::string>{"a", "b,"});
     CHECK(single(p).sequence.vectors(1, 1) == 4);

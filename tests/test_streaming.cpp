@@ -207,7 +207,7 @@ TEST_CASE("a full trace too large for --max-memory is refused before it starts",
     CHECK_THAT(refused.err, Contains("GiB, more than --max-memory"));
 }
 
-TEST_CASE("generate: same seed, same bytes; a complete input", "[streaming][generate]") {
+TEST_CASE("generate writes the same bytes for the same seed, and a complete input", "[streaming][generate]") {
     const auto a = cli::run({"generate", "--tokens", "7", "--dim", "3", "--seed", "9"});
     const auto b = cli::run({"generate", "--tokens", "7", "--dim", "3", "--seed", "9"});
     const auto c = cli::run({"generate", "--tokens", "7", "--dim", "3", "--seed", "10"});
