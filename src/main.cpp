@@ -7,13 +7,16 @@
 #include "commands/trace_command.hpp"
 #include "error.hpp"
 #include "input/limits.hpp"
+#include "commands/guards.hpp"
+#include "util/duration.hpp"
 #include "util/memory.hpp"
 #include "util/output.hpp"
 #include "util/terminal.hpp"
+#include "util/threads.hpp"
+#include "util/utf8.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <charconv>
 #include <cstdint>
@@ -26,12 +29,15 @@ namespace {
 using namespace attntrace;
 
 constexpr const char* version = "attntrace 0.1.0";
+constexpr std::size_t max_message_chars = 2000;
 
 int fail(int code, std::string message) {
-    // One line, whatever the message holds.
+    // One line, whatever the message holds: breaks become spaces, anything else that could
+    // act on the terminal is escaped, and the whole is bounded (an argument echoed by CLI11
+    // may be megabytes long).
     for (char& c : message)
-        if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-    std::fprintf(stderr, "attntrace: error: %s\n", message.c_str());
+        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    std::fprintf(stderr, "attntrace: error: %s\n", printable(message, max_message_chars).c_str());
     return code;
 }
 
@@ -83,7 +89,7 @@ struct OutputFlags {
 
 // What a command may take from the machine: shared by the commands that read inputs.
 struct LimitFlags {
-    std::string max_memory, max_input;
+    std::string max_memory, max_input, max_time;
 
     void add_to(CLI::App& app, bool reads_input = true) {
         const CLI::Validator size(
@@ -96,10 +102,20 @@ struct LimitFlags {
             ->check(size);
         if (reads_input)
             app.add_option("--max-input", max_input, "refuse inputs larger than this (default: 1G)")->check(size);
+        app.add_option("--max-time", max_time,
+                       "refuse work estimated to take longer than this, e.g. 90s, 10m, 2h; 0 for no limit (default: 5m)")
+            ->check(CLI::Validator(
+                [](std::string& text) -> std::string {
+                    return parse_duration(text) ? std::string() : "expected a duration such as 90s, 10m or 0, found " + text;
+                },
+                "DURATION"));
     }
 
-    std::uint64_t memory() const { return max_memory.empty() ? default_memory_limit() : *parse_size(max_memory); }
+    MemoryLimit memory() const {
+        return max_memory.empty() ? default_memory_limit() : MemoryLimit{*parse_size(max_memory), ""};
+    }
     std::uint64_t input() const { return max_input.empty() ? default_max_input_bytes : *parse_size(max_input); }
+    double seconds() const { return max_time.empty() ? default_max_seconds : *parse_duration(max_time); }
 };
 
 // How attention is computed: shared by the trace and compare commands.
@@ -125,7 +141,7 @@ struct TraceFlags {
         app.add_option("--dim", dim, "d_k = d_v (bahdanau: d_a) of generated weights (default: d_in)")
             ->check(CLI::Range(1LL, 1LL << 20));
         app.add_option("--threads", threads, "OpenMP threads (default: all cores); the output is the same for any")
-            ->check(CLI::Range(1, 1024));
+            ->check(CLI::Range(1, max_threads));
         app.add_option("--dtype", dtype, "compute in float64 (default) or float32 (faster for long inputs)")
             ->check(CLI::IsMember({"float64", "float32"}))
             ->capture_default_str();
@@ -139,7 +155,7 @@ struct TraceFlags {
         o.score = score == "dot" ? Score::dot : score == "general" ? Score::general : Score::additive;
         if (dim > 0) o.dim = dim;
         o.dtype = *parse_dtype(dtype);  // CLI11 has checked the name
-        if (threads > 0) omp_set_num_threads(threads);
+        prepare_threads(threads > 0 ? std::optional<int>(threads) : std::nullopt);
         return o;
     }
 };
@@ -242,7 +258,7 @@ int main(int argc, char** argv) {
     bench_command->add_option("--dtypes", bench.dtypes, "float32 and/or float64")->delimiter(',')
         ->check(CLI::IsMember({"float32", "float64"}))->capture_default_str();
     bench_command->add_option("--threads", bench.threads, "thread counts (default: 1 to the number of cores)")
-        ->delimiter(',')->check(CLI::Range(1, 1024));
+        ->delimiter(',')->check(CLI::Range(1, max_threads));
     bench_command->add_option("--paths", bench.paths, "streaming and/or trace")->delimiter(',')
         ->check(CLI::IsMember({"streaming", "trace"}))->capture_default_str();
     bench_command->add_option("--trace-max", bench.trace_max, "largest n for the trace path, which holds n×n matrices")
@@ -279,16 +295,20 @@ int main(int argc, char** argv) {
 
     if (*bench_command)
         return run([&](std::ostream& out) {
+            prepare_threads(bench.threads.empty() ? std::nullopt : std::optional<int>(bench.threads.front()));
             bench.format = *parse_format(bench_format);
             bench.max_memory = bench_limits.memory();
+            bench.max_seconds = bench_limits.seconds();
             run_bench(bench, out);
         }, bench_output);
     if (*generate_command)
         return run([&](std::ostream& out) { run_generate(generate, out); }, generate_output);
     if (*similarity_command)
         return run([&](std::ostream& out) {
+            prepare_threads(std::nullopt);
             similarity_output.apply(similarity.render);
             similarity.max_memory = similarity_limits.memory();
+            similarity.max_seconds = similarity_limits.seconds();
             similarity.max_input = similarity_limits.input();
             run_similarity(similarity, out);
         }, similarity_output.path);
@@ -298,6 +318,7 @@ int main(int argc, char** argv) {
             compare.trace = compare_flags.apply();
             compare_output.apply(compare.render);
             compare.max_memory = compare_limits.memory();
+            compare.max_seconds = compare_limits.seconds();
             compare.max_input = compare_limits.input();
             run_compare(std::move(compare), out);
         }, compare_output.path);
@@ -307,6 +328,7 @@ int main(int argc, char** argv) {
         request.trace = flags.apply();
         request.trace.query = query;
         request.max_memory = limits.memory();
+        request.max_seconds = limits.seconds();
         request.max_input = limits.input();
         request.mode = flags.requested_mode();
         output.apply(request.render);

@@ -55,8 +55,8 @@ const std::vector<BadInput> cases = {
     {"binary garbage", std::string("\x7f\x45\x4c\x46\x02\x01\x01\x00\xff\xfe", 10), {}, 1, "invalid JSON"},
     {"invalid UTF-8", "{\"sentence\": \"a\xc3\x28\", " + ok_embeddings + "}", {}, 1, "ill-formed UTF-8"},
     {"duplicate key", R"({"sentence": "a", "embeddings": {"a": [1], "a": [2]}})", {}, 1, "/embeddings/a: duplicate key \"a\""},
-    {"control character in a token", R"({"tokens": ["a\u001bb"], "embeddings": [[1]]})", {}, 1, "/tokens/0: control character U+001B"},
-    {"NUL in a token", R"({"tokens": ["a\u0000b"], "embeddings": [[1]]})", {}, 1, "/tokens/0: control character U+0000"},
+    {"control character in a token", R"({"tokens": ["a\u001bb"], "embeddings": [[1]]})", {}, 1, "/tokens/0: control or formatting character U+001B"},
+    {"NUL in a token", R"({"tokens": ["a\u0000b"], "embeddings": [[1]]})", {}, 1, "/tokens/0: control or formatting character U+0000"},
     // Single-sequence content
     {"empty object", "{}", {}, 1, "missing \"sentence\""},
     {"sentence and tokens", R"({"sentence": "a", "tokens": ["a"], )" + ok_embeddings + "}", {}, 1, "not both"},

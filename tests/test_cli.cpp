@@ -242,9 +242,9 @@ TEST_CASE("inputs that would be silently misread are refused", "[cli][errors]") 
     require_clean_error(cli::run({"-"}, std::string("{\"sentence\":\"a\",\"embeddings\":{\"a\":[1]}}\0garbage", 47)), 1,
                         "<stdin>:1:40: invalid JSON: a NUL byte");
     cli::TempFile control(R"({"tokens": ["a\nb", "c"], "embeddings": [[1], [2]]})");
-    require_clean_error(cli::run({control.path()}), 1, "/tokens/0: control character U+000A");
+    require_clean_error(cli::run({control.path()}), 1, "/tokens/0: control or formatting character U+000A");
     cli::TempFile escape(R"({"sentence": "a \u001b[31m b", "embeddings": [[1], [2], [3]]})");
-    require_clean_error(cli::run({escape.path()}), 1, "/sentence: control character U+001B");
+    require_clean_error(cli::run({escape.path()}), 1, "/sentence: control or formatting character U+001B");
     cli::TempFile located(R"({"description": "see 1e400", "sentence": "a",)" "\n" R"("embeddings": {"a": [1e400]}})");
     require_clean_error(cli::run({located.path()}), 1, ":2:22: number out of range: 1e400");
 }

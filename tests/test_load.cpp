@@ -69,14 +69,15 @@ TEST_CASE("array embeddings align with tokens, which are taken as given", "[load
     const Problem p = load_problem(R"({"tokens": ["a", "b,"], "embeddings": [[1, 2], [3, 4]]})", "t");
     CHECK(single(p).sequence.tokens == std::vector<std::string>{"a", "b,"});
     CHECK(single(p).sequence.vectors(1, 1) == 4);
-    CHECK(p.vocabulary.empty());
+    CHECK(p.vocabulary.words.empty());
 }
 
 TEST_CASE("object embeddings keep the file's order as the vocabulary", "[load]") {
     const Problem p = load_problem(R"({"sentence": "b a", "embeddings": {"zebra": [0], "b": [1], "a": [2]}})", "t");
-    REQUIRE(p.vocabulary.size() == 3);
-    CHECK(p.vocabulary[0].first == "zebra");
-    CHECK(p.vocabulary[2].first == "a");
+    REQUIRE(p.vocabulary.words.size() == 3);
+    CHECK(p.vocabulary.words[0] == "zebra");
+    CHECK(p.vocabulary.words[2] == "a");
+    CHECK(p.vocabulary.vectors(1, 0) == 1);
 }
 
 TEST_CASE("weights are read as d_in × d_k matrices of rows", "[load]") {

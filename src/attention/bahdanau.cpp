@@ -59,8 +59,7 @@ struct ScoreParameters {
 template <typename T>
 void add_bahdanau_stages(Trace& trace, const EncoderDecoderInput& input, Score score,
                          const ScoreParameters& w) {
-    const auto& src = input.source.tokens;
-    const auto& tgt = input.target.tokens;
+    const Labels src = trace.source_tokens, tgt = trace.target_tokens;  // shared by every stage
     const MatrixT<T> h = input.source.vectors.cast<T>();
     const MatrixT<T> s = input.target.vectors.cast<T>();
     StageBuilder stages(trace);

@@ -1,11 +1,13 @@
 #include "attention/compare.hpp"
 
+#include "attention/numeric.hpp"
 #include "error.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace attntrace {
 namespace {
@@ -16,8 +18,8 @@ Eigen::Index find_token(const Trace& t, const std::string& token) {
     const std::string folded = fold_case(token);
     for (std::size_t i = 0; i < t.tokens.size(); ++i)
         if (fold_case(t.tokens[i]) == folded) return static_cast<Eigen::Index>(i);
-    throw UsageError(fmt::format("--token: \"{}\" does not occur in {} (tokens: {})", token, t.origin,
-                                 fmt::join(t.tokens, ", ")));
+    throw UsageError(fmt::format("--token: \"{}\" does not occur in {} (tokens: {})", printable(token), t.origin,
+                                 bounded_list(t.tokens)));
 }
 
 ContextIn context_in(const Trace& t, const std::string& token, std::size_t top) {
@@ -35,7 +37,7 @@ ContextIn context_in(const Trace& t, const std::string& token, std::size_t top) 
         c.position = j;
         c.weight = weights(in.position, j);
         c.vector = c.weight * values.row(j);
-        c.size = c.vector.norm();
+        c.size = scaled_norm(c.vector);
         in.moved_most.push_back(std::move(c));
     }
     std::stable_sort(in.moved_most.begin(), in.moved_most.end(),
@@ -57,8 +59,16 @@ Comparison compare_contexts(const Trace& a, const Trace& b, const std::string& t
                                     "compare inputs whose values have one size",
                                     token, c.a.context.size(), a.origin, c.b.context.size(), b.origin));
     c.difference = c.b.context - c.a.context;
-    const double norms = c.a.context.norm() * c.b.context.norm();
-    if (norms > 0) c.cosine = c.a.context.dot(c.b.context) / norms;
+    c.norm_a = scaled_norm(c.a.context);
+    c.norm_b = scaled_norm(c.b.context);
+    c.norm_difference = scaled_norm(c.difference);
+    c.cosine = scaled_cosine(c.a.context, c.b.context);
+    const bool sizes_finite = std::all_of(c.a.moved_most.begin(), c.a.moved_most.end(), [](const Contribution& x) { return std::isfinite(x.size); }) &&
+                              std::all_of(c.b.moved_most.begin(), c.b.moved_most.end(), [](const Contribution& x) { return std::isfinite(x.size); });
+    if (!std::isfinite(c.norm_a) || !std::isfinite(c.norm_b) || !std::isfinite(c.norm_difference) || !sizes_finite)
+        throw DataError(fmt::format("the context vectors of \"{}\" are too large to compare: a length or their "
+                                    "difference is beyond the double range; the input numbers are too large",
+                                    printable(token)));
     return c;
 }
 

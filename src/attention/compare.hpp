@@ -32,12 +32,13 @@ struct Comparison {
     Mode mode = Mode::plain;
     ContextIn a, b;
     Vector difference;              // b − a
+    double norm_a = 0, norm_b = 0, norm_difference = 0;  // |a|, |b|, |b − a|
     std::optional<double> cosine;   // cos(a, b); none when a context vector is zero
 };
 
 // Compares the context vectors of `token` (first exact match, else case-insensitive) in two
 // single-sequence traces. Throws UsageError when a trace lacks the token, DataError when the
-// context vectors differ in length.
+// context vectors differ in length or a length or difference is beyond the double range.
 Comparison compare_contexts(const Trace& a, const Trace& b, const std::string& token,
                             std::size_t top = 3);
 

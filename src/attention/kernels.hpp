@@ -6,6 +6,7 @@
 #pragma once
 
 #include "attention/types.hpp"
+#include "util/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,16 +17,21 @@ namespace attntrace {
 inline constexpr Eigen::Index kernel_row_block = 32;
 
 // out(rows of A) = A·B for each fixed block of rows of A. A: m×k, B: k×n → m×n.
+// Eigen's product may allocate its packing buffers, so a failed allocation is carried out of
+// the parallel region (RegionErrors) and thrown after it.
 template <typename T, typename Rhs>
 MatrixT<T> multiply_by_row_blocks(const MatrixT<T>& a, const Rhs& b) {
     MatrixT<T> out(a.rows(), b.cols());
     const Eigen::Index blocks = (a.rows() + kernel_row_block - 1) / kernel_row_block;
+    RegionErrors errors;
 #pragma omp parallel for schedule(static)
-    for (Eigen::Index block = 0; block < blocks; ++block) {
-        const Eigen::Index first = block * kernel_row_block;
-        const Eigen::Index count = std::min(kernel_row_block, a.rows() - first);
-        out.middleRows(first, count).noalias() = a.middleRows(first, count) * b;
-    }
+    for (Eigen::Index block = 0; block < blocks; ++block)
+        errors.run([&] {
+            const Eigen::Index first = block * kernel_row_block;
+            const Eigen::Index count = std::min(kernel_row_block, a.rows() - first);
+            out.middleRows(first, count).noalias() = a.middleRows(first, count) * b;
+        });
+    errors.rethrow();
     return out;
 }
 

@@ -1,7 +1,9 @@
 #include "attention/similarity.hpp"
 
 #include "attention/kernels.hpp"
+#include "attention/numeric.hpp"
 #include "error.hpp"
+#include "input/json_text.hpp"
 
 #include <fmt/format.h>
 
@@ -21,6 +23,17 @@ std::vector<WordPair> ranked_pairs(const SimilarityTables& t) {
     return pairs;
 }
 
+// a · b beyond the double range cannot be shown: refused like an overflowing score.
+void require_finite_dots(const SimilarityTables& t, const std::string& origin) {
+    for (Eigen::Index i = 0; i < t.dot.rows(); ++i)
+        for (Eigen::Index j = 0; j < t.dot.cols(); ++j)
+            if (!std::isfinite(t.dot(i, j)))
+                throw DataError(fmt::format("{}: the dot product of \"{}\" and \"{}\" overflows (it is beyond "
+                                            "the double range); the input numbers are too large",
+                                            origin, printable(t.words[static_cast<std::size_t>(i)]),
+                                            printable(t.words[static_cast<std::size_t>(j)])));
+}
+
 }  // namespace
 
 std::vector<WordPair> most_alike(const SimilarityTables& tables, std::size_t count) {
@@ -36,21 +49,25 @@ std::vector<WordPair> least_alike(const SimilarityTables& tables, std::size_t co
     return pairs;
 }
 
-SimilarityTables similarity_tables(const std::vector<std::pair<std::string, Vector>>& vocabulary,
-                                   const std::string& origin) {
+SimilarityTables similarity_tables(const Vocabulary& vocabulary, const std::string& origin) {
     SimilarityTables t;
-    Matrix x(static_cast<Eigen::Index>(vocabulary.size()), vocabulary.front().second.size());
-    for (std::size_t i = 0; i < vocabulary.size(); ++i) {
-        t.words.push_back(vocabulary[i].first);
-        x.row(static_cast<Eigen::Index>(i)) = vocabulary[i].second;
-        if (vocabulary[i].second.isZero(0))
+    t.words = vocabulary.words;
+    const Matrix& x = vocabulary.vectors;
+    Matrix directions(x.rows(), x.cols());  // each vector divided by its length, computed without overflow
+    for (Eigen::Index i = 0; i < x.rows(); ++i) {
+        const std::string& word = t.words[static_cast<std::size_t>(i)];
+        const Vector vector = x.row(i);
+        const double m = max_magnitude(vector);
+        if (m == 0)
             throw DataError(fmt::format("{}: the vector of \"{}\" is all zeros, so it has no "
                                         "direction and no cosine similarity",
-                                        origin, vocabulary[i].first));
+                                        origin, printable(word)));
+        const Vector scaled = vector / m;
+        directions.row(i) = scaled / scaled.norm();
     }
     t.dot = dot_scores<double>(x, x);
-    const Eigen::VectorXd norms = x.rowwise().norm();
-    t.cosine = t.dot.array() / (norms * norms.transpose()).array();
+    require_finite_dots(t, origin);
+    t.cosine = dot_scores<double>(directions, directions).cwiseMax(-1.0).cwiseMin(1.0);
     return t;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "attention/types.hpp"
+#include "input/problem.hpp"
 
 #include <string>
 #include <utility>
@@ -27,7 +28,6 @@ std::vector<WordPair> least_alike(const SimilarityTables& tables, std::size_t co
 
 // Every pair of `vocabulary`. Throws DataError naming a word whose vector is all zeros (its
 // direction, and so its cosine, is undefined). `origin` names the input in that message.
-SimilarityTables similarity_tables(const std::vector<std::pair<std::string, Vector>>& vocabulary,
-                                   const std::string& origin);
+SimilarityTables similarity_tables(const Vocabulary& vocabulary, const std::string& origin);
 
 }  // namespace attntrace

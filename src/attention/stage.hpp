@@ -2,6 +2,7 @@
 // pipeline (scores → scaling → masking → softmax → weighted sum). Renderers only format this.
 #pragma once
 
+#include "attention/labels.hpp"
 #include "attention/types.hpp"
 #include "attention/worked.hpp"
 
@@ -20,8 +21,8 @@ struct Stage {
     std::string formula;  // plain text: "S = Q·Kᵀ"
     bool applied = true;
     std::string reason;   // when !applied: one line saying why this mode skips the step
-    std::vector<std::string> rows;  // row labels (queries, tokens)
-    std::vector<std::string> cols;  // column labels (keys, or dimensions "x1", "x2", …)
+    Labels rows;  // row labels (queries, tokens)
+    Labels cols;  // column labels (keys, or dimensions "x1", "x2", …)
     // The matrix as it stands after this stage (a skipped stage passes its input through).
     // A masked entry is −∞.
     Matrix data;
@@ -44,9 +45,9 @@ struct Trace {
     std::string origin;       // where the input came from
     std::string description;  // the input's one-line description
     // Single-sequence modes: tokens. Bahdanau: source_tokens (columns) and target_tokens (rows).
-    std::vector<std::string> tokens;
-    std::vector<std::string> source_tokens;
-    std::vector<std::string> target_tokens;
+    Labels tokens;
+    Labels source_tokens;
+    Labels target_tokens;
     std::vector<std::pair<std::string, Eigen::Index>> dims;  // ("d_in", 3), ("d_k", 2), …
     WeightsOrigin weights = WeightsOrigin::none;
     std::uint64_t seed = 0;  // when weights are generated

@@ -28,7 +28,7 @@ public:
     // A stage the mode computes. Entries the mask forbids may be −∞; all others must be finite.
     template <typename T>
     Stage& add(std::string name, std::string title, std::string formula,
-               std::vector<std::string> rows, std::vector<std::string> cols,
+               Labels rows, Labels cols,
                const MatrixT<T>& data, const BoolMatrix* allowed = nullptr) {
         Stage stage;
         stage.name = std::move(name);
@@ -46,7 +46,7 @@ public:
     // A stage the mode skips: it passes its input through and says why.
     template <typename T>
     Stage& skip(std::string name, std::string title, std::string formula,
-                std::vector<std::string> rows, std::vector<std::string> cols,
+                Labels rows, Labels cols,
                 const MatrixT<T>& passed_through, std::string reason) {
         Stage& stage = add(std::move(name), std::move(title), std::move(formula), std::move(rows),
                            std::move(cols), passed_through);

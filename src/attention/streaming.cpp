@@ -1,10 +1,13 @@
 #include "attention/streaming.hpp"
 
+#include "util/parallel.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <limits>
 #include <omp.h>
+#include <optional>
 #include <xmmintrin.h>
 
 namespace attntrace {
@@ -147,22 +150,28 @@ StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const Ma
     if (options.context) result.context.resize(n, v.cols());
     const Eigen::Index blocks = (n + stream_query_block - 1) / stream_query_block;
     std::atomic<std::size_t> done{0};
+    RegionErrors errors;  // the scratch, the products and the top lists allocate
 #pragma omp parallel
     {
         const FlushDenormals flush;
-        Scratch<T> scratch(stream_query_block, stream_key_block, v.cols(), options.top);
+        std::optional<Scratch<T>> scratch;
+        errors.run([&] { scratch.emplace(stream_query_block, stream_key_block, v.cols(), options.top); });
         // Dynamic: in causal mode the later blocks see more keys and take longer, so they are
         // handed out first, leaving the short ones to even out the end.
 #pragma omp for schedule(dynamic, 1)
         for (Eigen::Index turn = 0; turn < blocks; ++turn) {
-            const Eigen::Index block = options.causal ? blocks - 1 - turn : turn;
-            const Eigen::Index first = block * stream_query_block;
-            const Eigen::Index rows = std::min(stream_query_block, n - first);
-            query_block(q, k, v, options, first, rows, scratch, result);
-            const std::size_t now = done += static_cast<std::size_t>(rows);
-            if (options.progress && omp_get_thread_num() == 0) options.progress(now, static_cast<std::size_t>(n));
+            if (!scratch) continue;  // its allocation failed: the error is kept
+            errors.run([&] {
+                const Eigen::Index block = options.causal ? blocks - 1 - turn : turn;
+                const Eigen::Index first = block * stream_query_block;
+                const Eigen::Index rows = std::min(stream_query_block, n - first);
+                query_block(q, k, v, options, first, rows, *scratch, result);
+                const std::size_t now = done += static_cast<std::size_t>(rows);
+                if (options.progress && omp_get_thread_num() == 0) options.progress(now, static_cast<std::size_t>(n));
+            });
         }
     }
+    errors.rethrow();
     return result;
 }
 

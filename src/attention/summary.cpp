@@ -70,16 +70,19 @@ bool project_all(const Matrix& x, const Projections& w, MatrixT<T>& q, MatrixT<T
     v.resize(x.rows(), w_v.cols());
     const Eigen::Index blocks = (x.rows() + kernel_row_block - 1) / kernel_row_block;
     bool finite = true;
+    RegionErrors errors;  // the block copy and the products allocate
 #pragma omp parallel for schedule(static) reduction(&& : finite)
-    for (Eigen::Index block = 0; block < blocks; ++block) {
-        const Eigen::Index first = block * kernel_row_block;
-        const Eigen::Index count = std::min(kernel_row_block, x.rows() - first);
-        const MatrixT<T> x_block = x.middleRows(first, count).template cast<T>();
-        finite = all_finite(x_block) && finite;
-        q.middleRows(first, count).noalias() = x_block * w_q;
-        k.middleRows(first, count).noalias() = x_block * w_k;
-        v.middleRows(first, count).noalias() = x_block * w_v;
-    }
+    for (Eigen::Index block = 0; block < blocks; ++block)
+        errors.run([&] {
+            const Eigen::Index first = block * kernel_row_block;
+            const Eigen::Index count = std::min(kernel_row_block, x.rows() - first);
+            const MatrixT<T> x_block = x.middleRows(first, count).template cast<T>();
+            finite = all_finite(x_block) && finite;
+            q.middleRows(first, count).noalias() = x_block * w_q;
+            k.middleRows(first, count).noalias() = x_block * w_k;
+            v.middleRows(first, count).noalias() = x_block * w_v;
+        });
+    errors.rethrow();
     return finite;
 }
 

@@ -20,7 +20,7 @@ struct Summary {
     Dtype dtype = Dtype::float64;
     std::string origin;
     std::string description;
-    std::vector<std::string> tokens;
+    Labels tokens;
     std::vector<std::pair<std::string, Eigen::Index>> dims;
     WeightsOrigin weights = WeightsOrigin::none;
     std::uint64_t seed = 0;

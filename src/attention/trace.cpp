@@ -46,7 +46,7 @@ Trace trace_problem(const Problem& problem, const TraceOptions& options) {
 template <typename T>
 void add_single_sequence_stages(Trace& trace, const Sequence& sequence, const Projections* given,
                                 const TraceOptions& options) {
-    const auto& tokens = sequence.tokens;
+    const Labels tokens = trace.tokens;  // shared by every stage
     const Eigen::Index d_in = sequence.vectors.cols();
     const bool plain = options.mode == Mode::plain;
     const MatrixT<T> x = sequence.vectors.cast<T>();

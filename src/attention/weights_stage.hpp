@@ -16,7 +16,7 @@ template <typename T>
 MatrixT<T> add_weights_stage(StageBuilder& stages, Trace& trace, const MatrixT<T>& scores,
                              const BoolMatrix* mask, std::string_view weights_name,
                              std::string_view scores_name, std::string title_detail,
-                             std::vector<std::string> rows, std::vector<std::string> cols) {
+                             Labels rows, Labels cols) {
     MatrixT<T> weights;
     std::string title, formula;
     if (trace.normalization == Normalization::softmax) {

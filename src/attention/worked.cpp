@@ -3,6 +3,7 @@
 #include "attention/stage.hpp"
 #include "error.hpp"
 #include "input/problem.hpp"
+#include "util/utf8.hpp"
 
 #include <fmt/format.h>
 
@@ -152,7 +153,7 @@ Eigen::Index find_query_row(const std::vector<std::string>& tokens, const std::s
         return static_cast<Eigen::Index>(position - 1);
     throw UsageError(fmt::format("--query: \"{}\" is neither a token nor a position from 1 to {} "
                                  "(tokens: {})",
-                                 spec, tokens.size(), fmt::join(tokens, ", ")));
+                                 printable(spec), tokens.size(), bounded_list(tokens)));
 }
 
 }  // namespace attntrace

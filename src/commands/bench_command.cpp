@@ -3,7 +3,7 @@
 #include "attention/kernels.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
-#include "commands/memory_guard.hpp"
+#include "commands/guards.hpp"
 #include "input/generator.hpp"
 #include "render/json_writer.hpp"
 
@@ -83,24 +83,35 @@ std::string machine_text() {
     return "unknown CPU";
 }
 
-// The largest run of the grid must fit --max-memory before anything starts.
-void require_grid_memory(const BenchRequest& request) {
+// The largest run of the grid must fit --max-memory, and the whole grid --max-time, before
+// anything starts. Each run is timed 1 + repeats times; a causal run visits half the scores.
+void require_grid_limits(const BenchRequest& request) {
+    double seconds = 0;
     for (const std::int64_t n : request.sizes)
         for (const auto& path : request.paths) {
             if (path == "trace" && n > request.trace_max) continue;
-            const double rows = static_cast<double>(n), d = static_cast<double>(request.dim);
-            const std::uint64_t need = path == "trace"
-                                           ? single_trace_bytes(rows, d, d, Dtype::float64, Format::json, false)
-                                           : single_summary_bytes(rows, d, d, Dtype::float64, false, 3);
+            WorkShape shape;
+            shape.rows = shape.cols = static_cast<double>(n);
+            shape.d_in = shape.d_k = shape.d_v = static_cast<double>(request.dim);
+            shape.label_bytes = shape.rows * 40;  // "t1" … "t1048576"
+            const std::uint64_t need = path == "trace" ? trace_bytes(shape, Dtype::float64, RenderOptions{}, false)
+                                                       : summary_bytes(shape, Dtype::float64, false, 3);
             require_memory(need, request.max_memory, "", fmt::format("bench: the {} path at n = {}", path, n),
                            "choose smaller --sizes or --trace-max");
+            const double run = path == "trace" ? trace_seconds(shape, Format::json) - 4 * shape.cells() * 100e-9
+                                               : summary_seconds(shape);
+            const double runs = static_cast<double>(request.modes.size() * request.dtypes.size() *
+                                                    std::max<std::size_t>(request.threads.size(), 1)) *
+                                (1 + request.repeats);
+            seconds += run * runs;
         }
+    require_time(seconds, request.max_seconds, "", "bench: this grid", "choose smaller --sizes");
 }
 
 }  // namespace
 
 void run_bench(const BenchRequest& request, std::ostream& out) {
-    require_grid_memory(request);
+    require_grid_limits(request);
     std::vector<int> thread_counts = request.threads;
     if (thread_counts.empty())
         for (int t = 1; t <= omp_get_num_procs(); ++t) thread_counts.push_back(t);

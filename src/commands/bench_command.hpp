@@ -3,6 +3,7 @@
 #pragma once
 
 #include "render/render.hpp"
+#include "util/memory.hpp"
 
 #include <cstdint>
 #include <ostream>
@@ -20,7 +21,8 @@ struct BenchRequest {
     std::vector<std::string> paths{"streaming", "trace"};
     std::int64_t trace_max = 4096;         // the trace path holds n×n matrices: larger n are skipped
     int repeats = 3;                       // timed runs per configuration (median reported)
-    std::uint64_t max_memory = 0;          // the grid is refused if one run would need more
+    MemoryLimit max_memory;               // the grid is refused if one run would need more
+    double max_seconds = 0;       // work estimated to take longer is refused (0: no limit)
     Format format = Format::table;
 };
 

@@ -1,7 +1,8 @@
 #include "commands/compare_command.hpp"
 
 #include "attention/compare.hpp"
-#include "commands/memory_guard.hpp"
+#include "attention/stage_builder.hpp"
+#include "commands/guards.hpp"
 #include "error.hpp"
 #include "input/load.hpp"
 #include "input/source.hpp"
@@ -44,15 +45,14 @@ Report comparison_report(const Comparison& c, int digits) {
     table.title = fmt::format("The context vector of \"{}\" in each input, and how it moved", c.token);
     table.formula = "z = Σ_j a_j·v_j";
     table.rows = {"A", "B", "B − A"};
-    for (Eigen::Index k = 1; k <= c.difference.size(); ++k) table.cols.push_back(fmt::format("z{}", k));
+    table.cols = numbered("z", c.difference.size());
     table.data.resize(3, c.difference.size());
     table.data << c.a.context, c.b.context, c.difference;
     report.tables.push_back(std::move(table));
     report.footer.push_back(fmt::format("cosine(A, B) = {}   |A| = {}   |B| = {}   |B − A| = {}",
                                         c.cosine ? format_fixed(*c.cosine, digits) : "undefined (a zero vector)",
-                                        format_fixed(c.a.context.norm(), digits),
-                                        format_fixed(c.b.context.norm(), digits),
-                                        format_fixed(c.difference.norm(), digits)));
+                                        format_fixed(c.norm_a, digits), format_fixed(c.norm_b, digits),
+                                        format_fixed(c.norm_difference, digits)));
     for (const auto& [name, in] : {std::pair{"A", &c.a}, std::pair{"B", &c.b}}) {
         report.footer.push_back(fmt::format("other words that moved \"{}\" most in {}:", c.token, name));
         for (auto& line : moved_lines(*in, digits)) report.footer.push_back(std::move(line));
@@ -62,7 +62,7 @@ Report comparison_report(const Comparison& c, int digits) {
 
 Trace trace_input(const std::string& path, const CompareRequest& request) {
     const InputText input = read_input(path, request.max_input);
-    const Problem problem = load_problem(input.text, input.origin);
+    const Problem problem = load_input(input, request.max_memory);
     if (!std::holds_alternative<SingleSequenceInput>(problem.input))
         throw DataError(fmt::format("{}: compare reads one sentence with its embeddings, not a source "
                                     "and a target",
@@ -70,8 +70,11 @@ Trace trace_input(const std::string& path, const CompareRequest& request) {
     TraceOptions options = request.trace;
     options.mode = resolve_mode(problem, request.mode);
     // Two traces of this size are alive at once, at worst.
-    require_memory(2 * trace_bytes(problem, options, request.render.format), request.max_memory, problem.origin,
+    const WorkShape shape = work_shape(problem, options);
+    require_memory(2 * trace_bytes(shape, options.dtype, request.render, false), request.max_memory, problem.origin,
                    "comparing two traces of this size", "");
+    require_time(2 * trace_seconds(shape, Format::json), request.max_seconds, problem.origin,
+                 "comparing two traces of this size", "");
     return trace(problem, options);
 }
 

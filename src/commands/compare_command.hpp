@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include "render/render.hpp"
+#include "util/memory.hpp"
 
 #include <optional>
 #include <ostream>
@@ -20,7 +21,8 @@ struct CompareRequest {
     TraceOptions trace;
     RenderOptions render;
     std::uint64_t max_input = default_max_input_bytes;
-    std::uint64_t max_memory = 0;  // two traces needing more are refused
+    MemoryLimit max_memory;       // two traces needing more are refused
+    double max_seconds = 0;       // work estimated to take longer is refused (0: no limit)
 };
 
 void run_compare(CompareRequest request, std::ostream& out);

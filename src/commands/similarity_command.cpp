@@ -1,12 +1,13 @@
 #include "commands/similarity_command.hpp"
 
 #include "attention/similarity.hpp"
-#include "commands/memory_guard.hpp"
+#include "commands/guards.hpp"
 #include "error.hpp"
 #include "input/load.hpp"
 #include "input/source.hpp"
 #include "render/json_reports.hpp"
 #include "render/report.hpp"
+#include "util/hash_index.hpp"
 
 #include <fmt/format.h>
 
@@ -14,19 +15,23 @@ namespace attntrace {
 namespace {
 
 // The words of an input: the embeddings object in file order, or else each distinct token.
-std::vector<std::pair<std::string, Vector>> vocabulary_of(const Problem& problem) {
+Vocabulary vocabulary_of(const Problem& problem) {
     const auto* single = std::get_if<SingleSequenceInput>(&problem.input);
     if (!single)
         throw DataError(fmt::format("{}: similarity reads one sentence with its embeddings, not a "
                                     "source and a target",
                                     problem.origin));
-    if (!problem.vocabulary.empty()) return problem.vocabulary;
-    std::vector<std::pair<std::string, Vector>> words;
+    if (!problem.vocabulary.words.empty()) return problem.vocabulary;
     const auto& seq = single->sequence;
-    for (std::size_t i = 0; i < seq.tokens.size(); ++i) {
-        const bool seen = std::any_of(words.begin(), words.end(), [&](const auto& w) { return w.first == seq.tokens[i]; });
-        if (!seen) words.emplace_back(seq.tokens[i], seq.vectors.row(static_cast<Eigen::Index>(i)));
-    }
+    std::vector<Eigen::Index> rows;  // the first row of each distinct token
+    const HashIndex seen(seq.tokens.size(), [&](std::size_t i) { return std::string_view(seq.tokens[i]); });
+    Vocabulary words;
+    for (std::size_t i = 0; i < seq.tokens.size(); ++i)
+        if (seen.find(seq.tokens[i], [&](std::size_t j) { return std::string_view(seq.tokens[j]); }).front() == i) {
+            words.words.push_back(seq.tokens[i]);
+            rows.push_back(static_cast<Eigen::Index>(i));
+        }
+    words.vectors = seq.vectors(rows, Eigen::placeholders::all);
     return words;
 }
 
@@ -53,10 +58,13 @@ std::string pairs_text(const std::vector<WordPair>& pairs, int digits) {
 
 void run_similarity(const SimilarityRequest& request, std::ostream& out) {
     const InputText input = read_input(request.input, request.max_input);
-    const Problem problem = load_problem(input.text, input.origin);
+    const Problem problem = load_input(input, request.max_memory);
     const auto vocabulary = vocabulary_of(problem);
-    require_memory(similarity_bytes(vocabulary.size(), request.render.format), request.max_memory, problem.origin,
-                   fmt::format("the similarity tables of {} words", vocabulary.size()), "");
+    const std::size_t words = vocabulary.words.size();
+    const auto d = static_cast<double>(vocabulary.vectors.cols());
+    const std::string what = fmt::format("the similarity tables of {} words", words);
+    require_memory(similarity_bytes(words, d, request.render), request.max_memory, problem.origin, what, "");
+    require_time(similarity_seconds(words, d), request.max_seconds, problem.origin, what, "");
     const SimilarityTables tables = similarity_tables(vocabulary, problem.origin);
     if (request.render.format == Format::json) {
         render_similarity_json(tables, problem.origin, problem.description, out);
@@ -64,7 +72,7 @@ void run_similarity(const SimilarityRequest& request, std::ostream& out) {
     }
     Report report;
     report.title = fmt::format("attntrace similarity · {} words · d = {} · {}", tables.words.size(),
-                               vocabulary.front().second.size(), problem.origin);
+                               vocabulary.vectors.cols(), problem.origin);
     if (!problem.description.empty()) report.preamble.push_back(problem.description);
     report.tables.push_back(table_stage("dot", "Dot products: large when vectors are long and point alike",
                                         "a · b", tables.words, tables.dot));

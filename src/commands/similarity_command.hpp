@@ -3,6 +3,7 @@
 
 #include "input/limits.hpp"
 #include "render/render.hpp"
+#include "util/memory.hpp"
 
 #include <cstdint>
 
@@ -15,7 +16,8 @@ struct SimilarityRequest {
     std::string input;  // a path, "-", or example:NAME
     RenderOptions render;
     std::uint64_t max_input = default_max_input_bytes;
-    std::uint64_t max_memory = 0;  // tables needing more are refused
+    MemoryLimit max_memory;       // tables needing more are refused
+    double max_seconds = 0;       // work estimated to take longer is refused (0: no limit)
 };
 
 void run_similarity(const SimilarityRequest& request, std::ostream& out);

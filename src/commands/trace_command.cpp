@@ -2,7 +2,7 @@
 
 #include "attention/check.hpp"
 #include "attention/summary.hpp"
-#include "commands/memory_guard.hpp"
+#include "commands/guards.hpp"
 #include "error.hpp"
 #include "input/examples.hpp"
 #include "input/load.hpp"
@@ -12,6 +12,7 @@
 #include "util/memory.hpp"
 #include "util/output.hpp"
 #include "util/progress.hpp"
+#include "util/utf8.hpp"
 
 #include <fmt/format.h>
 
@@ -30,7 +31,7 @@ void check_stage_names_exist(const std::vector<std::string>& requested) {
         if (!known)
             throw UsageError(fmt::format("--stage: no stage named \"{}\" (stages: {}; bahdanau "
                                          "mode: {})",
-                                         name, fmt::join(stage_names(Mode::plain), ", "),
+                                         printable(name), fmt::join(stage_names(Mode::plain), ", "),
                                          fmt::join(stage_names(Mode::bahdanau), ", ")));
     }
 }
@@ -39,7 +40,7 @@ void check_stage_names(const std::vector<std::string>& requested, Mode mode) {
     const auto known = stage_names(mode);
     for (const auto& name : requested)
         if (std::find(known.begin(), known.end(), name) == known.end())
-            throw UsageError(fmt::format("--stage: no stage \"{}\" in mode {} (stages: {})", name,
+            throw UsageError(fmt::format("--stage: no stage \"{}\" in mode {} (stages: {})", printable(name),
                                          to_string(mode), fmt::join(known, ", ")));
 }
 
@@ -61,8 +62,10 @@ void check_summary_request(const TraceRequest& request) {
         if (name != "context")
             throw UsageError(fmt::format("--summary shows one line per query; --stage can add only "
                                          "\"context\", not \"{}\"",
-                                         name));
+                                         printable(name)));
 }
+
+bool mode_has_summary(Mode mode) { return mode != Mode::bahdanau; }
 
 std::size_t token_count(const Problem& problem) {
     if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) return single->sequence.tokens.size();
@@ -74,8 +77,11 @@ void run_summary(const Problem& problem, const TraceRequest& request, std::ostre
     options.top = request.top;
     options.context = std::find(request.render.stages.begin(), request.render.stages.end(), "context") !=
                       request.render.stages.end();
-    require_memory(summary_bytes(problem, request.trace, options.context, options.top), request.max_memory,
+    const WorkShape shape = work_shape(problem, request.trace);
+    require_memory(summary_bytes(shape, request.trace.dtype, options.context, options.top), request.max_memory,
                    problem.origin, "the summary of this input", "");
+    require_time(summary_seconds(shape), request.max_seconds, problem.origin,
+                 fmt::format("the summary of {} tokens", shape.rows), "");
     ProgressBar progress("attention");
     options.progress = [&](std::size_t done, std::size_t total) { progress.update(done, total); };
     Summary summary = summarize(problem, request.trace, options);
@@ -94,7 +100,7 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     const InputText input = request.input_path ? read_input(*request.input_path, request.max_input)
                                                : example_input(request.example.value_or(
                                                      std::string(default_example)));
-    const Problem problem = load_problem(input.text, input.origin);
+    const Problem problem = load_input(input, request.max_memory);
     request.trace.mode = resolve_mode(problem, request.mode);
 
     const std::size_t n = token_count(problem);
@@ -113,9 +119,12 @@ void run_trace(TraceRequest request, Outputs& outputs) {
                                        n));
 
     check_stage_names(request.render.stages, request.trace.mode);
-    require_memory(trace_bytes(problem, request.trace, request.render.format, request.svg_path.has_value()),
+    const WorkShape shape = work_shape(problem, request.trace);
+    require_memory(trace_bytes(shape, request.trace.dtype, request.render, request.svg_path.has_value()),
                    request.max_memory, problem.origin, "a full trace of this input",
                    "--summary gives per-query results without the n×n matrices");
+    require_time(trace_seconds(shape, request.render.format), request.max_seconds, problem.origin,
+                 "a full trace of this input", mode_has_summary(request.trace.mode) ? "--summary is much faster" : "");
     const Trace result = trace(problem, request.trace);
     if (request.svg_path) render_svg(result, outputs.add(*request.svg_path));  // committed with the rest
     if (request.check) {

@@ -4,6 +4,7 @@
 #include "attention/trace.hpp"
 #include "input/limits.hpp"
 #include "render/render.hpp"
+#include "util/memory.hpp"
 #include "util/output.hpp"
 
 #include <cstdint>
@@ -23,7 +24,8 @@ struct TraceRequest {
     std::optional<std::string> svg_path;    // also write a heatmap of the weights here
     bool summary = false;                   // the streaming path: one line per query
     std::size_t top = 3;                    // keys per query in the summary
-    std::uint64_t max_memory = 0;           // a full trace needing more is refused
+    MemoryLimit max_memory;                // a full trace needing more is refused
+    double max_seconds = 0;                // work estimated to take longer is refused (0: no limit)
     std::uint64_t max_input = default_max_input_bytes;
 };
 

@@ -1,6 +1,7 @@
 #include "input/json_text.hpp"
 
 #include "error.hpp"
+#include "util/hash_index.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
@@ -12,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <omp.h>
+#include <optional>
+#include <system_error>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -46,9 +49,10 @@ Location locate(std::string_view text, std::size_t offset) {
 // Duplicate keys are refused with their JSON pointer. Every error names line and column.
 class Parser {
 public:
-    // `threads` > 1 lets a long array of rows be read in two halves at once.
-    Parser(std::string_view text, const std::string& origin, int threads)
-        : text_(text), origin_(origin), threads_(threads) {}
+    // `threads` > 1 lets a long array of rows be read in two halves at once. `budget`, when
+    // given, is charged for what the document holds as it is built.
+    Parser(std::string_view text, const std::string& origin, int threads, MemoryBudget* budget)
+        : text_(text), origin_(origin), threads_(threads), budget_(budget) {}
 
     Json document() {
         if (text_.starts_with("\xEF\xBB\xBF")) pos_ = 3;  // a UTF-8 byte order mark
@@ -105,7 +109,11 @@ private:
         switch (peek()) {
         case '{': return object();
         case '[': return array();
-        case '"': return Json(string());
+        case '"': {
+            std::string text = string();
+            charge(node_bytes + heap_bytes(text));
+            return Json(std::move(text));
+        }
         case 't': return literal("true", Json(true));
         case 'f': return literal("false", Json(false));
         case 'n': return literal("null", Json(nullptr));
@@ -130,8 +138,20 @@ private:
     }
 
     Json object() {
+        const std::size_t start = pos_;
         enter(pos_, true);
         ++pos_;  // '{'
+        charge(node_bytes);
+        skip_space();
+        // Most objects with many members map words to vectors: try reading them packed.
+        if (peek() == '"') {
+            Json words;
+            if (word_table(words)) {
+                frames_.pop_back();
+                return words;
+            }
+            pos_ = start + 1;  // something else is in it: read it again, member by member
+        }
         Json result = Json::object();
         // Gathered with plain keys first: the object's own vector holds pair<const string,
         // Json>, which its growth would copy rather than move (the const key's copy may throw),
@@ -158,6 +178,7 @@ private:
             ++pos_;
             skip_space();
             Json member = value();
+            charge(member_bytes + heap_bytes(key));
             members.emplace_back(std::move(key), std::move(member));  // unique: checked above
             skip_space();
             if (peek() == ',') {
@@ -206,10 +227,12 @@ private:
             skip_space();
         }
         Json items = Json::array();
+        charge(node_bytes);
         while (true) {
             skip_space();
             frames_.back().index = items.size();
             items.push_back(value());
+            charge(element_bytes);
             skip_space();
             if (peek() == ',') {
                 ++pos_;
@@ -221,6 +244,77 @@ private:
         ++pos_;
         frames_.pop_back();
         return items;
+    }
+
+    // An object whose every member is a vector of numbers, all of one length (an embeddings
+    // object), read into one packed value (layout: PackedWords). False, with pos_ somewhere
+    // inside, at the first thing that does not fit: a value of another kind or length, a key
+    // holding a NUL, or a syntax error, which the member-by-member reading then reports
+    // where it is.
+    bool word_table(Json& result) {
+        std::string keys;
+        std::vector<std::uint64_t> ends;
+        std::vector<double> rows;
+        std::size_t width = 0;
+        while (true) {
+            skip_space();
+            if (peek() != '"') return false;
+            std::string key = string();
+            if (key.find('\0') != std::string::npos) return false;
+            skip_space();
+            if (peek() != ':') return false;
+            ++pos_;
+            skip_space();
+            if (peek() != '[' || frames_.size() >= static_cast<std::size_t>(max_json_depth)) return false;
+            ++pos_;
+            skip_space();
+            if (!starts_number(peek()) || !numbers_only()) return false;
+            if (width == 0) width = numbers_.size();
+            if (numbers_.size() != width) return false;
+            charge(key.size() + sizeof(std::uint64_t) + width * sizeof(double) + HashIndex::entry_bytes);
+            keys += key;
+            ends.push_back(keys.size());
+            rows.insert(rows.end(), numbers_.begin(), numbers_.end());
+            skip_space();
+            if (peek() == ',') {
+                ++pos_;
+                continue;
+            }
+            if (peek() != '}') return false;
+            ++pos_;
+            break;
+        }
+        const auto key_of = [&](std::size_t i) {
+            const std::size_t from = i == 0 ? 0 : ends[i - 1];
+            return std::string_view(keys).substr(from, ends[i] - from);
+        };
+        if (const auto repeat = HashIndex(ends.size(), key_of).first_repeat(key_of)) {
+            frames_.back().key = std::string(key_of(*repeat));
+            throw DataError(fmt::format("{}: {}: duplicate key \"{}\": a key may appear once in an object", origin_,
+                                        show_pointer(pointer()), printable(key_of(*repeat))));
+        }
+        result = pack_words(keys, ends, rows, width);
+        return true;
+    }
+
+    // [count][rows: count × width doubles][key ends: count × uint64][keys], subtype
+    // words_flag | width.
+    Json pack_words(const std::string& keys, const std::vector<std::uint64_t>& ends, const std::vector<double>& rows,
+                    std::size_t width) {
+        const std::uint64_t count = ends.size();
+        std::vector<std::uint8_t> bytes(sizeof count + rows.size() * sizeof(double) + ends.size() * sizeof(std::uint64_t) +
+                                        keys.size());
+        std::uint8_t* at = bytes.data();
+        const auto put = [&at](const void* data, std::size_t size) {
+            if (size > 0) std::memcpy(at, data, size);
+            at += size;
+        };
+        put(&count, sizeof count);
+        put(rows.data(), rows.size() * sizeof(double));
+        put(ends.data(), ends.size() * sizeof(std::uint64_t));
+        put(keys.data(), keys.size());
+        charge(node_bytes + container_bytes);
+        return Json::binary(std::move(bytes), words_flag | width);
     }
 
     enum class Rows { closed, reached, not_a_matrix };
@@ -246,6 +340,7 @@ private:
             }
             const auto* bytes = reinterpret_cast<const std::uint8_t*>(numbers_.data());
             out.insert(out.end(), bytes, bytes + numbers_.size() * sizeof(double));
+            charge(numbers_.size() * sizeof(double));
             skip_space();
             if (peek() == ',') {
                 ++pos_;
@@ -291,23 +386,34 @@ private:
                 std::size_t end = 0;
                 bool complete = false;
             } second;
-            std::jthread helper([&second, split, this] {
+            // Whatever stops the helper (a syntax error, even a failed allocation) only leaves
+            // its half incomplete: the sequential reading then does the work and meets the
+            // same problem, if there is one, where it is. Nothing may leave the thread, where
+            // an exception would end the program.
+            const auto read_second_half = [&second, split, this]() noexcept {
                 try {
-                    Parser other(text_, origin_, 1);
+                    Parser other(text_, origin_, 1, nullptr);  // charged below, once joined
                     other.pos_ = split;
                     if (other.matrix_rows_until(std::string_view::npos, second.numbers, second.width) == Rows::closed) {
                         second.end = other.pos_;
                         second.complete = true;
                     }
-                } catch (const DataError&) {
-                    // the sequential reading will meet the same problem and report it
+                } catch (...) {
+                    second.complete = false;
                 }
-            });
+            };
+            std::optional<std::jthread> helper;
+            try {
+                helper.emplace(read_second_half);
+            } catch (const std::system_error&) {
+                // no thread to be had: the sequential reading below does all the rows
+            }
             const Rows first = matrix_rows_until(split, numbers, width);
-            helper.join();
+            if (helper) helper->join();
             if (first == Rows::not_a_matrix) return false;
             if (first == Rows::reached) {
                 if (second.complete && second.width == width) {
+                    charge(second.numbers.size());
                     numbers.insert(numbers.end(), second.numbers.begin(), second.numbers.end());
                     pos_ = second.end;
                 } else if (matrix_rows_until(std::string_view::npos, numbers, width) != Rows::closed) {
@@ -315,6 +421,7 @@ private:
                 }
             }
         }
+        charge(node_bytes + container_bytes);
         result = Json::binary(std::move(numbers), width);  // the subtype holds the row length
         return true;
     }
@@ -339,6 +446,10 @@ private:
         while (true) {
             skip_space();
             if (!starts_number(peek())) return false;
+            if (numbers_.size() == numbers_.capacity() && numbers_.capacity() > scratch_charged_) {
+                charge((2 * numbers_.capacity() + 1 - scratch_charged_) * sizeof(double));  // the doubling to come
+                scratch_charged_ = 2 * numbers_.capacity() + 1;
+            }
             numbers_.push_back(number());
             skip_space();
             if (peek() == ',') {
@@ -353,7 +464,8 @@ private:
         }
     }
 
-    static Json pack(const std::vector<double>& numbers) {
+    Json pack(const std::vector<double>& numbers) {
+        charge(node_bytes + container_bytes + numbers.size() * sizeof(double));
         Json::binary_t bytes(std::vector<std::uint8_t>(numbers.size() * sizeof(double)));
         std::memcpy(bytes.data(), numbers.data(), bytes.size());
         return Json::binary(std::move(bytes));
@@ -559,14 +671,30 @@ private:
     std::size_t pos_ = 0;
     std::vector<Frame> frames_;
     std::vector<double> numbers_;  // scratch of numbers_only(), reused from array to array
+    std::size_t scratch_charged_ = 0;  // numbers of numbers_ already charged to the budget
     int threads_ = 1;
+    MemoryBudget* budget_ = nullptr;
+
+    // What the document costs, roughly as glibc and nlohmann lay it out: a value's slot in
+    // its parent and a heap block of its own (object, array, string, binary); an object
+    // member's key/value pair (held twice while the object is built) and its entry in the set
+    // of keys seen; an array element's slot with the vector's room to grow.
+    static constexpr std::uint64_t node_bytes = 64;
+    static constexpr std::uint64_t container_bytes = 64;
+    static constexpr std::uint64_t member_bytes = 160;
+    static constexpr std::uint64_t element_bytes = 32;
+    static std::uint64_t heap_bytes(const std::string& text) { return text.size() > 15 ? text.capacity() + 17 : 0; }
+
+    void charge(std::uint64_t bytes) {
+        if (budget_) budget_->charge(bytes);
+    }
 
     static constexpr std::size_t halves_from = std::size_t{1} << 20;  // bytes left in the text
 };
 
 }  // namespace
 
-Json parse_json(std::string_view text, const std::string& origin) {
+Json parse_json(std::string_view text, const std::string& origin, MemoryBudget* budget) {
     if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
         throw DataError(fmt::format("{}: empty input: expected a JSON object", origin));
     if (const auto nul = text.find('\0'); nul != std::string_view::npos) {
@@ -574,12 +702,42 @@ Json parse_json(std::string_view text, const std::string& origin) {
         throw DataError(fmt::format("{}:{}:{}: invalid JSON: a NUL byte, which JSON text cannot contain", origin,
                                     where.line, where.column));
     }
-    return Parser(text, origin, omp_get_max_threads()).document();
+    return Parser(text, origin, omp_get_max_threads(), budget).document();
 }
 
 bool is_packed_numbers(const Json& value) { return value.is_binary() && !value.get_binary().has_subtype(); }
 
-bool is_packed_matrix(const Json& value) { return value.is_binary() && value.get_binary().has_subtype(); }
+bool is_packed_matrix(const Json& value) {
+    return value.is_binary() && value.get_binary().has_subtype() && !(value.get_binary().subtype() & words_flag);
+}
+
+bool is_packed_words(const Json& value) {
+    return value.is_binary() && value.get_binary().has_subtype() && (value.get_binary().subtype() & words_flag);
+}
+
+PackedWords packed_words(const Json& value) {
+    const auto& bytes = value.get_binary();
+    PackedWords words;
+    std::uint64_t count = 0;
+    std::memcpy(&count, bytes.data(), sizeof count);
+    words.count = count;
+    words.width = static_cast<std::size_t>(bytes.subtype() & ~words_flag);
+    words.rows = bytes.data() + sizeof count;
+    words.ends = words.rows + count * words.width * sizeof(double);
+    words.keys = reinterpret_cast<const char*>(words.ends + count * sizeof(std::uint64_t));
+    return words;
+}
+
+std::string_view PackedWords::word(std::size_t i) const {
+    std::uint64_t from = 0, to = 0;
+    if (i > 0) std::memcpy(&from, ends + (i - 1) * sizeof from, sizeof from);
+    std::memcpy(&to, ends + i * sizeof to, sizeof to);
+    return {keys + from, static_cast<std::size_t>(to - from)};
+}
+
+void PackedWords::copy_row(std::size_t i, double* out) const {
+    std::memcpy(out, rows + i * width * sizeof(double), width * sizeof(double));
+}
 
 std::size_t packed_size(const Json& value) { return value.get_binary().size() / sizeof(double); }
 
@@ -625,33 +783,12 @@ std::string describe(const Json& value) {
     case Json::value_t::array:
         return value.empty() ? "an empty array" : fmt::format("an array of {}", value.size());
     case Json::value_t::binary:
+        if (is_packed_words(value)) return "an object";
         return is_packed_matrix(value) ? fmt::format("an array of {} rows of {} numbers", rows_of(value), packed_columns(value))
                                        : fmt::format("an array of {} numbers", packed_size(value));
     case Json::value_t::object: return value.empty() ? "an empty object" : "an object";
     default: return "a value of another kind";
     }
-}
-
-std::string printable(std::string_view text, std::size_t max_chars) {
-    std::string out;
-    std::size_t chars = 0;
-    for (std::size_t i = 0; i < text.size();) {
-        if (chars == max_chars) {
-            out += "…";
-            break;
-        }
-        const std::size_t n = utf8_sequence_length(text.substr(i));
-        const auto byte = static_cast<unsigned char>(text[i]);
-        if (n == 0 || (n == 1 && (byte < 0x20 || byte == 0x7f))) {
-            out += fmt::format("\\x{:02x}", byte);
-            ++i;
-        } else {
-            out.append(text.substr(i, n));
-            i += n;
-        }
-        ++chars;
-    }
-    return out;
 }
 
 }  // namespace attntrace

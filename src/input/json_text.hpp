@@ -3,16 +3,23 @@
 #pragma once
 
 #include "input/limits.hpp"
+#include "util/memory.hpp"
+#include "util/utf8.hpp"  // printable(), for the users of this header
 
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace attntrace {
 
 using Json = nlohmann::ordered_json;  // keeps the file's key order (vocabulary order)
+
+// The subtype bit that marks a packed object of word vectors (the rest is the vector length);
+// a packed matrix's subtype is its row length alone.
+inline constexpr std::uint64_t words_flag = std::uint64_t{1} << 63;
 
 
 // Parses `text` (strict RFC 8259); throws DataError "ORIGIN:LINE:COL: invalid JSON: …",
@@ -21,10 +28,27 @@ using Json = nlohmann::ordered_json;  // keeps the file's key order (vocabulary 
 // packed, as a binary value of doubles; so does an array of such arrays all of one length (a
 // matrix), as one binary value of its rows, one after the other, with the row length as its
 // subtype. Neither costs a node per number.
-Json parse_json(std::string_view text, const std::string& origin);
+// An object all of whose members are vectors of one length (an embeddings object) is packed
+// too: its keys in file order and its vectors as rows, with no node per key or number.
+// `budget`, when given, is charged for the document as it is built (MemoryBudget).
+Json parse_json(std::string_view text, const std::string& origin, MemoryBudget* budget = nullptr);
 
 bool is_packed_numbers(const Json& value);          // a vector
 bool is_packed_matrix(const Json& value);           // a matrix
+bool is_packed_words(const Json& value);            // an object of word vectors
+
+// A packed object of word vectors, read in place (valid while its Json lives).
+struct PackedWords {
+    std::size_t count = 0;  // words
+    std::size_t width = 0;  // numbers per vector
+    std::string_view word(std::size_t i) const;
+    void copy_row(std::size_t i, double* out) const;  // the vector of word i
+
+    const std::uint8_t* rows = nullptr;
+    const std::uint8_t* ends = nullptr;
+    const char* keys = nullptr;
+};
+PackedWords packed_words(const Json& value);
 std::size_t packed_size(const Json& value);         // how many numbers, in all
 std::size_t packed_columns(const Json& value);      // a matrix's row length
 std::size_t rows_of(const Json& value);             // an array's elements, or a matrix's rows
@@ -38,9 +62,5 @@ std::string show_pointer(std::string_view pointer);
 
 // A short description of a JSON value for "found …": `string "abc"`, `array of 3`, `null`.
 std::string describe(const Json& value);
-
-// Printable, single-line form of arbitrary bytes for messages: control characters and
-// invalid UTF-8 become \xNN, long text is cut with "…".
-std::string printable(std::string_view text, std::size_t max_chars = 40);
 
 }  // namespace attntrace

@@ -4,14 +4,14 @@
 #include "input/json_text.hpp"
 #include "input/limits.hpp"
 #include "input/tokenize.hpp"
+#include "util/hash_index.hpp"
+#include "util/suggest.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
-#include <unordered_map>
 
 namespace attntrace {
 namespace {
@@ -19,7 +19,12 @@ namespace {
 // Where we are while reading: the input's name, for every message.
 class Reader {
 public:
-    explicit Reader(std::string origin) : origin_(std::move(origin)) {}
+    Reader(std::string origin, MemoryBudget* budget) : origin_(std::move(origin)), budget_(budget) {}
+
+    // Counts what the problem being built holds against --max-memory (MemoryBudget).
+    void charge(std::uint64_t bytes) const {
+        if (budget_) budget_->charge(bytes);
+    }
 
     [[noreturn]] void fail(std::string_view pointer, const std::string& message) const {
         throw DataError(fmt::format("{}: {}: {}", origin_, show_pointer(pointer), message));
@@ -131,45 +136,22 @@ public:
         if (allow_white_space)
             for (char& c : text)
                 if (c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') c = ' ';
-        if (const auto c = first_control_character(text))
-            fail(pointer, fmt::format("control character U+{:04X} in the text: labels and "
-                                      "descriptions are printed, so they must be plain text",
-                                      static_cast<std::uint32_t>(*c)));
+        plain_text(text, pointer);
         return text;
+    }
+
+    // Text that attntrace prints (labels, words, descriptions) may not act on a terminal.
+    void plain_text(std::string_view text, std::string_view pointer) const {
+        if (const auto c = first_control_character(text))
+            fail(pointer, fmt::format("control or formatting character U+{:04X} in the text: labels, "
+                                      "words and descriptions are printed, so they must be plain text",
+                                      static_cast<std::uint32_t>(*c)));
     }
 
 private:
     std::string origin_;
+    MemoryBudget* budget_;
 };
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> previous(b.size() + 1), current(b.size() + 1);
-    std::iota(previous.begin(), previous.end(), std::size_t{0});
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        current[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t substitute = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-            current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitute});
-        }
-        std::swap(previous, current);
-    }
-    return previous[b.size()];
-}
-
-// Up to `count` candidates closest to `word` (case-insensitive edit distance), closest first.
-std::vector<std::string> closest(std::string_view word, const std::vector<std::string>& candidates,
-                                 std::size_t count) {
-    const std::string folded = fold_case(word);
-    std::vector<std::pair<std::size_t, std::size_t>> ranked;  // (distance, index)
-    for (std::size_t i = 0; i < candidates.size(); ++i)
-        ranked.emplace_back(edit_distance(folded, fold_case(candidates[i])), i);
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < ranked.size() && i < count; ++i)
-        out.push_back(candidates[ranked[i].second]);
-    return out;
-}
 
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
     std::string out;
@@ -187,61 +169,122 @@ void Reader::only_keys(const Json& object, std::string_view pointer,
         if (std::find(names.begin(), names.end(), key) != names.end()) continue;
         fail(pointer_child(pointer, key),
              fmt::format("unknown field \"{}\" (did you mean \"{}\"? known fields: {})",
-                         printable(key), closest(key, names, 1).front(), join(names, ", ")));
+                         printable(key), closest_names(key, names, 1).front(), join(names, ", ")));
     }
 }
 
-// Word → vector, as given in an embeddings (or states) object.
-struct WordVectors {
-    std::vector<std::pair<std::string, Vector>> entries;  // file order
-    std::unordered_map<std::string, std::size_t> exact;
-    std::unordered_map<std::string, std::vector<std::size_t>> folded;
-
-    std::vector<std::string> words() const {
-        std::vector<std::string> out;
-        for (const auto& entry : entries) out.push_back(entry.first);
-        return out;
+// Word → vector, as given in an embeddings object: packed by the parser, or, for an object it
+// could not pack, read member by member (which reports what is wrong with it). Looked up by
+// exact spelling through a hash index, and case-insensitively through a second one that is
+// built the first time an exact look-up misses.
+class WordVectors {
+public:
+    WordVectors(const Reader& in, const Json& object, const std::string& pointer) {
+        if (is_packed_words(object)) {
+            words_ = packed_words(object);
+            if (words_.width > max_dimension) in.too_long(pointer_child(pointer, words_.word(0)), words_.width);
+            for (std::size_t i = 0; i < words_.count; ++i)
+                in.plain_text(words_.word(i), pointer_child(pointer, words_.word(i)));
+        } else {
+            read_members(in, in.require_object(object, pointer), pointer);
+        }
+        exact_ = HashIndex(size(), [this](std::size_t i) { return word(i); });
+        in.charge(size() * HashIndex::entry_bytes);
     }
+
+    std::size_t size() const { return words_.count; }
+    Eigen::Index width() const { return static_cast<Eigen::Index>(words_.width); }
+    std::string_view word(std::size_t i) const { return words_.word(i); }
+    void copy_vector(std::size_t i, double* out) const { words_.copy_row(i, out); }
+
+    bool has_exactly(std::string_view text) const { return !find_exact(text).empty(); }
+
+    // The entries spelled exactly `text`, else those equal to it ignoring case (file order).
+    std::vector<std::size_t> find(const Reader& in, std::string_view text) const {
+        auto found = find_exact(text);
+        if (!found.empty()) return found;
+        if (folded_ends_.empty()) fold_all(in);
+        return folded_.find(fold_case(text), [this](std::size_t i) { return folded_word(i); });
+    }
+
+private:
+    std::vector<std::size_t> find_exact(std::string_view text) const {
+        return exact_.find(text, [this](std::size_t i) { return word(i); });
+    }
+
+    void read_members(const Reader& in, const Json& object, const std::string& pointer) {
+        if (object.empty()) in.fail(pointer, "no word vectors: the object is empty");
+        std::string first_word;
+        for (const auto& [key, value] : object.items()) {
+            const auto word_pointer = pointer_child(pointer, key);
+            in.plain_text(key, word_pointer);
+            const Vector v = in.vector(value, word_pointer, width(), fmt::format("like \"{}\"", printable(first_word)));
+            if (own_ends_.empty()) words_.width = static_cast<std::size_t>(v.size()), first_word = key;
+            own_keys_ += key;
+            own_ends_.push_back(own_keys_.size());
+            own_rows_.insert(own_rows_.end(), v.begin(), v.end());
+        }
+        words_.count = own_ends_.size();
+        words_.rows = reinterpret_cast<const std::uint8_t*>(own_rows_.data());
+        words_.ends = reinterpret_cast<const std::uint8_t*>(own_ends_.data());
+        words_.keys = own_keys_.data();
+    }
+
+    std::string_view folded_word(std::size_t i) const {
+        const std::size_t from = i == 0 ? 0 : folded_ends_[i - 1];
+        return std::string_view(folded_keys_).substr(from, folded_ends_[i] - from);
+    }
+
+    void fold_all(const Reader& in) const {
+        for (std::size_t i = 0; i < size(); ++i) {
+            folded_keys_ += fold_case(word(i));
+            folded_ends_.push_back(folded_keys_.size());
+        }
+        in.charge(folded_keys_.size() + size() * (sizeof(std::uint64_t) + HashIndex::entry_bytes));
+        folded_ = HashIndex(size(), [this](std::size_t i) { return folded_word(i); });
+    }
+
+    PackedWords words_;
+    HashIndex exact_;
+    // Only for an object the parser did not pack: the same layout, held here.
+    std::string own_keys_;
+    std::vector<std::uint64_t> own_ends_;
+    std::vector<double> own_rows_;
+    // Case-folded keys, built on the first exact miss.
+    mutable std::string folded_keys_;
+    mutable std::vector<std::size_t> folded_ends_;
+    mutable HashIndex folded_;
 };
 
-WordVectors read_word_vectors(const Reader& in, const Json& object, const std::string& pointer) {
-    if (object.empty()) in.fail(pointer, "no word vectors: the object is empty");
-    WordVectors table;
-    Eigen::Index dim = 0;
-    std::string first_word;
-    for (const auto& [word, value] : object.items()) {
-        const auto word_pointer = pointer_child(pointer, word);
-        const auto why = fmt::format("like \"{}\"", printable(first_word));
-        Vector v = in.vector(value, word_pointer, dim, why);
-        if (dim == 0) dim = v.size(), first_word = word;
-        table.exact.emplace(word, table.entries.size());
-        table.folded[fold_case(word)].push_back(table.entries.size());
-        table.entries.emplace_back(word, std::move(v));
-    }
-    return table;
-}
-
-// The vector for `word`: exact spelling first, then case-insensitive.
-const Vector& look_up(const Reader& in, const WordVectors& table, const std::string& word,
-                      std::string_view where_pointer, std::size_t position, std::size_t count,
-                      std::string_view vectors_pointer) {
-    if (const auto it = table.exact.find(word); it != table.exact.end())
-        return table.entries[it->second].second;
-    if (const auto it = table.folded.find(fold_case(word)); it != table.folded.end()) {
-        if (it->second.size() == 1) return table.entries[it->second.front()].second;
+// The row of `table` for `word`: exact spelling first, then case-insensitive.
+std::size_t look_up(const Reader& in, const WordVectors& table, const std::string& word, std::string_view where_pointer,
+                    std::size_t position, std::size_t count, std::string_view vectors_pointer) {
+    const auto found = table.find(in, word);
+    if (found.size() == 1) return found.front();
+    if (found.size() > 1) {
         std::vector<std::string> spellings;
-        for (const auto index : it->second) spellings.push_back(table.entries[index].first);
+        for (const auto index : found) spellings.emplace_back(table.word(index));
         in.fail(where_pointer,
                 fmt::format("word \"{}\" (token {} of {}) matches several entries of {} that "
                             "differ only in case: {}",
                             printable(word), position, count, show_pointer(vectors_pointer),
-                            join(spellings, ", ")));
+                            bounded_list(spellings)));
     }
+    std::vector<std::string> suggestions;
+    for (const auto index : closest(word, table.size(), [&](std::size_t i) { return table.word(i); }, 3))
+        suggestions.emplace_back(table.word(index));
     in.fail(where_pointer, fmt::format("unknown word \"{}\" (token {} of {}): {} has no vector "
-                                       "for it; closest known words: {}",
-                                       printable(word), position, count,
-                                       show_pointer(vectors_pointer),
-                                       join(closest(word, table.words(), 3), ", ")));
+                                       "for it{}{}",
+                                       printable(word), position, count, show_pointer(vectors_pointer),
+                                       suggestions.empty() ? "" : "; closest known words: ", bounded_list(suggestions)));
+}
+
+// What a list of words holds: each Word, its text beyond the string's own small buffer, and
+// the same again once the texts become the sequence's tokens.
+std::uint64_t words_bytes(const std::vector<Word>& words) {
+    std::uint64_t bytes = 0;
+    for (const auto& w : words) bytes += sizeof(Word) + sizeof(std::string) + 2 * (w.text.size() > 15 ? w.text.size() + 17 : 0);
+    return bytes;
 }
 
 struct Labels {
@@ -262,9 +305,13 @@ Labels read_labels(const Reader& in, const Json& object, const std::string& poin
         labels.pointer = pointer_child(pointer, "sentence");
         labels.from_sentence = true;
         const auto sentence = in.label(object["sentence"], labels.pointer, true);
-        labels.words = split_sentence(sentence);
+        // Split no further than one word past the limit: a long sentence of punctuation would
+        // otherwise make millions of words before it is refused.
+        labels.words = split_sentence(sentence, max_tokens + 1);
+        if (labels.words.size() > max_tokens)
+            in.fail(labels.pointer, fmt::format("more than {} tokens, the limit", max_tokens));
         if (labels.words.empty()) in.fail(labels.pointer, "the sentence has no words");
-        in.check_token_count(labels.pointer, labels.words.size());
+        in.charge(words_bytes(labels.words));
         return labels;
     }
     labels.pointer = pointer_child(pointer, "tokens");
@@ -279,14 +326,34 @@ Labels read_labels(const Reader& in, const Json& object, const std::string& poin
             in.fail(token_pointer, "empty token: a token needs at least one visible character");
         labels.words.push_back({std::move(text), false});
     }
+    in.charge(words_bytes(labels.words));
     return labels;
+}
+
+std::vector<std::string> take_texts(std::vector<Word>& words) {
+    std::vector<std::string> texts;
+    texts.reserve(words.size());
+    for (auto& w : words) texts.push_back(std::move(w.text));
+    return texts;
+}
+
+// Every word of the table with its vector, in file order.
+Vocabulary vocabulary_of(const Reader& in, const WordVectors& table) {
+    Vocabulary vocabulary;
+    in.charge(table.size() * (sizeof(std::string) + static_cast<std::size_t>(table.width()) * sizeof(double)));
+    vocabulary.vectors.resize(static_cast<Eigen::Index>(table.size()), table.width());
+    vocabulary.words.reserve(table.size());
+    for (std::size_t i = 0; i < table.size(); ++i) {
+        vocabulary.words.emplace_back(table.word(i));
+        table.copy_vector(i, &vocabulary.vectors(static_cast<Eigen::Index>(i), 0));
+    }
+    return vocabulary;
 }
 
 // Tokens plus their vectors, from {"sentence"|"tokens", VECTORS_KEY: object | array}.
 // An object maps words to vectors; an array is aligned with the tokens.
 Sequence read_sequence(const Reader& in, const Json& object, const std::string& pointer,
-                       std::string_view vectors_key, bool allow_word_map,
-                       std::vector<std::pair<std::string, Vector>>* vocabulary) {
+                       std::string_view vectors_key, bool allow_word_map, Vocabulary* vocabulary) {
     Labels labels = read_labels(in, object, pointer);
     const auto vectors_pointer = pointer_child(pointer, vectors_key);
     if (!object.contains(vectors_key))
@@ -297,22 +364,21 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
     const Json& vectors = object[std::string(vectors_key)];
 
     Sequence seq;
-    if (vectors.is_object() && allow_word_map) {
-        WordVectors table = read_word_vectors(in, vectors, vectors_pointer);
+    if ((vectors.is_object() || is_packed_words(vectors)) && allow_word_map) {
+        const WordVectors table(in, vectors, vectors_pointer);
         // Punctuation stays only where the embeddings name it.
-        std::erase_if(labels.words, [&](const Word& w) {
-            return w.punctuation && !table.exact.contains(w.text);
-        });
+        std::erase_if(labels.words, [&](const Word& w) { return w.punctuation && !table.has_exactly(w.text); });
         if (labels.words.empty()) in.fail(labels.pointer, "no words left after dropping punctuation");
         const auto count = labels.words.size();
-        seq.vectors.resize(static_cast<Eigen::Index>(count), table.entries.front().second.size());
+        in.charge(count * static_cast<std::size_t>(table.width()) * sizeof(double));
+        seq.vectors.resize(static_cast<Eigen::Index>(count), table.width());
         for (std::size_t i = 0; i < count; ++i) {
             const auto where = labels.from_sentence ? labels.pointer : pointer_child(labels.pointer, i);
-            seq.vectors.row(static_cast<Eigen::Index>(i)) =
-                look_up(in, table, labels.words[i].text, where, i + 1, count, vectors_pointer);
-            seq.tokens.push_back(labels.words[i].text);
+            table.copy_vector(look_up(in, table, labels.words[i].text, where, i + 1, count, vectors_pointer),
+                              &seq.vectors(static_cast<Eigen::Index>(i), 0));
         }
-        if (vocabulary) *vocabulary = std::move(table.entries);
+        seq.tokens = take_texts(labels.words);
+        if (vocabulary) *vocabulary = vocabulary_of(in, table);
         return seq;
     }
     if (!vectors.is_array() && !is_packed_matrix(vectors))
@@ -329,7 +395,7 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
                                              rows_of(vectors), rows_of(vectors) == 1 ? "" : "s",
                                              labels.words.size(), labels.words.size() == 1 ? "" : "s"));
     seq.vectors = in.matrix(vectors, vectors_pointer);
-    for (auto& w : labels.words) seq.tokens.push_back(std::move(w.text));
+    seq.tokens = take_texts(labels.words);
     return seq;
 }
 
@@ -423,9 +489,9 @@ EncoderDecoderInput read_encoder_decoder(const Reader& in, const Json& doc) {
 
 }  // namespace
 
-Problem load_problem(std::string_view json_text, const std::string& origin) {
-    const Reader in(origin);
-    const Json doc = parse_json(json_text, origin);
+Problem load_problem(std::string_view json_text, const std::string& origin, MemoryBudget* budget) {
+    const Reader in(origin, budget);
+    const Json doc = parse_json(json_text, origin, budget);
     in.require_object(doc, "");
     in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights",
                            "source", "target"});
@@ -463,6 +529,18 @@ Problem load_problem(std::string_view json_text, const std::string& origin) {
         problem.input = read_single(in, doc, problem);
     }
     return problem;
+}
+
+Problem load_input(const InputText& input, const MemoryLimit& limit) {
+    MemoryBudget budget(limit, input.origin);
+    try {
+        Problem problem = load_problem(input.text, input.origin, &budget);
+        input.require_unchanged();
+        return problem;
+    } catch (const DataError&) {
+        input.require_unchanged();
+        throw;
+    }
 }
 
 }  // namespace attntrace

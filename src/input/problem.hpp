@@ -19,6 +19,12 @@ struct Sequence {
     Matrix vectors;  // tokens.size() × d
 };
 
+// Words and their vectors, one row per word.
+struct Vocabulary {
+    std::vector<std::string> words;
+    Matrix vectors;  // words.size() × d
+};
+
 // The three learned projections of self-attention, applied as X·W.
 struct Projections {
     Matrix query;  // d_in × d_k
@@ -54,7 +60,7 @@ struct Problem {
     std::optional<Mode> mode;  // the file's default mode
     std::variant<SingleSequenceInput, EncoderDecoderInput> input;
     // Named vectors when the embeddings were given as a word → vector object, in file order.
-    std::vector<std::pair<std::string, Vector>> vocabulary;
+    Vocabulary vocabulary;
 };
 
 }  // namespace attntrace

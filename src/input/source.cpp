@@ -10,8 +10,13 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <array>
+#include <atomic>
+#include <csignal>
+#include <cstdint>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace attntrace {
 namespace {
@@ -39,21 +44,91 @@ InputText from_string(std::string text, std::string origin) {
     return {*owned, std::move(origin), owned};
 }
 
+// A file shortened by another process while it is mapped makes every read of the lost pages
+// raise SIGBUS. The handler below maps a page of zeros over such a page of one of our
+// mappings, notes that the file changed, and lets the read go on; the reader then reports
+// the change as an error (InputText::require_unchanged) instead of dying. Fixed slots, so the
+// handler only reads atomics and calls mmap.
+struct MappedSlot {
+    std::atomic<std::uintptr_t> start{0};
+    std::atomic<std::size_t> size{0};
+    std::atomic<bool> truncated{false};
+};
+constexpr std::size_t max_mappings = 8;
+std::array<MappedSlot, max_mappings> mapped{};
+std::size_t page_size = 4096;
+struct sigaction previous_sigbus {};
+
+extern "C" void zero_lost_pages(int signal, siginfo_t* info, void* context) {
+    const auto address = reinterpret_cast<std::uintptr_t>(info->si_addr);
+    for (auto& slot : mapped) {
+        const std::uintptr_t start = slot.start.load();
+        if (start == 0 || address < start || address >= start + slot.size.load()) continue;
+        void* page = reinterpret_cast<void*>(address & ~(page_size - 1));
+        if (::mmap(page, page_size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+            slot.truncated.store(true);
+            return;  // the read is repeated, and finds zeros
+        }
+    }
+    // Not one of ours: whoever handled SIGBUS before (the default: end the program) does.
+    if (previous_sigbus.sa_flags & SA_SIGINFO) {
+        previous_sigbus.sa_sigaction(signal, info, context);
+    } else {
+        ::sigaction(SIGBUS, &previous_sigbus, nullptr);  // the fault repeats under that action
+    }
+}
+
+void install_sigbus_handler() {
+    static const bool installed = [] {
+        page_size = static_cast<std::size_t>(::sysconf(_SC_PAGE_SIZE));
+        struct sigaction action {};
+        action.sa_sigaction = zero_lost_pages;
+        action.sa_flags = SA_SIGINFO;
+        sigemptyset(&action.sa_mask);
+        return ::sigaction(SIGBUS, &action, &previous_sigbus) == 0;
+    }();
+    (void)installed;
+}
+
+}  // namespace
+
 // A regular file is mapped, not copied: the parser reads the page cache directly.
-class Mapping {
+class detail::Mapping {
 public:
-    Mapping(void* address, std::size_t size) : address_(address), size_(size) {}
-    ~Mapping() { ::munmap(address_, size_); }
+    Mapping(void* address, std::size_t size) : address_(address), size_(size) {
+        install_sigbus_handler();
+        for (std::size_t i = 0; i < max_mappings; ++i) {
+            std::uintptr_t free = 0;
+            if (mapped[i].start.compare_exchange_strong(free, reinterpret_cast<std::uintptr_t>(address))) {
+                mapped[i].size.store(size);
+                mapped[i].truncated.store(false);
+                slot_ = i;
+                break;
+            }
+        }
+    }
+    ~Mapping() {
+        if (slot_ < max_mappings) mapped[slot_].start.store(0);
+        ::munmap(address_, size_);
+    }
     Mapping(const Mapping&) = delete;
     Mapping& operator=(const Mapping&) = delete;
     std::string_view text() const { return {static_cast<const char*>(address_), size_}; }
+    bool guarded() const { return slot_ < max_mappings; }
+    bool truncated() const { return guarded() && mapped[slot_].truncated.load(); }
 
 private:
     void* address_;
     std::size_t size_;
+    std::size_t slot_ = max_mappings;
 };
 
-}  // namespace
+void InputText::require_unchanged() const {
+    if (!mapping || !mapping->truncated()) return;
+    throw DataError(fmt::format("{}: the file was shortened by another program while it was read; "
+                                "read it again once it is complete",
+                                origin));
+}
 
 InputText read_input(const std::string& path, std::uint64_t max_bytes) {
     if (path == "-") return from_string(read_stream(stdin, "<stdin>", max_bytes), "<stdin>");
@@ -74,15 +149,16 @@ InputText read_input(const std::string& path, std::uint64_t max_bytes) {
     // MAP_POPULATE maps every page at once: far cheaper than a fault per page as it is read.
     void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, ::fileno(file.get()), 0);
     if (address == MAP_FAILED) return from_string(read_stream(file.get(), origin, max_bytes), origin);
-    auto mapping = std::make_shared<const Mapping>(address, size);
-    return {mapping->text(), origin, mapping};
+    auto mapping = std::make_shared<const detail::Mapping>(address, size);
+    if (!mapping->guarded()) return from_string(std::string(mapping->text()), origin);  // no slot: a copy is safe
+    return {mapping->text(), origin, mapping, mapping.get()};
 }
 
 InputText example_input(std::string_view name) {
     if (const Example* example = find_example(name)) return {example->json, fmt::format("example:{}", name), nullptr};
     std::string names;
     for (const auto& example : examples()) names += (names.empty() ? "" : ", ") + std::string(example.name);
-    throw UsageError(fmt::format("no example named \"{}\" (examples: {})", name, names));
+    throw UsageError(fmt::format("no example named \"{}\" (examples: {})", printable(name), names));
 }
 
 }  // namespace attntrace

@@ -11,10 +11,21 @@
 
 namespace attntrace {
 
+namespace detail {
+class Mapping;
+}
+
 struct InputText {
     std::string_view text;       // valid as long as this InputText lives
     std::string origin;          // for messages: the path, "<stdin>" or "example:NAME"
     std::shared_ptr<const void> storage;  // what holds the text: a mapping, a buffer, or nothing
+
+    // A mapped file that another program shortened while it was read gives zeros where its
+    // lost pages were (not SIGBUS); then this throws DataError saying so. Call it after the
+    // text was read, also when reading it failed (the zeros may be what failed).
+    void require_unchanged() const;
+
+    const detail::Mapping* mapping = nullptr;  // a mapped file (held by `storage`)
 };
 
 // Reads PATH, standard input for "-", or the built-in example NAME for "example:NAME" (the

@@ -2,6 +2,8 @@
 
 #include "util/utf8.hpp"
 
+#include <algorithm>
+
 namespace attntrace {
 namespace {
 
@@ -28,35 +30,31 @@ bool is_punctuation(std::string_view ch) {
     return false;
 }
 
-std::vector<std::string_view> characters(std::string_view text) {
-    std::vector<std::string_view> out;
-    for (std::size_t i = 0; i < text.size();) {
-        const std::size_t n = utf8_sequence_length(text.substr(i));
-        const std::size_t step = n == 0 ? 1 : n;
-        out.push_back(text.substr(i, step));
-        i += step;
-    }
-    return out;
+// The character at `at` (an ill-formed byte counts as one).
+std::string_view character_at(std::string_view text, std::size_t at) {
+    const std::size_t n = utf8_sequence_length(text.substr(at));
+    return text.substr(at, n == 0 ? 1 : n);
 }
 
 }  // namespace
 
-std::vector<Word> split_sentence(std::string_view sentence) {
-    const auto chars = characters(sentence);
+std::vector<Word> split_sentence(std::string_view sentence, std::size_t max_words) {
     std::vector<Word> words;
+    words.reserve(std::min(max_words, sentence.size() / 2 + 1));  // room enough, without copies as it grows
     std::string current;
     const auto flush = [&] {
         if (!current.empty()) words.push_back({std::move(current), false});
         current.clear();
     };
-    for (std::size_t i = 0; i < chars.size(); ++i) {
-        const auto ch = chars[i];
+    for (std::size_t i = 0; i < sentence.size() && words.size() < max_words;) {
+        const auto ch = character_at(sentence, i);
+        i += ch.size();
         if (is_space(ch)) {
             flush();
             continue;
         }
-        const bool joins = is_joiner(ch) && !current.empty() && i + 1 < chars.size() &&
-                           !is_space(chars[i + 1]) && !is_punctuation(chars[i + 1]);
+        const std::string_view next = i < sentence.size() ? character_at(sentence, i) : std::string_view();
+        const bool joins = is_joiner(ch) && !current.empty() && !next.empty() && !is_space(next) && !is_punctuation(next);
         if (is_punctuation(ch) && !joins) {
             flush();
             words.push_back({std::string(ch), true});
@@ -64,7 +62,7 @@ std::vector<Word> split_sentence(std::string_view sentence) {
         }
         current += ch;
     }
-    flush();
+    if (words.size() < max_words) flush();
     return words;
 }
 

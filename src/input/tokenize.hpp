@@ -16,6 +16,7 @@ struct Word {
 // An apostrophe or hyphen between letters stays inside the word ("teacher's", "well-known").
 // Letters outside ASCII (é, ß, 日) are word characters; common Unicode punctuation (— “ ” …)
 // is punctuation. The caller decides which punctuation to keep.
-std::vector<Word> split_sentence(std::string_view sentence);
+// Stops after `max_words` words (the caller refuses a sentence that reaches it).
+std::vector<Word> split_sentence(std::string_view sentence, std::size_t max_words = static_cast<std::size_t>(-1));
 
 }  // namespace attntrace

@@ -9,7 +9,10 @@
 #include <ostream>
 
 namespace attntrace {
-std::string csv_field(std::string_view text) {
+namespace {
+
+// Quoted as RFC 4180 says when it holds a comma, a quote or a line break.
+std::string quoted(std::string_view text) {
     if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
     std::string out = "\"";
     for (const char c : text) {
@@ -19,11 +22,31 @@ std::string csv_field(std::string_view text) {
     return out + '"';
 }
 
+}  // namespace
+
+std::string csv_text(std::string_view text) {
+    if (text.empty() || std::string_view("=+-@\t\r").find(text.front()) == std::string_view::npos) return quoted(text);
+    std::string prefixed(1, '\'');
+    prefixed.append(text);
+    return quoted(prefixed);
+}
+
 namespace {
 
 void write_row(std::ostream& out, std::string_view first, const std::vector<std::string>& rest) {
-    out << csv_field(first);
-    for (const auto& item : rest) out << ',' << csv_field(item);
+    out << csv_text(first);
+    for (const auto& item : rest) out << ',' << csv_text(item);
+    out << '\n';
+}
+
+// A row of a stage's table: its label, then the numbers (written as they are), then the
+// extra columns, of which "strongest" is a label.
+void write_cells(std::ostream& out, const StageText& text, std::size_t r) {
+    out << csv_text(text.row_labels[r]);
+    for (std::size_t c = 0; c < text.rows[r].size(); ++c) {
+        const bool label = c >= text.data_columns && text.header[c] == "strongest";
+        out << ',' << (label ? csv_text(text.rows[r][c]) : text.rows[r][c]);
+    }
     out << '\n';
 }
 
@@ -39,7 +62,7 @@ void write_stage_csv(const Stage& stage, const RenderOptions& options, std::ostr
     write_row(out, "applied", {"true"});
     const StageText text = stage_text(stage, options.digits);
     write_row(out, "row", text.header);
-    for (std::size_t r = 0; r < text.rows.size(); ++r) write_row(out, text.row_labels[r], text.rows[r]);
+    for (std::size_t r = 0; r < text.rows.size(); ++r) write_cells(out, text, r);
 }
 
 void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& out) {

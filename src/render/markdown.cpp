@@ -10,6 +10,18 @@
 namespace attntrace {
 namespace {
 
+// A fence longer than any run of backticks in `lines` (at least ```), so that a label
+// holding backticks cannot end the code block early (CommonMark's rule).
+std::string code_fence(const std::vector<std::string>& lines) {
+    std::size_t longest = 0;
+    for (const auto& line : lines)
+        for (std::size_t i = 0, run = 0; i < line.size(); ++i) {
+            run = line[i] == '`' ? run + 1 : 0;
+            longest = std::max(longest, run);
+        }
+    return std::string(std::max<std::size_t>(3, longest + 1), '`');
+}
+
 }  // namespace
 
 // Text that stays text in a table cell: Markdown's own characters escaped with a backslash,
@@ -70,17 +82,19 @@ void render_markdown(const Trace& trace, const RenderOptions& options, std::ostr
                                    ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(),
                                                  trace.target_tokens.size())
                                    : fmt::format("{} tokens", trace.tokens.size());
-    out << fmt::format("# attntrace: {} mode, {} ({})\n\n", to_string(trace.mode), tokens, trace.origin);
+    out << fmt::format("# attntrace: {} mode, {} ({})\n\n", to_string(trace.mode), tokens, markdown_cell(trace.origin));
     if (!trace.description.empty()) out << '*' << markdown_cell(trace.description) << "*\n\n";
-    for (const auto& note : trace.notes) out << "> Note: " << note << "\n\n";
+    for (const auto& note : trace.notes) out << "> Note: " << markdown_cell(note) << "\n\n";
     if (trace.weights == WeightsOrigin::generated)
         out << fmt::format("> Weights generated from seed {} (splitmix64), not learned.\n\n", trace.seed);
     for (const Stage* stage : selected_stages(trace, options))
         write_stage_markdown(*stage, options, options.explain ? explanation(trace, *stage) : std::vector<std::string>{}, out);
     if (trace.worked) {
-        out << "## worked example\n\n```text\n";
-        for (const auto& line : worked_lines(*trace.worked, options.digits)) out << line << '\n';
-        out << "```\n";
+        const auto lines = worked_lines(*trace.worked, options.digits);
+        const std::string fence = code_fence(lines);
+        out << "## worked example\n\n" << fence << "text\n";
+        for (const auto& line : lines) out << line << '\n';
+        out << fence << '\n';
     }
 }
 

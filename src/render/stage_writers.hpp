@@ -24,7 +24,10 @@ void write_stage_csv(const Stage& stage, const RenderOptions& options, std::ostr
 std::string markdown_cell(std::string_view text);
 // "d_in = 3, d_k = 2": the dimensions as the headings show them.
 std::string dims_text(const std::vector<std::pair<std::string, Eigen::Index>>& dims);
-// A CSV field, quoted (RFC 4180) when it holds a comma, a quote or a line break.
-std::string csv_field(std::string_view text);
+// A CSV field of text (a label, a formula): quoted (RFC 4180) when it holds a comma, a quote
+// or a line break, and, when it starts with = + - @ or a tab or carriage return, prefixed
+// with ' so that a spreadsheet shows it instead of running it as a formula (the OWASP
+// advice on CSV injection). Numbers are written as they are.
+std::string csv_text(std::string_view text);
 
 }  // namespace attntrace

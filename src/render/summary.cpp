@@ -117,11 +117,11 @@ void render_csv(const Summary& s, const RenderOptions& options, std::ostream& ou
     out << '\n';
     for (std::size_t i = 0; i < s.queries.size(); ++i) {
         const QuerySummary& q = s.queries[i];
-        out << fmt::format("{},{},{},{}", i, csv_field(s.tokens[i]), format_significant(q.max_weight, options.digits),
+        out << fmt::format("{},{},{},{}", i, csv_text(s.tokens[i]), format_significant(q.max_weight, options.digits),
                            format_fixed(q.entropy, options.digits));
         for (std::size_t t = 0; t < s.top; ++t)
             if (t < q.top.size())
-                out << ',' << csv_field(s.tokens[static_cast<std::size_t>(q.top[t].index)]) << ','
+                out << ',' << csv_text(s.tokens[static_cast<std::size_t>(q.top[t].index)]) << ','
                     << format_significant(q.top[t].weight, options.digits);
             else
                 out << ",,";
@@ -131,7 +131,7 @@ void render_csv(const Summary& s, const RenderOptions& options, std::ostream& ou
 
 void render_markdown(const Summary& s, const RenderOptions& options, std::ostream& out) {
     const std::size_t n = s.queries.size();
-    out << fmt::format("# attntrace: {} mode, summary of {} queries ({})\n\n", to_string(s.mode), n, s.origin);
+    out << fmt::format("# attntrace: {} mode, summary of {} queries ({})\n\n", to_string(s.mode), n, markdown_cell(s.origin));
     out << "| # | query | max | entropy | top keys (weight) |\n|---:|---|---:|---:|---|\n";
     for (std::size_t i = 0; i < n; ++i) {
         if (!shown(i, n)) {

@@ -101,7 +101,8 @@ constexpr std::array<Rgb, 9> palette{{{247, 251, 255},
 // The palette at `t` in [0, 1], linear between neighbouring stops (as the colour bar's SVG
 // gradient interpolates, so bar and cells agree).
 Rgb shade(double t) {
-    const double position = std::clamp(t, 0.0, 1.0) * static_cast<double>(palette.size() - 1);
+    if (!(t > 0)) t = 0;  // also NaN: the position indexes the palette
+    const double position = std::min(t, 1.0) * static_cast<double>(palette.size() - 1);
     const auto i = std::min(static_cast<std::size_t>(position), palette.size() - 2);
     const double f = position - static_cast<double>(i);
     const Rgb& a = palette[i];

@@ -46,11 +46,13 @@ Range finite_range(const Stage& stage) {
     return range;
 }
 
-// Halves first: high − low of values near ±1e308 would overflow to infinity.
+// A level in [0, shade_count) for any value and range, NaN and infinities included (the
+// level indexes an array). Halves first: high − low of values near ±1e308 would overflow.
 int shade_level(double value, Range range) {
     if (!(range.high > range.low)) return 0;
     const double t = (value / 2 - range.low / 2) / (range.high / 2 - range.low / 2);
-    return std::min(static_cast<int>(std::clamp(t, 0.0, 1.0) * shade_count), shade_count - 1);
+    if (!(t > 0)) return 0;  // also NaN
+    return t >= 1 ? shade_count - 1 : std::min(static_cast<int>(t * shade_count), shade_count - 1);
 }
 
 std::string painted(std::string_view text, Shade shade) {

@@ -1,5 +1,9 @@
 #include "util/utf8.hpp"
 
+#include <fmt/format.h>
+
+#include <cstdint>
+
 namespace attntrace {
 namespace {
 
@@ -85,6 +89,11 @@ void append_utf8(std::string& out, char32_t cp) {
 
 std::size_t utf8_sequence_length(std::string_view text) { return decode(text).length; }
 
+bool is_control_or_format(char32_t cp) {
+    return cp < 0x20 || in(cp, 0x7F, 0x9F) || cp == 0x061C || in(cp, 0x200E, 0x200F) || in(cp, 0x2028, 0x202E) ||
+           in(cp, 0x2066, 0x2069);
+}
+
 std::optional<char32_t> first_control_character(std::string_view text) {
     for (std::size_t i = 0; i < text.size();) {
         const auto d = decode(text.substr(i));
@@ -92,10 +101,32 @@ std::optional<char32_t> first_control_character(std::string_view text) {
             ++i;
             continue;
         }
-        if (d.code_point < 0x20 || in(d.code_point, 0x7F, 0x9F)) return d.code_point;
+        if (is_control_or_format(d.code_point)) return d.code_point;
         i += d.length;
     }
     return std::nullopt;
+}
+
+std::string printable(std::string_view text, std::size_t max_chars) {
+    std::string out;
+    std::size_t chars = 0;
+    for (std::size_t i = 0; i < text.size(); ++chars) {
+        if (chars == max_chars) {
+            out += "…";
+            break;
+        }
+        const auto d = decode(text.substr(i));
+        const auto byte = static_cast<unsigned char>(text[i]);
+        if (d.length == 0 || (d.length == 1 && is_control_or_format(d.code_point))) {
+            out += fmt::format("\\x{:02x}", byte);
+            ++i;
+            continue;
+        }
+        if (is_control_or_format(d.code_point)) out += fmt::format("\\u{:04X}", static_cast<std::uint32_t>(d.code_point));
+        else out.append(text.substr(i, d.length));
+        i += d.length;
+    }
+    return out;
 }
 
 std::size_t utf8_length(std::string_view text) {
@@ -155,6 +186,13 @@ std::string_view prefix_within_width(std::string_view text, std::size_t columns)
         i += d.length;
     }
     return text.substr(0, i);
+}
+
+std::string bounded_list(const std::vector<std::string>& items, std::size_t max_items) {
+    std::string out;
+    for (std::size_t i = 0; i < items.size() && i < max_items; ++i) out += (i ? ", " : "") + printable(items[i], 24);
+    if (items.size() > max_items) out += fmt::format(", … ({} more)", items.size() - max_items);
+    return out;
 }
 
 }  // namespace attntrace

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attntrace {
 
@@ -12,9 +13,25 @@ namespace attntrace {
 // well-formed (stray continuation byte, overlong form, surrogate, beyond U+10FFFF, cut short).
 std::size_t utf8_sequence_length(std::string_view text);
 
-// The first control character (U+0000–U+001F, U+007F–U+009F) in `text`, if any. Labels must
-// not hold one: a NUL, a newline or an escape sequence would break the tables.
+// Characters that can act on a terminal or reorder what it shows: C0 controls, DEL, C1
+// controls (U+0080–U+009F, among them CSI U+009B), the line and paragraph separators
+// U+2028–U+2029, and the bidirectional formatting characters (U+061C, U+200E, U+200F,
+// U+202A–U+202E, U+2066–U+2069), which would reverse the numbers after a label. Nothing
+// from the input that attntrace prints may hold one.
+bool is_control_or_format(char32_t cp);
+
+// The first such character in `text`, if any. Labels must not hold one: a NUL, a newline,
+// an escape sequence or a bidi override would break the tables.
 std::optional<char32_t> first_control_character(std::string_view text);
+
+// Printable, single-line form of arbitrary bytes for messages and headings: C0 controls,
+// DEL and invalid UTF-8 become \xNN, the other characters of is_control_or_format \uNNNN,
+// and text longer than `max_chars` characters is cut with "…".
+std::string printable(std::string_view text, std::size_t max_chars = 40);
+
+// "a, b, c" for a message: each item printable() and cut at 24 characters, at most
+// `max_items` of them, then "… (N more)".
+std::string bounded_list(const std::vector<std::string>& items, std::size_t max_items = 8);
 
 // Number of code points; each ill-formed byte counts as one.
 std::size_t utf8_length(std::string_view text);

@@ -119,7 +119,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         options.dtype = Dtype::float32;
         run(problem, options);
     }
-    if (!pair && !problem.vocabulary.empty()) {
+    if (!pair && !problem.vocabulary.words.empty()) {
         try {
             (void)similarity_tables(problem.vocabulary, "fuzz");
         } catch (const DataError&) {

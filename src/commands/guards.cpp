@@ -1,0 +1,131 @@
+#include "commands/guards.hpp"
+
+#include "error.hpp"
+#include "util/duration.hpp"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+
+namespace attntrace {
+namespace {
+
+double element_size(Dtype dtype) { return dtype == Dtype::float32 ? 4 : 8; }
+
+// The text of one number in a rendered stage. JSON writes into a buffer that may be twice
+// the text (it grows by doubling): up to 24 characters and a separator. Table, markdown and
+// CSV hold each cell as a string (32 bytes, plus a heap block beyond 15 characters), and the
+// table a second, padded copy of it.
+double text_per_cell(const RenderOptions& render) {
+    if (render.format == Format::json) return 2 * 26;
+    const double length = render.digits + 8;  // sign, integer part, point, decimals
+    const double cell = 32 + (length > 15 ? length + 17 : 0);
+    return render.format == Format::table ? 2 * cell : cell;
+}
+constexpr double svg_per_cell = 400;  // a rectangle, a tooltip and a label
+// Labels are held by the input text, the loaded problem, the trace and the text of a stage.
+constexpr double label_copies = 6;
+// What a standard output keeps before it is committed (util/output.hpp).
+constexpr double held_output = 16 << 20;
+
+double matrix_bytes(const WorkShape& s) { return s.rows * (s.d_in + 2 * s.d_k + 2 * s.d_v); }
+
+}  // namespace
+
+WorkShape work_shape(const Problem& problem, const TraceOptions& options) {
+    WorkShape s;
+    const auto labels = [](const std::vector<std::string>& tokens) {
+        double bytes = 0;
+        for (const auto& token : tokens) bytes += static_cast<double>(token.size()) + 32;
+        return bytes;
+    };
+    if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
+        s.rows = s.cols = static_cast<double>(single->sequence.tokens.size());
+        s.d_in = static_cast<double>(single->sequence.vectors.cols());
+        s.d_k = single->weights ? static_cast<double>(single->weights->query.cols())
+                                : static_cast<double>(options.dim.value_or(single->sequence.vectors.cols()));
+        s.d_v = single->weights ? static_cast<double>(single->weights->value.cols()) : s.d_k;
+        if (options.mode == Mode::plain) s.d_k = s.d_v = s.d_in;
+        s.label_bytes = labels(single->sequence.tokens);
+        s.causal = options.mode == Mode::causal;
+        return s;
+    }
+    const auto& pair = std::get<EncoderDecoderInput>(problem.input);
+    s.rows = static_cast<double>(pair.target.tokens.size());
+    s.cols = static_cast<double>(pair.source.tokens.size());
+    s.d_in = static_cast<double>(std::max(pair.source.vectors.cols(), pair.target.vectors.cols()));
+    s.d_k = static_cast<double>(std::max(options.dim.value_or(0), pair.source.vectors.cols()));
+    s.d_v = static_cast<double>(pair.source.vectors.cols());
+    s.label_bytes = labels(pair.source.tokens) + labels(pair.target.tokens);
+    return s;
+}
+
+std::uint64_t trace_bytes(const WorkShape& s, Dtype dtype, const RenderOptions& render, bool svg) {
+    const double cells = s.cells();
+    const double widest = std::max({cells, s.rows * s.d_in, s.rows * s.d_k, s.rows * s.d_v, s.cols * s.d_k});
+    const double stages = 4 * cells * 8 + matrix_bytes(s) * 8;                       // stored as double
+    const double working = 3 * cells * element_size(dtype) + matrix_bytes(s) * element_size(dtype);
+    const double masks = 3 * cells;
+    const double weights = 3 * s.d_in * std::max(s.d_k, s.d_v) * 8 * 2;
+    const double text = widest * text_per_cell(render);
+    const double held = std::min(held_output, widest * 26);
+    return static_cast<std::uint64_t>(stages + working + masks + weights + s.label_bytes * label_copies + text + held +
+                                      (svg ? cells * svg_per_cell : 0));
+}
+
+std::uint64_t summary_bytes(const WorkShape& s, Dtype dtype, bool context, std::size_t top) {
+    const double t = element_size(dtype);
+    const double per_query = 64 + static_cast<double>(top) * 16 + (context ? s.d_v * 8 : 0);
+    const double scratch = static_cast<double>(omp_get_max_threads()) * (2 * 64 * 256 + 64 * s.d_v) * t;
+    const double weights = 3 * s.d_in * std::max(s.d_k, s.d_v) * 8 * 2;
+    const double text = s.rows * (100 + static_cast<double>(top) * 40 + (context ? s.d_v * 26 : 0));
+    return static_cast<std::uint64_t>(s.rows * (s.d_in * (8 + t) + (s.d_k * 2 + s.d_v) * t + per_query) + scratch +
+                                      weights + s.label_bytes * label_copies + std::min(held_output, text));
+}
+
+std::uint64_t similarity_bytes(std::size_t words, double d, const RenderOptions& render) {
+    const double n = static_cast<double>(words);
+    return static_cast<std::uint64_t>(n * n * (2 * 8 + text_per_cell(render)) + 3 * n * d * 8 +
+                                      std::min(held_output, 2 * n * n * 26));
+}
+
+// The rates behind the estimates, per thread, measured with `attntrace --threads 1` on the
+// project's machine (2-core Xeon, float64): the streaming path spends about 2 ns on each
+// visited score plus 0.03 ns per number of d_k + d_v; the trace path about 45 ns plus 0.45 ns
+// per number, and rendering (on one thread) about 100 ns per number written (250 ns in a
+// table, which also measures and pads every cell).
+double summary_seconds(const WorkShape& s) {
+    const double per_score = 2.0e-9 + 0.03e-9 * (s.d_k + s.d_v);
+    return s.visited() * per_score / omp_get_max_threads();
+}
+
+double trace_seconds(const WorkShape& s, Format format) {
+    const double compute = s.visited() * (45e-9 + 0.45e-9 * (s.d_k + s.d_v)) / omp_get_max_threads();
+    const double numbers = 4 * s.cells() + matrix_bytes(s);
+    return compute + numbers * (format == Format::table ? 250e-9 : 100e-9);
+}
+
+double similarity_seconds(std::size_t words, double d) {
+    const double pairs = static_cast<double>(words) * static_cast<double>(words);
+    return pairs * (2 * 0.45e-9 * d / omp_get_max_threads() + 2 * 250e-9);
+}
+
+void require_memory(std::uint64_t need, const MemoryLimit& limit, const std::string& origin, std::string_view what,
+                    std::string_view hint) {
+    if (need <= limit.bytes) return;
+    throw DataError(fmt::format("{}{}{} needs about {}, more than {}{}{}", origin, origin.empty() ? "" : ": ", what,
+                                format_size(need), limit.describe(), hint.empty() ? "" : "; ", hint));
+}
+
+void require_time(double seconds, double limit, const std::string& origin, std::string_view what,
+                  std::string_view hint) {
+    if (limit <= 0 || seconds <= limit) return;
+    const int threads = omp_get_max_threads();
+    throw DataError(fmt::format("{}{}{} takes about {} on {} thread{} of this machine, more than --max-time {}; {}"
+                                "--max-time 0 accepts long work",
+                                origin, origin.empty() ? "" : ": ", what, format_duration(seconds), threads,
+                                threads == 1 ? "" : "s", format_duration(limit), hint.empty() ? "" : fmt::format("{}, or ", hint)));
+}
+
+}  // namespace attntrace

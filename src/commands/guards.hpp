@@ -1,0 +1,62 @@
+// What a request will cost, estimated from the loaded problem before anything large is made:
+// the memory of each path (refused beyond --max-memory) and the time of the work (refused
+// beyond --max-time), each with a message that says the estimate and what to do instead.
+#pragma once
+
+#include "attention/trace.hpp"
+#include "input/problem.hpp"
+#include "render/render.hpp"
+#include "util/memory.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace attntrace {
+
+// The sizes a request works with.
+struct WorkShape {
+    double rows = 0, cols = 0;           // the score matrices: queries × keys
+    double d_in = 0, d_k = 0, d_v = 0;   // bahdanau: the widest state, d_a and d_h
+    double label_bytes = 0;              // the text of the row and column labels
+    bool causal = false;                 // only the keys up to each query are visited
+
+    double cells() const { return rows * cols; }
+    double visited() const { return causal ? cells() / 2 + rows : cells(); }
+};
+
+WorkShape work_shape(const Problem& problem, const TraceOptions& options);
+
+// The trace path at its peak: the stages (stored as double) and their working copies in the
+// working precision, the masks, the weights, the labels, the text of the widest stage being
+// rendered in `render`'s format and digits, the output held back before it is committed,
+// and the SVG when one is asked for.
+std::uint64_t trace_bytes(const WorkShape& shape, Dtype dtype, const RenderOptions& render, bool svg);
+
+// The streaming path: X, Q, K, V, the per-query results, the context if asked for, the
+// labels, and one block of scratch per thread.
+std::uint64_t summary_bytes(const WorkShape& shape, Dtype dtype, bool context, std::size_t top);
+
+// similarity: two words × words tables, their text, and the vectors.
+std::uint64_t similarity_bytes(std::size_t words, double d, const RenderOptions& render);
+
+// Seconds the work takes on this machine (rates measured on the project's 2-core machine,
+// docs/robustness.md), shared out over the OpenMP threads where it runs in parallel.
+double trace_seconds(const WorkShape& shape, Format format);
+double summary_seconds(const WorkShape& shape);
+double similarity_seconds(std::size_t words, double d);
+
+// Throws DataError "ORIGIN: WHAT needs about N, more than --max-memory M; HINT" when need > limit
+// (an empty origin is left out).
+void require_memory(std::uint64_t need, const MemoryLimit& limit, const std::string& origin, std::string_view what,
+                    std::string_view hint);
+
+// --max-time: seconds, 0 for no limit.
+inline constexpr double default_max_seconds = 300;
+
+// Throws DataError "ORIGIN: WHAT takes about T on N threads of this machine, more than
+// --max-time L; HINT" when seconds > limit (and limit > 0).
+void require_time(double seconds, double limit, const std::string& origin, std::string_view what,
+                  std::string_view hint);
+
+}  // namespace attntrace

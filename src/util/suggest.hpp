@@ -1,0 +1,27 @@
+// "Did you mean …?": the known names closest to a misspelt one, by edit distance.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attntrace {
+
+// Longer words are not compared: the distance costs length × length, and a word that long
+// is not a typo of a short one.
+inline constexpr std::size_t max_suggested_chars = 64;
+
+// Up to `count` indices of the candidates (candidate(0) … candidate(total − 1)) closest to
+// `word` by case-insensitive edit distance, closest first; equal distances keep candidate
+// order. The work is bounded: a word or candidate longer than max_suggested_chars is left
+// out, and the search stops after about 5·10⁷ character pairs (then the closest of the
+// candidates seen so far are given).
+std::vector<std::size_t> closest(std::string_view word, std::size_t total,
+                                 const std::function<std::string_view(std::size_t)>& candidate, std::size_t count);
+
+// The same over a list of names, returning the names.
+std::vector<std::string> closest_names(std::string_view word, const std::vector<std::string>& names, std::size_t count);
+
+}  // namespace attntrace
