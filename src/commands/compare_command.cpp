@@ -86,12 +86,17 @@ void run_compare(CompareRequest request, std::ostream& out) {
     if (a.mode != b.mode)
         throw UsageError(fmt::format("the inputs ask for different modes ({} and {}): choose one with --mode",
                                      to_string(a.mode), to_string(b.mode)));
-    const Comparison comparison = compare_contexts(a, b, request.token);
-    if (request.render.format == Format::json) {
+    write_comparison(a, b, request.token, request.render, out);
+}
+
+void write_comparison(const Trace& a, const Trace& b, const std::string& token, const RenderOptions& render,
+                      std::ostream& out) {
+    const Comparison comparison = compare_contexts(a, b, token);
+    if (render.format == Format::json) {
         render_comparison_json(comparison, out);
         return;
     }
-    render_report(comparison_report(comparison, request.render.digits), request.render, out);
+    render_report(comparison_report(comparison, render.digits), render, out);
 }
 
 }  // namespace attntrace

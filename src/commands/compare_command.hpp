@@ -27,4 +27,8 @@ struct CompareRequest {
 
 void run_compare(CompareRequest request, std::ostream& out);
 
+// Everything after tracing: the comparison of `token` in two traces of one mode, rendered.
+void write_comparison(const Trace& a, const Trace& b, const std::string& token, const RenderOptions& render,
+                      std::ostream& out);
+
 }  // namespace attntrace

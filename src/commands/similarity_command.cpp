@@ -58,7 +58,10 @@ std::string pairs_text(const std::vector<WordPair>& pairs, int digits) {
 
 void run_similarity(const SimilarityRequest& request, std::ostream& out) {
     const InputText input = read_input(request.input, request.max_input);
-    const Problem problem = load_input(input, request.max_memory);
+    write_similarity(load_input(input, request.max_memory), request, out);
+}
+
+void write_similarity(const Problem& problem, const SimilarityRequest& request, std::ostream& out) {
     const auto vocabulary = vocabulary_of(problem);
     const std::size_t words = vocabulary.words.size();
     const auto d = static_cast<double>(vocabulary.vectors.cols());

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "input/limits.hpp"
+#include "input/problem.hpp"
 #include "render/render.hpp"
 #include "util/memory.hpp"
 
@@ -21,5 +22,8 @@ struct SimilarityRequest {
 };
 
 void run_similarity(const SimilarityRequest& request, std::ostream& out);
+
+// Everything after reading: the tables of a loaded problem, rendered.
+void write_similarity(const Problem& problem, const SimilarityRequest& request, std::ostream& out);
 
 }  // namespace attntrace

@@ -2,6 +2,7 @@
 
 #include "attention/check.hpp"
 #include "attention/summary.hpp"
+#include "attention/worked.hpp"
 #include "commands/guards.hpp"
 #include "error.hpp"
 #include "input/examples.hpp"
@@ -67,6 +68,12 @@ void check_summary_request(const TraceRequest& request) {
 
 bool mode_has_summary(Mode mode) { return mode != Mode::bahdanau; }
 
+// The rows a query names: the tokens, or the target tokens of a source/target input.
+const std::vector<std::string>& query_labels(const Problem& problem) {
+    if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) return single->sequence.tokens;
+    return std::get<EncoderDecoderInput>(problem.input).target.tokens;
+}
+
 std::size_t token_count(const Problem& problem) {
     if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) return single->sequence.tokens.size();
     return 0;
@@ -102,6 +109,9 @@ void run_trace(TraceRequest request, Outputs& outputs) {
                                                      std::string(default_example)));
     const Problem problem = load_input(input, request.max_memory);
     request.trace.mode = resolve_mode(problem, request.mode);
+
+    // A query that names no token is a usage error, found before any work is done.
+    if (request.trace.query) (void)find_query_row(query_labels(problem), *request.trace.query);
 
     const std::size_t n = token_count(problem);
     if (request.summary) {

@@ -124,20 +124,28 @@ public:
             fail(pointer, fmt::format("{} tokens, more than the limit of {}", count, max_tokens));
     }
 
-    std::string string(const Json& value, std::string_view pointer) const {
+    std::string string(const Json& value, std::string_view pointer) const { return string_ref(value, pointer); }
+
+    const std::string& string_ref(const Json& value, std::string_view pointer) const {
         if (!value.is_string()) fail(pointer, "expected a string, found " + describe(value));
-        return value.get<std::string>();
+        return value.get_ref<const std::string&>();
     }
 
-    // A string shown in tables: one line, no control characters (the sentence may hold white
-    // space, which splitting removes).
-    std::string label(const Json& value, std::string_view pointer, bool allow_white_space) const {
+    // A string shown in tables or headings: one line, no control characters.
+    std::string label(const Json& value, std::string_view pointer) const {
         std::string text = string(value, pointer);
-        if (allow_white_space)
-            for (char& c : text)
-                if (c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') c = ' ';
         plain_text(text, pointer);
         return text;
+    }
+
+    // A sentence may also hold the white space that splitting removes.
+    void plain_text_in_sentence(std::string_view sentence, std::string_view pointer) const {
+        for (std::size_t from = 0; from <= sentence.size();) {
+            const std::size_t space = sentence.find_first_of("\t\n\r\f\v", from);
+            plain_text(sentence.substr(from, space == std::string_view::npos ? space : space - from), pointer);
+            if (space == std::string_view::npos) break;
+            from = space + 1;
+        }
     }
 
     // Text that attntrace prints (labels, words, descriptions) may not act on a terminal.
@@ -279,16 +287,16 @@ std::size_t look_up(const Reader& in, const WordVectors& table, const std::strin
                                        suggestions.empty() ? "" : "; closest known words: ", bounded_list(suggestions)));
 }
 
-// What a list of words holds: each Word, its text beyond the string's own small buffer, and
-// the same again once the texts become the sequence's tokens.
-std::uint64_t words_bytes(const std::vector<Word>& words) {
-    std::uint64_t bytes = 0;
-    for (const auto& w : words) bytes += sizeof(Word) + sizeof(std::string) + 2 * (w.text.size() > 15 ? w.text.size() + 17 : 0);
+// What a list of words holds: each string, its text beyond the string's own small buffer,
+// and a bit for whether it is punctuation.
+std::uint64_t words_bytes(const SplitWords& words) {
+    std::uint64_t bytes = words.size() * sizeof(std::string) + words.size() / 8;
+    for (const auto& text : words.texts) bytes += text.size() > 15 ? text.size() + 17 : 0;
     return bytes;
 }
 
 struct Labels {
-    std::vector<Word> words;    // sentence words (with punctuation) or tokens
+    SplitWords words;           // sentence words (with punctuation) or tokens
     std::string pointer;        // "/sentence" or "/tokens"
     bool from_sentence = false;
 };
@@ -304,13 +312,14 @@ Labels read_labels(const Reader& in, const Json& object, const std::string& poin
     if (has_sentence) {
         labels.pointer = pointer_child(pointer, "sentence");
         labels.from_sentence = true;
-        const auto sentence = in.label(object["sentence"], labels.pointer, true);
+        const std::string& sentence = in.string_ref(object["sentence"], labels.pointer);
+        in.plain_text_in_sentence(sentence, labels.pointer);
         // Split no further than one word past the limit: a long sentence of punctuation would
         // otherwise make millions of words before it is refused.
         labels.words = split_sentence(sentence, max_tokens + 1);
         if (labels.words.size() > max_tokens)
             in.fail(labels.pointer, fmt::format("more than {} tokens, the limit", max_tokens));
-        if (labels.words.empty()) in.fail(labels.pointer, "the sentence has no words");
+        if (labels.words.size() == 0) in.fail(labels.pointer, "the sentence has no words");
         in.charge(words_bytes(labels.words));
         return labels;
     }
@@ -319,22 +328,17 @@ Labels read_labels(const Reader& in, const Json& object, const std::string& poin
     if (!tokens.is_array()) in.fail(labels.pointer, "expected an array of strings, found " + describe(tokens));
     if (tokens.empty()) in.fail(labels.pointer, "no tokens: the array is empty");
     in.check_token_count(labels.pointer, tokens.size());
+    labels.words.texts.reserve(tokens.size());
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         const auto token_pointer = pointer_child(labels.pointer, i);
-        auto text = in.label(tokens[i], token_pointer, false);
+        auto text = in.label(tokens[i], token_pointer);
         if (text.find_first_not_of(" \t\r\n") == std::string::npos)
             in.fail(token_pointer, "empty token: a token needs at least one visible character");
-        labels.words.push_back({std::move(text), false});
+        labels.words.texts.push_back(std::move(text));
     }
+    labels.words.punctuation.assign(tokens.size(), false);
     in.charge(words_bytes(labels.words));
     return labels;
-}
-
-std::vector<std::string> take_texts(std::vector<Word>& words) {
-    std::vector<std::string> texts;
-    texts.reserve(words.size());
-    for (auto& w : words) texts.push_back(std::move(w.text));
-    return texts;
 }
 
 // Every word of the table with its vector, in file order.
@@ -367,17 +371,18 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
     if ((vectors.is_object() || is_packed_words(vectors)) && allow_word_map) {
         const WordVectors table(in, vectors, vectors_pointer);
         // Punctuation stays only where the embeddings name it.
-        std::erase_if(labels.words, [&](const Word& w) { return w.punctuation && !table.has_exactly(w.text); });
-        if (labels.words.empty()) in.fail(labels.pointer, "no words left after dropping punctuation");
-        const auto count = labels.words.size();
+        auto& words = labels.words;
+        words.keep_if([&](std::size_t i) { return !words.punctuation[i] || table.has_exactly(words.texts[i]); });
+        if (words.size() == 0) in.fail(labels.pointer, "no words left after dropping punctuation");
+        const auto count = words.size();
         in.charge(count * static_cast<std::size_t>(table.width()) * sizeof(double));
         seq.vectors.resize(static_cast<Eigen::Index>(count), table.width());
         for (std::size_t i = 0; i < count; ++i) {
             const auto where = labels.from_sentence ? labels.pointer : pointer_child(labels.pointer, i);
-            table.copy_vector(look_up(in, table, labels.words[i].text, where, i + 1, count, vectors_pointer),
+            table.copy_vector(look_up(in, table, words.texts[i], where, i + 1, count, vectors_pointer),
                               &seq.vectors(static_cast<Eigen::Index>(i), 0));
         }
-        seq.tokens = take_texts(labels.words);
+        seq.tokens = std::move(words.texts);
         if (vocabulary) *vocabulary = vocabulary_of(in, table);
         return seq;
     }
@@ -387,15 +392,15 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
                             allow_word_map ? "an object word → vector or an array of vectors"
                                            : "an array of vectors aligned with the tokens",
                             describe(vectors)));
-    std::erase_if(labels.words, [](const Word& w) { return w.punctuation; });
-    if (labels.words.empty()) in.fail(labels.pointer, "no words left after dropping punctuation");
+    labels.words.keep_if([&](std::size_t i) { return !labels.words.punctuation[i]; });
+    if (labels.words.size() == 0) in.fail(labels.pointer, "no words left after dropping punctuation");
     if (rows_of(vectors) != labels.words.size())
         in.fail(vectors_pointer, fmt::format("{} vector{} for {} token{}: an array of vectors "
                                              "needs one vector per token, in order",
                                              rows_of(vectors), rows_of(vectors) == 1 ? "" : "s",
                                              labels.words.size(), labels.words.size() == 1 ? "" : "s"));
     seq.vectors = in.matrix(vectors, vectors_pointer);
-    seq.tokens = take_texts(labels.words);
+    seq.tokens = std::move(labels.words.texts);
     return seq;
 }
 
@@ -499,7 +504,7 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
     Problem problem;
     problem.origin = origin;
     if (doc.contains("description")) {
-        problem.description = in.label(doc["description"], "/description", false);
+        problem.description = in.label(doc["description"], "/description");
     }
     if (doc.contains("mode")) {
         const auto name = in.string(doc["mode"], "/mode");

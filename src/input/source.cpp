@@ -95,7 +95,7 @@ void install_sigbus_handler() {
 // A regular file is mapped, not copied: the parser reads the page cache directly.
 class detail::Mapping {
 public:
-    Mapping(void* address, std::size_t size) : address_(address), size_(size) {
+    Mapping(void* address, std::size_t size, int fd) : address_(address), size_(size), fd_(::dup(fd)) {
         install_sigbus_handler();
         for (std::size_t i = 0; i < max_mappings; ++i) {
             std::uintptr_t free = 0;
@@ -110,16 +110,24 @@ public:
     ~Mapping() {
         if (slot_ < max_mappings) mapped[slot_].start.store(0);
         ::munmap(address_, size_);
+        if (fd_ >= 0) ::close(fd_);
     }
     Mapping(const Mapping&) = delete;
     Mapping& operator=(const Mapping&) = delete;
     std::string_view text() const { return {static_cast<const char*>(address_), size_}; }
-    bool guarded() const { return slot_ < max_mappings; }
-    bool truncated() const { return guarded() && mapped[slot_].truncated.load(); }
+    bool guarded() const { return slot_ < max_mappings && fd_ >= 0; }
+    // A lost page was read (SIGBUS), or the file is shorter now than when it was mapped (the
+    // reading may have stopped at the zeros past its new end before reaching a lost page).
+    bool truncated() const {
+        struct stat now {};
+        return (guarded() && mapped[slot_].truncated.load()) ||
+               (fd_ >= 0 && ::fstat(fd_, &now) == 0 && static_cast<std::size_t>(now.st_size) < size_);
+    }
 
 private:
     void* address_;
     std::size_t size_;
+    int fd_;  // the file stays open, to see whether it shrank
     std::size_t slot_ = max_mappings;
 };
 
@@ -149,7 +157,7 @@ InputText read_input(const std::string& path, std::uint64_t max_bytes) {
     // MAP_POPULATE maps every page at once: far cheaper than a fault per page as it is read.
     void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, ::fileno(file.get()), 0);
     if (address == MAP_FAILED) return from_string(read_stream(file.get(), origin, max_bytes), origin);
-    auto mapping = std::make_shared<const detail::Mapping>(address, size);
+    auto mapping = std::make_shared<const detail::Mapping>(address, size, ::fileno(file.get()));
     if (!mapping->guarded()) return from_string(std::string(mapping->text()), origin);  // no slot: a copy is safe
     return {mapping->text(), origin, mapping, mapping.get()};
 }

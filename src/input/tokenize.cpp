@@ -2,8 +2,6 @@
 
 #include "util/utf8.hpp"
 
-#include <algorithm>
-
 namespace attntrace {
 namespace {
 
@@ -36,33 +34,49 @@ std::string_view character_at(std::string_view text, std::size_t at) {
     return text.substr(at, n == 0 ? 1 : n);
 }
 
-}  // namespace
-
-std::vector<Word> split_sentence(std::string_view sentence, std::size_t max_words) {
-    std::vector<Word> words;
-    words.reserve(std::min(max_words, sentence.size() / 2 + 1));  // room enough, without copies as it grows
-    std::string current;
+// Calls emit(word, is_punctuation) for each word, at most `max_words` times. A word is a
+// run of characters of the sentence, so it is passed as a view into it.
+template <typename Emit>
+void scan_words(std::string_view sentence, std::size_t max_words, Emit&& emit) {
+    std::size_t count = 0, start = 0, end = 0;  // the current word: [start, end)
     const auto flush = [&] {
-        if (!current.empty()) words.push_back({std::move(current), false});
-        current.clear();
+        if (end > start && count < max_words) emit(sentence.substr(start, end - start), false), ++count;
     };
-    for (std::size_t i = 0; i < sentence.size() && words.size() < max_words;) {
+    for (std::size_t i = 0; i < sentence.size() && count < max_words;) {
         const auto ch = character_at(sentence, i);
+        const std::size_t at = i;
         i += ch.size();
         if (is_space(ch)) {
             flush();
+            start = end = i;
             continue;
         }
         const std::string_view next = i < sentence.size() ? character_at(sentence, i) : std::string_view();
-        const bool joins = is_joiner(ch) && !current.empty() && !next.empty() && !is_space(next) && !is_punctuation(next);
+        const bool joins = is_joiner(ch) && end > start && !next.empty() && !is_space(next) && !is_punctuation(next);
         if (is_punctuation(ch) && !joins) {
             flush();
-            words.push_back({std::string(ch), true});
+            if (count < max_words) emit(ch, true), ++count;
+            start = end = i;
             continue;
         }
-        current += ch;
+        if (end == start) start = at;
+        end = i;
     }
-    if (words.size() < max_words) flush();
+    flush();
+}
+
+}  // namespace
+
+SplitWords split_sentence(std::string_view sentence, std::size_t max_words) {
+    std::size_t count = 0;
+    scan_words(sentence, max_words, [&](std::string_view, bool) { ++count; });
+    SplitWords words;
+    words.texts.reserve(count);
+    words.punctuation.reserve(count);
+    scan_words(sentence, max_words, [&](std::string_view text, bool punctuation) {
+        words.texts.emplace_back(text);
+        words.punctuation.push_back(punctuation);
+    });
     return words;
 }
 

@@ -1,22 +1,39 @@
 // Splitting a sentence into the words that become tokens.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace attntrace {
 
-struct Word {
-    std::string text;       // as spelled in the sentence
-    bool punctuation = false;
+// Words as spelled in the sentence, and which of them are punctuation marks (the caller
+// decides which punctuation to keep).
+struct SplitWords {
+    std::vector<std::string> texts;
+    std::vector<bool> punctuation;
+
+    std::size_t size() const { return texts.size(); }
+    // Keeps the words for which keep(i) is true, in order.
+    template <typename Keep>
+    void keep_if(Keep&& keep) {
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < texts.size(); ++i)
+            if (keep(i)) {
+                if (kept != i) texts[kept] = std::move(texts[i]), punctuation[kept] = punctuation[i];
+                ++kept;
+            }
+        texts.resize(kept);
+        punctuation.resize(kept);
+    }
 };
 
 // Splits at white space, then peels punctuation off the words: "step." → "step", ".".
 // An apostrophe or hyphen between letters stays inside the word ("teacher's", "well-known").
 // Letters outside ASCII (é, ß, 日) are word characters; common Unicode punctuation (— “ ” …)
-// is punctuation. The caller decides which punctuation to keep.
-// Stops after `max_words` words (the caller refuses a sentence that reaches it).
-std::vector<Word> split_sentence(std::string_view sentence, std::size_t max_words = static_cast<std::size_t>(-1));
+// is punctuation. Stops after `max_words` words (the caller refuses a sentence that reaches
+// it); the words are counted first, so their lists are allocated once, at their size.
+SplitWords split_sentence(std::string_view sentence, std::size_t max_words = static_cast<std::size_t>(-1));
 
 }  // namespace attntrace

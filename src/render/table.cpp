@@ -4,6 +4,7 @@
 #include "render/explain.hpp"
 #include "render/number.hpp"
 #include "render/render.hpp"
+#include "render/shading.hpp"
 #include "render/stage_writers.hpp"
 #include "render/text.hpp"
 #include "render/worked_text.hpp"
@@ -46,14 +47,7 @@ Range finite_range(const Stage& stage) {
     return range;
 }
 
-// A level in [0, shade_count) for any value and range, NaN and infinities included (the
-// level indexes an array). Halves first: high − low of values near ±1e308 would overflow.
-int shade_level(double value, Range range) {
-    if (!(range.high > range.low)) return 0;
-    const double t = (value / 2 - range.low / 2) / (range.high / 2 - range.low / 2);
-    if (!(t > 0)) return 0;  // also NaN
-    return t >= 1 ? shade_count - 1 : std::min(static_cast<int>(t * shade_count), shade_count - 1);
-}
+int level_of(double value, Range range) { return shade_level(value, range.low, range.high, shade_count); }
 
 std::string painted(std::string_view text, Shade shade) {
     return fmt::format("\x1b[48;5;{}m\x1b[38;5;{}m{}\x1b[0m", shade.background, shade.foreground, text);
@@ -141,7 +135,7 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
             const std::string cell = data[i].pad(cell_of(data[i]));
             const auto r = static_cast<Eigen::Index>(row), c = static_cast<Eigen::Index>(i);
             if (shade && row >= 0 && !stage.is_masked(r, c))
-                line += painted(cell, shades[shade_level(stage.data(r, c), range)]);
+                line += painted(cell, shades[level_of(stage.data(r, c), range)]);
             else
                 line += cell;
         }

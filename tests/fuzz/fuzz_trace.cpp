@@ -1,17 +1,28 @@
 // libFuzzer target: arbitrary bytes through everything attntrace does with an input. Loading
 // may refuse the bytes (DataError), and so may a mode (an input that does not fit it, numbers
 // that overflow); anything else — a crash, a hang, a sanitizer report, an exception of another
-// kind, or a trace that fails its own --check — is a finding. The streaming path must agree
-// with the trace path on every input both accept.
+// kind, a trace that fails its own --check, or rendered text that breaks a rule of
+// tests/support/output_checks.hpp — is a finding. The streaming path must agree with the trace
+// path on every input both accept.
+//
+// An input that starts with '#' is expanded instead, so that the parser's two-halves reading
+// of long matrices (from 1 MiB of text) is fuzzed too: "#ROW" or "#ROW\nMIDDLE" becomes
+// {"tokens": [...], "embeddings": [ROW, ROW, …, MIDDLE, …, ROW]} of about 1.2 MiB, which
+// must parse the same on one thread and on two.
 #include "attention/check.hpp"
-#include "attention/similarity.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
+#include "commands/compare_command.hpp"
+#include "commands/similarity_command.hpp"
 #include "error.hpp"
+#include "input/json_text.hpp"
 #include "input/load.hpp"
 #include "render/render.hpp"
 #include "render/summary.hpp"
 #include "render/svg.hpp"
+#include "support/output_checks.hpp"
+
+#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
@@ -23,24 +34,49 @@ using namespace attntrace;
 
 namespace {
 
-[[noreturn]] void finding(const char* what) {
-    std::fprintf(stderr, "fuzz finding: %s\n", what);
+[[noreturn]] void finding(const std::string& what) {
+    std::fprintf(stderr, "fuzz finding: %s\n", what.c_str());
     std::abort();
 }
 
+// Labels are the input's own text: one that reads "nan" would look like a number that is not.
+bool labels_look_like_numbers(const Labels& labels) {
+    for (const auto& label : labels)
+        if (!output_checks::number_problem(label).empty()) return true;
+    return false;
+}
+
+void require_clean(const std::string& text, Format format, bool colour, bool labels_may_read_as_numbers) {
+    std::string problem;
+    switch (format) {
+    case Format::json: problem = output_checks::json_problem(text); break;
+    case Format::csv: problem = output_checks::csv_problem(text); break;
+    case Format::table:
+    case Format::markdown: break;
+    }
+    if (problem.empty() && format != Format::json) problem = output_checks::terminal_problem(text, colour);
+    if (problem.empty() && format != Format::json && !labels_may_read_as_numbers) problem = output_checks::number_problem(text);
+    if (!problem.empty()) finding(std::string(to_string(format)) + " output: " + problem);
+}
+
+constexpr Format all_formats[] = {Format::table, Format::json, Format::markdown, Format::csv};
+
 void render_everything(const Trace& trace) {
+    const bool numeric_labels = labels_look_like_numbers(trace.tokens) || labels_look_like_numbers(trace.source_tokens) ||
+                                labels_look_like_numbers(trace.target_tokens);
     RenderOptions options;
     options.color = true;
-    options.explain = true;
     options.width = 60;
-    for (const Format format : {Format::table, Format::json, Format::markdown, Format::csv}) {
+    for (const Format format : all_formats) {
         options.format = format;
         options.explain = format != Format::csv;
         std::ostringstream out;
         render(trace, options, out);
+        require_clean(out.str(), format, options.color && format == Format::table, numeric_labels);
     }
     std::ostringstream svg;
     render_svg(trace, svg);
+    if (const auto problem = output_checks::svg_problem(svg.str()); !problem.empty()) finding("svg: " + problem);
 }
 
 bool close(double a, double b, double tolerance) {
@@ -68,10 +104,53 @@ void compare_paths(const Problem& problem, const TraceOptions& options, const Tr
              .all())
         finding("context differs");
     RenderOptions render_options;
-    for (const Format format : {Format::table, Format::json, Format::markdown, Format::csv}) {
+    for (const Format format : all_formats) {
         render_options.format = format;
         std::ostringstream out;
         render_summary(streamed, render_options, out);
+        require_clean(out.str(), format, false, labels_look_like_numbers(streamed.tokens));
+    }
+}
+
+// compare: the first token's context in this trace and in one with other weights.
+void compare_with_other_weights(const Problem& problem, TraceOptions options, const Trace& full) {
+    if (options.mode == Mode::bahdanau || options.mode == Mode::plain) return;
+    options.seed += 1;
+    options.query.reset();
+    Trace other;
+    try {
+        other = trace(problem, options);
+    } catch (const DataError&) {
+        return;
+    }
+    for (const Format format : all_formats) {
+        RenderOptions render;
+        render.format = format;
+        std::ostringstream out;
+        try {
+            write_comparison(full, other, full.tokens[0], render, out);
+        } catch (const DataError&) {
+            return;  // context vectors too large to compare
+        }
+        require_clean(out.str(), format, false, labels_look_like_numbers(full.tokens));
+    }
+}
+
+void similarity(const Problem& problem) {
+    for (const Format format : all_formats) {
+        SimilarityRequest request;
+        request.render.format = format;
+        request.render.color = format == Format::table;
+        request.max_memory.bytes = std::uint64_t{1} << 30;
+        std::ostringstream out;
+        try {
+            write_similarity(problem, request, out);
+        } catch (const DataError&) {
+            return;  // a zero vector, an overflowing dot product, too many words
+        }
+        const auto& words = problem.vocabulary.words.empty() ? std::get<SingleSequenceInput>(problem.input).sequence.tokens
+                                                             : problem.vocabulary.words;
+        require_clean(out.str(), format, request.render.color, labels_look_like_numbers(Labels(words)));
     }
 }
 
@@ -84,25 +163,17 @@ void run(const Problem& problem, TraceOptions options) {
     } catch (const UsageError&) {
         return;  // --score outside bahdanau and the like
     }
-    if (const auto failure = first_failed_check(full)) finding(failure->c_str());
+    if (const auto failure = first_failed_check(full)) finding(*failure);
     render_everything(full);
-    if (options.mode != Mode::bahdanau && options.normalization == Normalization::softmax)
+    if (options.mode != Mode::bahdanau && options.normalization == Normalization::softmax) {
         compare_paths(problem, options, full);
+        compare_with_other_weights(problem, options, full);
+    }
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    const std::string_view text(reinterpret_cast<const char*>(data), size);
-    Problem problem;
-    try {
-        problem = load_problem(text, "fuzz");
-    } catch (const DataError&) {
-        return 0;
-    }
+void trace_every_way(const Problem& problem) {
     TraceOptions options;
     options.query = "1";
-    const bool pair = std::holds_alternative<EncoderDecoderInput>(problem.input);
     for (const Mode mode : {Mode::plain, Mode::self, Mode::causal, Mode::bahdanau}) {
         options.mode = mode;
         options.normalization = Normalization::softmax;
@@ -119,11 +190,61 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         options.dtype = Dtype::float32;
         run(problem, options);
     }
-    if (!pair && !problem.vocabulary.words.empty()) {
-        try {
-            (void)similarity_tables(problem.vocabulary, "fuzz");
-        } catch (const DataError&) {
-        }
+    if (std::holds_alternative<SingleSequenceInput>(problem.input)) similarity(problem);
+}
+
+// "#ROW[\nMIDDLE]" → a document of about 1.2 MiB whose embeddings repeat ROW, with MIDDLE as
+// the middle row.
+std::string expanded(std::string_view spec) {
+    const std::size_t cut = spec.find('\n');
+    const std::string_view row = spec.substr(0, cut);
+    const std::string_view middle = cut == std::string_view::npos ? row : spec.substr(cut + 1);
+    if (row.empty()) return {};
+    const std::size_t rows = (std::size_t{1} << 20) * 12 / 10 / (row.size() + 1) + 2;
+    std::string text = "{\"tokens\": [";
+    for (std::size_t i = 0; i < rows; ++i) text += (i ? ", \"t" : "\"t") + std::to_string(i) + '"';
+    text += "], \"embeddings\": [";
+    for (std::size_t i = 0; i < rows; ++i) {
+        if (i) text += ',';
+        text += i == rows / 2 ? middle : row;
     }
+    return text + "]}";
+}
+
+// The two-halves reading must give what the sequential one gives, result or error.
+void parse_both_ways(const std::string& text) {
+    const auto parse = [&](int threads) -> std::pair<std::string, Json> {
+        omp_set_num_threads(threads);
+        try {
+            return {"", parse_json(text, "fuzz")};
+        } catch (const DataError& e) {
+            return {e.what(), Json()};
+        }
+    };
+    const auto one = parse(1), two = parse(2);
+    if (one.first != two.first) finding("one and two threads parse differently: " + one.first + " / " + two.first);
+    if (one.second != two.second) finding("one and two threads parse to different documents");
+    if (!one.first.empty()) return;
+    try {
+        (void)load_problem(text, "fuzz");
+    } catch (const DataError&) {
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    if (text.starts_with("#")) {
+        if (const std::string long_text = expanded(text.substr(1)); !long_text.empty()) parse_both_ways(long_text);
+        return 0;
+    }
+    Problem problem;
+    try {
+        problem = load_problem(text, "fuzz");
+    } catch (const DataError&) {
+        return 0;
+    }
+    trace_every_way(problem);
     return 0;
 }

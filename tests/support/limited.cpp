@@ -1,0 +1,84 @@
+#include "support/limited.hpp"
+
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace limited {
+namespace {
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+void set_limit(int resource, std::optional<unsigned long> soft, std::optional<unsigned long> hard) {
+    rlimit r{};
+    ::getrlimit(resource, &r);
+    if (hard) r.rlim_max = *hard;
+    if (soft) r.rlim_cur = *soft;
+    if (r.rlim_cur > r.rlim_max) r.rlim_cur = r.rlim_max;
+    ::setrlimit(resource, &r);
+}
+
+}  // namespace
+
+Result run(const std::vector<std::string>& args, const Limits& limits, const std::map<std::string, std::string>& env) {
+    std::string dir = (std::filesystem::temp_directory_path() / "attntrace-limited-XXXXXX").string();
+    if (!::mkdtemp(dir.data())) throw std::runtime_error("mkdtemp failed");
+    const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+    // Everything the child needs is made before fork: it only sets limits, opens and execs.
+    std::vector<std::string> argv_text{ATTNTRACE_BINARY};
+    argv_text.insert(argv_text.end(), args.begin(), args.end());
+    std::vector<std::string> env_text;
+    for (char** e = environ; *e; ++e) {
+        const std::string entry(*e);
+        if (!env.contains(entry.substr(0, entry.find('=')))) env_text.push_back(entry);
+    }
+    for (const auto& [name, value] : env)
+        if (!value.empty()) env_text.push_back(name + "=" + value);
+    std::vector<char*> argv, envp;
+    for (auto& a : argv_text) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : env_text) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        if (limits.address_space) set_limit(RLIMIT_AS, limits.address_space, std::nullopt);
+        if (limits.stack_soft || limits.stack_hard) set_limit(RLIMIT_STACK, limits.stack_soft, limits.stack_hard);
+        const int in = ::open("/dev/null", O_RDONLY);
+        const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (in < 0 || out < 0 || err < 0) ::_exit(125);
+        ::dup2(in, 0);
+        ::dup2(out, 1);
+        ::dup2(err, 2);
+        ::execve(argv[0], argv.data(), envp.data());
+        ::_exit(127);
+    }
+    int status = 0;
+    rusage usage{};
+    while (::wait4(pid, &status, 0, &usage) < 0) {
+    }
+    Result result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.peak_kib = usage.ru_maxrss;
+    result.out = slurp(out_path);
+    result.err = slurp(err_path);
+    std::filesystem::remove_all(dir);
+    return result;
+}
+
+}  // namespace limited
