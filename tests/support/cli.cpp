@@ -1,10 +1,12 @@
 #include "support/cli.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <csignal>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -51,6 +53,25 @@ struct Command {
         for (auto& e : env_storage) envp.push_back(e.data());
         envp.push_back(nullptr);
     }
+};
+
+// Lowers this process's soft limit on `resource` to `value` while it lives, so that a child
+// spawned meanwhile inherits it.
+class ScopedLimit {
+public:
+    ScopedLimit(int resource, rlim_t value) : resource_(resource) {
+        ::getrlimit(resource_, &old_);
+        struct rlimit lower = old_;
+        lower.rlim_cur = std::min(value, old_.rlim_max);
+        ::setrlimit(resource_, &lower);
+    }
+    ~ScopedLimit() { ::setrlimit(resource_, &old_); }
+    ScopedLimit(const ScopedLimit&) = delete;
+    ScopedLimit& operator=(const ScopedLimit&) = delete;
+
+private:
+    int resource_;
+    struct rlimit old_ {};
 };
 
 int wait_for(pid_t pid) {
@@ -102,15 +123,30 @@ Result run_and_signal(const std::vector<std::string>& args, int delay_ms, int si
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, signal);
+    posix_spawnattr_setsigdefault(&attributes, &signals);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
+    const ScopedLimit no_core(RLIMIT_CORE, 0);
     pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
+    const int spawned =
+        posix_spawn(&pid, command.argv[0], &actions, &attributes, command.argv.data(), command.envp.data());
     posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
     if (spawned != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(spawned));
     ::usleep(static_cast<useconds_t>(delay_ms) * 1000);
     ::kill(pid, signal);
     Result result;
     result.exit_code = wait_for(pid);
     return result;
+}
+
+std::vector<std::string> busy_run_args() {
+    static const TempFile input(run({"generate", "--tokens", "20000", "--dim", "64"}).out, "busy.json");
+    return {input.path(), "--summary", "--threads", "1"};
 }
 
 Result run_to_file(const std::vector<std::string>& args, const std::string& stdout_path) {
