@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 namespace attntrace {
 namespace {
@@ -23,6 +24,7 @@ constexpr std::size_t buffer_size = 1 << 16;
 // Temporaries to remove if a signal ends the program: plain arrays, because the handler
 // may only call async-signal-safe functions (unlink, signal, raise).
 constexpr std::size_t max_temporaries = 8;
+constexpr std::size_t no_slot = max_temporaries;
 std::array<std::array<char, 4096>, max_temporaries> temporaries{};
 std::array<std::atomic<bool>, max_temporaries> in_use{};
 
@@ -30,24 +32,38 @@ extern "C" void remove_temporaries_and_die(int signal) {
     for (std::size_t i = 0; i < max_temporaries; ++i)
         if (in_use[i].load()) ::unlink(temporaries[i].data());
     std::signal(signal, SIG_DFL);
-    std::raise(signal);
+    std::raise(signal);  // delivered when the handler returns: the exit status is the signal's
 }
 
+// Every signal whose default action ends the process, except SIGKILL and SIGSTOP, which
+// cannot be caught.
+std::vector<int> terminating_signals() {
+    std::vector<int> signals{SIGHUP,  SIGINT,  SIGQUIT,   SIGILL,  SIGTRAP, SIGABRT, SIGBUS,
+                             SIGFPE,  SIGUSR1, SIGSEGV,   SIGUSR2, SIGPIPE, SIGALRM, SIGTERM,
+                             SIGSTKFLT, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGSYS};
+    for (int s = SIGRTMIN; s <= SIGRTMAX; ++s) signals.push_back(s);
+    return signals;
+}
+
+// The handler goes only where the default action is in place: a signal the caller ignores
+// stays ignored, and a handler already installed (a sanitizer's) is kept.
 void install_signal_handlers() {
     static const bool installed = [] {
-        for (const int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+        for (const int s : terminating_signals()) {
+            struct sigaction old {};
+            if (::sigaction(s, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
             struct sigaction action {};
             action.sa_handler = remove_temporaries_and_die;
             sigemptyset(&action.sa_mask);
-            struct sigaction old {};
-            ::sigaction(s, nullptr, &old);
-            if (old.sa_handler != SIG_IGN) ::sigaction(s, &action, nullptr);  // keep what the caller ignores
+            ::sigaction(s, &action, nullptr);
         }
         return true;
     }();
     (void)installed;
 }
 
+// The slot that lists `path` for the signal handler, or no_slot when all are taken or the
+// path is too long (the temporary is still removed on every ordinary path).
 std::size_t remember(const std::string& path) {
     install_signal_handlers();
     for (std::size_t i = 0; i < max_temporaries; ++i) {
@@ -56,12 +72,11 @@ std::size_t remember(const std::string& path) {
         in_use[i].store(true);
         return i;
     }
-    return max_temporaries;  // not remembered: still removed on every ordinary path
+    return no_slot;
 }
 
-void forget(const std::string& path) {
-    for (std::size_t i = 0; i < max_temporaries; ++i)
-        if (in_use[i].load() && path == temporaries[i].data()) in_use[i].store(false);
+void forget(std::size_t slot) {
+    if (slot != no_slot) in_use[slot].store(false);
 }
 
 }  // namespace
@@ -71,6 +86,7 @@ struct Destination {
     bool owns_fd = false;
     std::optional<std::string> target;  // a regular file to rename over
     std::string temporary;
+    std::size_t slot = no_slot;  // the temporary's signal-cleanup slot
 };
 
 namespace {
@@ -96,7 +112,7 @@ Destination open_destination(const std::optional<std::string>& path) {
     d.fd = ::mkstemp(d.temporary.data());
     if (d.fd < 0) throw DataError(fmt::format("cannot write {}: {}", *path, std::strerror(errno)));
     d.owns_fd = true;
-    remember(d.temporary);
+    d.slot = remember(d.temporary);
     // mkstemp makes the file private (0600): give it the old file's permissions, or those a
     // new file would get.
     mode_t mode = 0;
@@ -169,6 +185,7 @@ Output::Output(const std::optional<std::string>& path)
 Output::Output(Destination&& d, const std::optional<std::string>& path)
     : target_(std::move(d.target)),
       temporary_(std::move(d.temporary)),
+      slot_(d.slot),
       fd_(d.fd),
       owns_fd_(d.owns_fd),
       buffer_(fd_, path ? *path : std::string("output")),
@@ -181,7 +198,7 @@ Output::~Output() {
     if (owns_fd_ && !committed_) ::close(fd_);
     if (target_ && !committed_) {
         ::unlink(temporary_.c_str());
-        forget(temporary_);
+        forget(slot_);
     }
 }
 
@@ -194,7 +211,7 @@ void Output::commit() {
     if (target_) {
         if (error == 0 && ::rename(temporary_.c_str(), target_->c_str()) != 0) error = errno;
         if (error != 0) ::unlink(temporary_.c_str());
-        forget(temporary_);
+        forget(slot_);
     }
     if (error != 0) throw DataError(fmt::format("cannot write {}: {}", target_.value_or("output"), std::strerror(error)));
 }

@@ -58,6 +58,7 @@ private:
 
     std::optional<std::string> target_;  // the file renamed over, if any
     std::string temporary_;
+    std::size_t slot_;  // where the signal handler finds temporary_
     int fd_ = 1;
     bool owns_fd_ = false;
     FdStreambuf buffer_;

@@ -233,6 +233,17 @@ TempFile::TempFile(const std::string& contents, const std::string& name)
 
 TempFile::~TempFile() { std::filesystem::remove_all(dir_); }
 
+TempDir::TempDir() : path_(make_temp_dir()) {}
+
+TempDir::~TempDir() { std::filesystem::remove_all(path_); }
+
+std::vector<std::string> TempDir::names() const {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(path_)) names.push_back(entry.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
 std::string data_file(const std::string& name) {
     return std::string(ATTNTRACE_SOURCE_DIR) + "/data/" + name;
 }

@@ -54,6 +54,21 @@ private:
     std::string path_;
 };
 
+// A fresh temporary folder, removed with the object.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::string& path() const { return path_; }
+    std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+    std::vector<std::string> names() const;  // what the folder holds, sorted
+
+private:
+    std::string path_;
+};
+
 std::string data_file(const std::string& name);  // path of data/NAME in the source tree
 
 }  // namespace cli
