@@ -7,6 +7,7 @@
 #include <csignal>
 
 using Catch::Contains;
+using Catch::StartsWith;
 
 TEST_CASE("every signal that ends attntrace removes its temporaries first", "[output][cli][signals]") {
     const cli::TempDir folder;
@@ -24,4 +25,18 @@ TEST_CASE("every signal that ends attntrace removes its temporaries first", "[ou
         CHECK(stopped.exit_code == 128 + signal);  // the default action, after the clean-up
         CHECK(folder.names() == std::vector<std::string>{});
     }
+}
+
+TEST_CASE("a closed stdout is an error, and no file opened later takes its place", "[output][cli]") {
+    const cli::TempDir folder;
+    const auto closed = cli::run_with_stdout_closed({"--svg", folder / "c.svg"});
+    CHECK(closed.exit_code == 1);
+    CHECK(closed.err == "attntrace: error: cannot write output: standard output is closed\n");
+    CHECK(folder.names() == std::vector<std::string>{});
+
+    // With -o FILE the run does not need stdout.
+    const auto to_file = cli::run_with_stdout_closed({"-s", "inputs", "-o", folder / "t.txt", "--svg", folder / "c.svg"});
+    CHECK(to_file.exit_code == 0);
+    CHECK_THAT(cli::read_file(folder / "t.txt"), StartsWith("attntrace · plain mode"));
+    CHECK_THAT(cli::read_file(folder / "c.svg"), StartsWith("<?xml"));
 }

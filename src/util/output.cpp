@@ -21,6 +21,9 @@ namespace {
 
 constexpr std::size_t buffer_size = 1 << 16;
 
+// Which of descriptors 0, 1 and 2 were closed when the program started (prepare_output).
+std::array<bool, 3> closed_at_start{};
+
 // Temporaries to remove if a signal ends the program: plain arrays, because the handler
 // may only call async-signal-safe functions (unlink, signal, raise).
 constexpr std::size_t max_temporaries = 8;
@@ -93,7 +96,10 @@ namespace {
 
 Destination open_destination(const std::optional<std::string>& path) {
     Destination d;
-    if (!path) return d;
+    if (!path) {
+        if (closed_at_start[1]) throw DataError("cannot write output: standard output is closed");
+        return d;
+    }
     // A symlink is followed: the file it names is replaced, the link stays.
     std::error_code error;
     const std::string resolved = std::filesystem::weakly_canonical(*path, error).string();
@@ -128,6 +134,17 @@ Destination open_destination(const std::optional<std::string>& path) {
 }
 
 }  // namespace
+
+std::optional<std::string> prepare_output() {
+    for (int fd = 0; fd <= 2; ++fd) {
+        if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        // open() takes the lowest free number, which is fd: those below it are open.
+        if (::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) < 0)
+            return fmt::format("cannot open /dev/null: {}", std::strerror(errno));
+        closed_at_start[static_cast<std::size_t>(fd)] = true;
+    }
+    return std::nullopt;
+}
 
 FdStreambuf::FdStreambuf(int fd, std::string name)
     : fd_(fd), name_(std::move(name)), buffer_(new char[buffer_size]) {

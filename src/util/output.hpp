@@ -17,6 +17,13 @@ namespace attntrace {
 struct BrokenPipe {};
 inline constexpr int exit_broken_pipe = 141;  // 128 + SIGPIPE, what a shell shows either way
 
+// To call first thing in main(), before anything is opened. Makes sure descriptors 0, 1 and 2
+// are open: a closed one gets /dev/null, so that no file opened later takes its number (a
+// temporary on descriptor 1 would receive what is meant for stdout). A closed stdout is
+// remembered, and output meant for it is refused: "cannot write output: standard output is
+// closed". Returns an error message when /dev/null cannot be opened.
+std::optional<std::string> prepare_output();
+
 // An ostream onto a file descriptor. A failed write throws BrokenPipe (EPIPE) or
 // DataError("cannot write NAME: …") out of the stream operation that hit it.
 class FdStreambuf : public std::streambuf {

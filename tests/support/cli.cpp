@@ -85,14 +85,16 @@ int wait_for(pid_t pid) {
 
 namespace {
 
-// Spawns attntrace with stdin, stdout and stderr opened on the given files.
+// Spawns attntrace with stdin, stdout and stderr opened on the given files; an empty
+// `out_path` leaves stdout closed.
 Result spawn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
              const std::string& in_path, const std::string& out_path, const std::string& err_path) {
     Command command(args, env);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out_path.empty()) posix_spawn_file_actions_addclose(&actions, 1);
+    else posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid_t pid = 0;
     const int spawned = posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
@@ -152,6 +154,13 @@ std::vector<std::string> busy_run_args() {
 Result run_to_file(const std::vector<std::string>& args, const std::string& stdout_path) {
     const std::string dir = make_temp_dir();
     Result result = spawn(args, {}, "/dev/null", stdout_path, dir + "/stderr");
+    std::filesystem::remove_all(dir);
+    return result;
+}
+
+Result run_with_stdout_closed(const std::vector<std::string>& args) {
+    const std::string dir = make_temp_dir();
+    Result result = spawn(args, {}, "/dev/null", "", dir + "/stderr");
     std::filesystem::remove_all(dir);
     return result;
 }
@@ -243,6 +252,8 @@ std::vector<std::string> TempDir::names() const {
     std::sort(names.begin(), names.end());
     return names;
 }
+
+std::string read_file(const std::string& path) { return slurp(path); }
 
 std::string data_file(const std::string& name) {
     return std::string(ATTNTRACE_SOURCE_DIR) + "/data/" + name;

@@ -22,6 +22,9 @@ Result run(const std::vector<std::string>& args, const std::string& input = "",
 // Runs attntrace with stdout opened on `stdout_path` (such as /dev/full); `out` stays empty.
 Result run_to_file(const std::vector<std::string>& args, const std::string& stdout_path);
 
+// Runs attntrace with stdout closed (as `attntrace >&-` does); `out` stays empty.
+Result run_with_stdout_closed(const std::vector<std::string>& args);
+
 // Starts attntrace, sends it `signal` after `delay_ms` milliseconds, and waits for it. The
 // child starts with the signal's default action and writes no core file.
 Result run_and_signal(const std::vector<std::string>& args, int delay_ms, int signal);
@@ -69,6 +72,7 @@ private:
     std::string path_;
 };
 
+std::string read_file(const std::string& path);  // the whole file, "" when there is none
 std::string data_file(const std::string& name);  // path of data/NAME in the source tree
 
 }  // namespace cli
