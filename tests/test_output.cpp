@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <fstream>
 
 using Catch::Contains;
 using Catch::StartsWith;
@@ -39,4 +40,17 @@ TEST_CASE("a closed stdout is an error, and no file opened later takes its place
     CHECK(to_file.exit_code == 0);
     CHECK_THAT(cli::read_file(folder / "t.txt"), StartsWith("attntrace · plain mode"));
     CHECK_THAT(cli::read_file(folder / "c.svg"), StartsWith("<?xml"));
+}
+
+TEST_CASE("a write that fails at the end replaces no file, under ulimit -f too", "[output][cli]") {
+    const cli::TempDir folder;
+    std::ofstream(folder / "out.txt") << "old";
+    // The table (about 540 bytes) fits in 4 KiB, the heatmap (about 9 KB) does not. Both
+    // wait in their buffers until the commit, which writes and syncs both before it renames.
+    const auto r = cli::run_with_file_size_limit(
+        {"-s", "inputs", "-o", folder / "out.txt", "--svg", folder / "pic.svg"}, 4096);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "attntrace: error: cannot write " + folder / "pic.svg" + ": File too large\n");
+    CHECK(cli::read_file(folder / "out.txt") == "old");
+    CHECK(folder.names() == std::vector<std::string>{"out.txt"});
 }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -133,6 +134,15 @@ Destination open_destination(const std::optional<std::string>& path) {
     return d;
 }
 
+// A write beyond the file size limit (ulimit -f) raises SIGXFSZ, whose default action ends
+// the program on the spot. Ignored, the write fails with EFBIG and is reported like any other.
+void ignore_file_size_signal() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ::sigaction(SIGXFSZ, &ignore, nullptr);
+}
+
 }  // namespace
 
 std::optional<std::string> prepare_output() {
@@ -143,6 +153,7 @@ std::optional<std::string> prepare_output() {
             return fmt::format("cannot open /dev/null: {}", std::strerror(errno));
         closed_at_start[static_cast<std::size_t>(fd)] = true;
     }
+    ignore_file_size_signal();
     return std::nullopt;
 }
 
@@ -205,32 +216,37 @@ Output::Output(Destination&& d, const std::optional<std::string>& path)
       slot_(d.slot),
       fd_(d.fd),
       owns_fd_(d.owns_fd),
-      buffer_(fd_, path ? *path : std::string("output")),
+      open_(d.owns_fd),
+      name_(path.value_or("output")),
+      buffer_(fd_, name_),
       stream_(&buffer_) {
     // Errors raised by the buffer come out of the stream operation that hit them.
     stream_.exceptions(std::ios::badbit);
 }
 
 Output::~Output() {
-    if (owns_fd_ && !committed_) ::close(fd_);
-    if (target_ && !committed_) {
+    if (open_) ::close(fd_);
+    if (target_ && !published_) {
         ::unlink(temporary_.c_str());
         forget(slot_);
     }
 }
 
-void Output::commit() {
+void Output::finish() {
     stream_.flush();
-    committed_ = true;  // whatever happens below, the destructor has nothing left to do
     if (!owns_fd_) return;
+    open_ = false;
     int error = target_ && ::fsync(fd_) != 0 ? errno : 0;
     if (::close(fd_) != 0 && error == 0) error = errno;
-    if (target_) {
-        if (error == 0 && ::rename(temporary_.c_str(), target_->c_str()) != 0) error = errno;
-        if (error != 0) ::unlink(temporary_.c_str());
-        forget(slot_);
-    }
-    if (error != 0) throw DataError(fmt::format("cannot write {}: {}", target_.value_or("output"), std::strerror(error)));
+    if (error != 0) throw DataError(fmt::format("cannot write {}: {}", name_, std::strerror(error)));
+}
+
+void Output::publish() {
+    if (!target_) return;
+    if (::rename(temporary_.c_str(), target_->c_str()) != 0)
+        throw DataError(fmt::format("cannot write {}: {}", name_, std::strerror(errno)));
+    published_ = true;
+    forget(slot_);
 }
 
 Outputs::Outputs(const std::optional<std::string>& main_path) : main_(std::make_unique<Output>(main_path)) {}
@@ -240,9 +256,18 @@ std::ostream& Outputs::add(const std::string& path) {
     return others_.back()->stream();
 }
 
+std::vector<Output*> Outputs::commit_order() const {
+    std::vector<Output*> order;
+    for (const auto& other : others_) order.push_back(other.get());
+    order.push_back(main_.get());
+    std::stable_partition(order.begin(), order.end(), [](const Output* o) { return o->replaces_file(); });
+    return order;
+}
+
 void Outputs::commit() {
-    main_->commit();
-    for (auto& other : others_) other->commit();
+    const auto order = commit_order();
+    for (Output* output : order) output->finish();
+    for (Output* output : order) output->publish();
 }
 
 }  // namespace attntrace

@@ -21,7 +21,10 @@ inline constexpr int exit_broken_pipe = 141;  // 128 + SIGPIPE, what a shell sho
 // are open: a closed one gets /dev/null, so that no file opened later takes its number (a
 // temporary on descriptor 1 would receive what is meant for stdout). A closed stdout is
 // remembered, and output meant for it is refused: "cannot write output: standard output is
-// closed". Returns an error message when /dev/null cannot be opened.
+// closed". Also ignores SIGXFSZ, so that a write beyond the file size limit (`ulimit -f`)
+// fails with EFBIG ("File too large") like any other write error, instead of killing the
+// program and leaving its temporaries. Returns an error message when /dev/null cannot be
+// opened.
 std::optional<std::string> prepare_output();
 
 // An ostream onto a file descriptor. A failed write throws BrokenPipe (EPIPE) or
@@ -46,10 +49,10 @@ private:
 struct Destination;  // an opened place to write (output.cpp)
 
 // One destination. No path: standard output. A path to a regular file (or to nothing yet,
-// or a symlink to either): a temporary file beside the file, renamed over it by commit(), with
-// the old file's permissions; without commit() — an error on the way, or SIGINT, SIGTERM,
-// SIGHUP — the temporary is removed and the file is left as it was. A path to a FIFO, a device
-// or a socket is written directly: it cannot be replaced, and must not be.
+// or a symlink to either): a temporary file beside the file, renamed over it by publish(),
+// with the old file's permissions; without publish() — an error on the way, or a signal — the
+// temporary is removed and the file is left as it was. A path to a FIFO, a device or a socket
+// is written directly: it cannot be replaced, and must not be.
 class Output {
 public:
     explicit Output(const std::optional<std::string>& path);
@@ -58,7 +61,11 @@ public:
     Output& operator=(const Output&) = delete;
 
     std::ostream& stream() { return stream_; }
-    void commit();
+    bool replaces_file() const { return target_.has_value(); }
+    // Writes what is still buffered; a temporary is then synced to disk and closed.
+    void finish();
+    // Renames the temporary over the file; nothing to do for an output written directly.
+    void publish();
 
 private:
     Output(Destination&& destination, const std::optional<std::string>& path);
@@ -68,14 +75,17 @@ private:
     std::size_t slot_;  // where the signal handler finds temporary_
     int fd_ = 1;
     bool owns_fd_ = false;
+    bool open_ = false;  // fd_ is ours and still open
+    bool published_ = false;
+    std::string name_;  // the path as given, or "output" for stdout: for messages
     FdStreambuf buffer_;
     std::ostream stream_;
-    bool committed_ = false;
 };
 
 // What one command writes: its main output (stdout, or -o FILE) and any other files (--svg),
-// committed together at the end, the main output first. If anything fails before that,
-// none of the files appears.
+// committed together at the end. Nothing is renamed into place before every output has been
+// written and synced, so a failure on the way (a full disk, `ulimit -f`) leaves every file as
+// it was and no temporary behind.
 class Outputs {
 public:
     explicit Outputs(const std::optional<std::string>& main_path);
@@ -84,6 +94,9 @@ public:
     void commit();
 
 private:
+    // The temporaries first, then the outputs written directly, the main output last.
+    std::vector<Output*> commit_order() const;
+
     std::unique_ptr<Output> main_;
     std::vector<std::unique_ptr<Output>> others_;
 };

@@ -158,6 +158,18 @@ Result run_to_file(const std::vector<std::string>& args, const std::string& stdo
     return result;
 }
 
+Result run_with_file_size_limit(const std::vector<std::string>& args, std::uint64_t bytes) {
+    const std::string dir = make_temp_dir();
+    Result result;
+    {
+        const ScopedLimit limit(RLIMIT_FSIZE, bytes);  // inherited by the child
+        result = spawn(args, {}, "/dev/null", dir + "/stdout", dir + "/stderr");
+    }
+    result.out = slurp(dir + "/stdout");
+    std::filesystem::remove_all(dir);
+    return result;
+}
+
 Result run_with_stdout_closed(const std::vector<std::string>& args) {
     const std::string dir = make_temp_dir();
     Result result = spawn(args, {}, "/dev/null", "", dir + "/stderr");

@@ -22,6 +22,10 @@ Result run(const std::vector<std::string>& args, const std::string& input = "",
 // Runs attntrace with stdout opened on `stdout_path` (such as /dev/full); `out` stays empty.
 Result run_to_file(const std::vector<std::string>& args, const std::string& stdout_path);
 
+// Runs attntrace under a file size limit of `bytes` (as after `ulimit -f`), for every file it
+// writes; stdout is read back as by run().
+Result run_with_file_size_limit(const std::vector<std::string>& args, std::uint64_t bytes);
+
 // Runs attntrace with stdout closed (as `attntrace >&-` does); `out` stays empty.
 Result run_with_stdout_closed(const std::vector<std::string>& args);
 
