@@ -1,14 +1,44 @@
 // Where output goes, run against the built binary: files replaced all or nothing, the paths
 // that must not be replaced, descriptors, signals, resource limits and closed streams.
 #include "support/cli.hpp"
+#include "util/output.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <cstdio>
+#include <fcntl.h>
 #include <fstream>
+#include <iostream>
+#include <unistd.h>
 
 using Catch::Contains;
 using Catch::StartsWith;
+
+namespace {
+
+// Points this process's descriptor 1 at `path` while it lives.
+class StdoutTo {
+public:
+    explicit StdoutTo(const std::string& path) : saved_(::dup(1)) {
+        std::cout.flush();
+        std::fflush(stdout);
+        const int file = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(file, 1);
+        ::close(file);
+    }
+    ~StdoutTo() {
+        ::dup2(saved_, 1);
+        ::close(saved_);
+    }
+    StdoutTo(const StdoutTo&) = delete;
+    StdoutTo& operator=(const StdoutTo&) = delete;
+
+private:
+    int saved_;
+};
+
+}  // namespace
 
 TEST_CASE("every signal that ends attntrace removes its temporaries first", "[output][cli][signals]") {
     const cli::TempDir folder;
@@ -53,4 +83,33 @@ TEST_CASE("a write that fails at the end replaces no file, under ulimit -f too",
     CHECK(r.err == "attntrace: error: cannot write " + folder / "pic.svg" + ": File too large\n");
     CHECK(cli::read_file(folder / "out.txt") == "old");
     CHECK(folder.names() == std::vector<std::string>{"out.txt"});
+}
+
+TEST_CASE("a run that fails late leaves nothing on stdout", "[output][cli]") {
+    // 20 tokens of 128 numbers: about 285 KB of JSON on stdout, a heatmap of about 51 KB.
+    // The heatmap's write fails at the end; the JSON, held until then, is never written.
+    cli::TempFile input(cli::run({"generate", "--tokens", "20", "--dim", "128"}).out);
+    const auto r = cli::run({input.path(), "-f", "json", "--svg", "/dev/full"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "attntrace: error: cannot write /dev/full: No space left on device\n");
+    CHECK(r.out.empty());
+}
+
+TEST_CASE("stdout is held in memory up to 16 MiB, then streamed", "[output]") {
+    const cli::TempDir folder;
+    const std::string file = folder / "stdout";
+    const auto written = [&](std::size_t bytes, bool commit) {
+        {
+            const StdoutTo redirect(file);
+            attntrace::Outputs outputs(std::nullopt);
+            outputs.main() << std::string(bytes, 'x');
+            if (commit) outputs.commit();
+        }  // without commit(): as when an exception leaves the command
+        return cli::read_file(file).size();
+    };
+    CHECK(written(1 << 20, false) == 0);
+    CHECK(written(1 << 20, true) == 1 << 20);
+    CHECK(written(16 << 20, false) == 0);
+    CHECK(written((16 << 20) + 1, false) == 16 << 20);  // the cap is reached: streaming starts
+    CHECK(written((16 << 20) + 1, true) == (16 << 20) + 1);
 }

@@ -21,6 +21,11 @@ namespace attntrace {
 namespace {
 
 constexpr std::size_t buffer_size = 1 << 16;
+// What an output written directly (stdout, a device, a FIFO) holds before it writes a byte.
+// A file is replaced through its temporary, all or nothing; stdout cannot be taken back, so a
+// run that fails late (std::bad_alloc while rendering, a failed --svg) leaves nothing there,
+// unless its output passed this size and was already streaming.
+constexpr std::size_t direct_hold = std::size_t{16} << 20;
 
 // Which of descriptors 0, 1 and 2 were closed when the program started (prepare_output).
 std::array<bool, 3> closed_at_start{};
@@ -157,17 +162,15 @@ std::optional<std::string> prepare_output() {
     return std::nullopt;
 }
 
-FdStreambuf::FdStreambuf(int fd, std::string name)
-    : fd_(fd), name_(std::move(name)), buffer_(new char[buffer_size]) {
-    setp(buffer_.get(), buffer_.get() + buffer_size);
+FdStreambuf::FdStreambuf(int fd, std::string name, std::size_t hold)
+    : fd_(fd), name_(std::move(name)), hold_(hold), buffer_(std::min(buffer_size, hold)) {
+    setp(buffer_.data(), buffer_.data() + buffer_.size());
 }
-
-FdStreambuf::~FdStreambuf() = default;
 
 void FdStreambuf::drain() {
     const char* data = pbase();
     std::size_t left = static_cast<std::size_t>(pptr() - pbase());
-    setp(buffer_.get(), buffer_.get() + buffer_size);  // the buffer is free again, whatever happens
+    setp(buffer_.data(), buffer_.data() + buffer_.size());  // the buffer is free again, whatever happens
     while (left > 0) {
         const ssize_t n = ::write(fd_, data, left);
         if (n < 0) {
@@ -180,8 +183,16 @@ void FdStreambuf::drain() {
     }
 }
 
+void FdStreambuf::make_room() {
+    if (buffer_.size() == hold_) return drain();
+    const auto used = pptr() - pbase();
+    buffer_.resize(std::min(2 * buffer_.size(), hold_));
+    setp(buffer_.data(), buffer_.data() + buffer_.size());
+    pbump(static_cast<int>(used));
+}
+
 FdStreambuf::int_type FdStreambuf::overflow(int_type c) {
-    drain();
+    make_room();
     if (!traits_type::eq_int_type(c, traits_type::eof())) {
         *pptr() = traits_type::to_char_type(c);
         pbump(1);
@@ -192,7 +203,7 @@ FdStreambuf::int_type FdStreambuf::overflow(int_type c) {
 std::streamsize FdStreambuf::xsputn(const char* data, std::streamsize size) {
     std::streamsize written = 0;
     while (written < size) {
-        if (pptr() == epptr()) drain();
+        if (pptr() == epptr()) make_room();
         const auto room = static_cast<std::streamsize>(epptr() - pptr());
         const auto n = std::min(room, size - written);
         std::memcpy(pptr(), data + written, static_cast<std::size_t>(n));
@@ -200,11 +211,6 @@ std::streamsize FdStreambuf::xsputn(const char* data, std::streamsize size) {
         written += n;
     }
     return written;
-}
-
-int FdStreambuf::sync() {
-    drain();
-    return 0;
 }
 
 Output::Output(const std::optional<std::string>& path)
@@ -218,7 +224,7 @@ Output::Output(Destination&& d, const std::optional<std::string>& path)
       owns_fd_(d.owns_fd),
       open_(d.owns_fd),
       name_(path.value_or("output")),
-      buffer_(fd_, name_),
+      buffer_(fd_, name_, target_ ? buffer_size : direct_hold),
       stream_(&buffer_) {
     // Errors raised by the buffer come out of the stream operation that hit them.
     stream_.exceptions(std::ios::badbit);
@@ -233,7 +239,7 @@ Output::~Output() {
 }
 
 void Output::finish() {
-    stream_.flush();
+    buffer_.drain();
     if (!owns_fd_) return;
     open_ = false;
     int error = target_ && ::fsync(fd_) != 0 ? errno : 0;

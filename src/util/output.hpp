@@ -1,6 +1,8 @@
 // Where output goes: standard output, or files written all or nothing. Commands compute
-// everything first and write last, so a data error never leaves output behind; writing
-// streams through a buffer, so a large result is never held twice.
+// everything first and write last, so a data error never leaves output behind. A file is
+// written to a temporary through a 64 KiB buffer and renamed into place at the end; what
+// cannot be replaced (stdout, a device, a FIFO) is held in memory up to 16 MiB and written at
+// the end, so a run that fails late leaves nothing there either, unless its output is larger.
 #pragma once
 
 #include <memory>
@@ -27,23 +29,26 @@ inline constexpr int exit_broken_pipe = 141;  // 128 + SIGPIPE, what a shell sho
 // opened.
 std::optional<std::string> prepare_output();
 
-// An ostream onto a file descriptor. A failed write throws BrokenPipe (EPIPE) or
-// DataError("cannot write NAME: …") out of the stream operation that hit it.
+// An ostream onto a file descriptor that holds up to `hold` bytes before it writes any: its
+// buffer starts at 64 KiB (or `hold`, if smaller) and doubles each time it fills, up to
+// `hold`. From then on a full buffer is written at once. flush() writes nothing; drain()
+// writes what the buffer holds. A failed write throws BrokenPipe (EPIPE) or
+// DataError("cannot write NAME: …") out of the operation that hit it.
 class FdStreambuf : public std::streambuf {
 public:
-    FdStreambuf(int fd, std::string name);
-    ~FdStreambuf() override;
+    FdStreambuf(int fd, std::string name, std::size_t hold);
+    void drain();
 
 protected:
     int_type overflow(int_type c) override;
     std::streamsize xsputn(const char* data, std::streamsize size) override;
-    int sync() override;
 
 private:
-    void drain();
+    void make_room();  // grows the buffer while it may, else writes it out
     int fd_;
     std::string name_;
-    std::unique_ptr<char[]> buffer_;
+    std::size_t hold_;
+    std::vector<char> buffer_;
 };
 
 struct Destination;  // an opened place to write (output.cpp)
