@@ -4,12 +4,15 @@
 #include "util/output.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <csignal>
 #include <cstdio>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using Catch::Contains;
@@ -37,6 +40,12 @@ public:
 private:
     int saved_;
 };
+
+ino_t inode_of(const std::string& path) {
+    struct stat info {};
+    ::stat(path.c_str(), &info);
+    return info.st_ino;
+}
 
 }  // namespace
 
@@ -112,4 +121,71 @@ TEST_CASE("stdout is held in memory up to 16 MiB, then streamed", "[output]") {
     CHECK(written(16 << 20, false) == 0);
     CHECK(written((16 << 20) + 1, false) == 16 << 20);  // the cap is reached: streaming starts
     CHECK(written((16 << 20) + 1, true) == (16 << 20) + 1);
+}
+
+TEST_CASE("a path of an open descriptor is written through it, never replaced", "[output][cli]") {
+    const cli::TempDir folder;
+    const std::string log = folder / "log.txt", errors = folder / "errors.txt";
+    for (const std::string path : {"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"}) {
+        INFO(path);
+        std::ofstream(log) << "before\n";
+        const ino_t inode = inode_of(log);
+        const auto r = cli::run_appending({"-s", "inputs", "-o", path}, log, errors);
+        CHECK(r.exit_code == 0);
+        CHECK_THAT(cli::read_file(log), StartsWith("before\nattntrace · plain mode"));  // appended
+        CHECK(inode_of(log) == inode);  // the same file, not a new one renamed over it
+    }
+    std::ofstream(errors) << "before\n";
+    const auto to_stderr = cli::run_appending({"-s", "inputs", "-o", folder / "t.txt", "--svg", "/dev/stderr"}, log, errors);
+    CHECK(to_stderr.exit_code == 0);
+    CHECK_THAT(cli::read_file(errors), StartsWith("before\n<?xml"));
+
+    const auto closed = cli::run({"-o", "/dev/fd/999"});
+    CHECK(closed.exit_code == 1);
+    CHECK(closed.err == "attntrace: error: cannot write /dev/fd/999: descriptor 999 is not open\n");
+    const auto read_only = cli::run({"-o", "/dev/stdin"});
+    CHECK(read_only.exit_code == 1);
+    CHECK(read_only.err == "attntrace: error: cannot write /dev/stdin: descriptor 0 is not open for writing\n");
+    CHECK(folder.names() == std::vector<std::string>{"errors.txt", "log.txt", "t.txt"});
+}
+
+TEST_CASE("a /proc/PID/fd/N path of this very process is written through descriptor N", "[output]") {
+    const cli::TempDir folder;
+    const std::string log = folder / "log.txt";
+    std::ofstream(log) << "before\n";
+    const int fd = ::open(log.c_str(), O_WRONLY | O_APPEND);
+    {
+        attntrace::Outputs outputs(fmt::format("/proc/{}/fd/{}", ::getpid(), fd));
+        outputs.main() << "after\n";
+        outputs.commit();
+    }
+    ::close(fd);
+    CHECK(cli::read_file(log) == "before\nafter\n");
+}
+
+TEST_CASE("a symlink is followed to its end and stays a symlink, even when it dangles", "[output][cli]") {
+    const cli::TempDir folder;
+    // link.txt → sub/chain.txt → ../target.txt (relative to sub/), which is not there yet.
+    std::filesystem::create_directory(folder / "sub");
+    std::filesystem::create_symlink("sub/chain.txt", folder / "link.txt");
+    std::filesystem::create_symlink("../target.txt", folder / "sub/chain.txt");
+    const auto r = cli::run({"-s", "inputs", "-o", folder / "link.txt"});
+    CHECK(r.exit_code == 0);
+    CHECK(std::filesystem::is_symlink(folder / "link.txt"));
+    CHECK(std::filesystem::is_symlink(folder / "sub/chain.txt"));
+    CHECK_THAT(cli::read_file(folder / "target.txt"), StartsWith("attntrace · plain mode"));
+
+    // 40 links in a row are followed, one more is refused, and so is a loop.
+    std::ofstream(folder / "end.txt") << "old";
+    for (int i = 1; i <= 41; ++i)
+        std::filesystem::create_symlink(i == 41 ? "end.txt" : fmt::format("hop{}", i + 1), folder / fmt::format("hop{}", i));
+    CHECK(cli::run({"-s", "inputs", "-o", folder / "hop2"}).exit_code == 0);
+    CHECK_THAT(cli::read_file(folder / "end.txt"), StartsWith("attntrace · plain mode"));
+    std::filesystem::create_symlink("loop", folder / "loop");
+    for (const std::string name : {"hop1", "loop"}) {
+        const auto refused = cli::run({"-o", folder / name});
+        CHECK(refused.exit_code == 1);
+        CHECK(refused.err == "attntrace: error: cannot write " + folder / name + ": Too many levels of symbolic links\n");
+        CHECK(std::filesystem::is_symlink(folder / name));
+    }
 }

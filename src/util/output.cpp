@@ -8,13 +8,16 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <climits>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <filesystem>
+#include <string_view>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <variant>
 #include <vector>
 
 namespace attntrace {
@@ -90,52 +93,131 @@ void forget(std::size_t slot) {
 
 }  // namespace
 
+// Where a path leads, found by locate() before anything is opened; then what opened() opened.
 struct Destination {
-    int fd = 1;
-    bool owns_fd = false;
-    std::optional<std::string> target;  // a regular file to rename over
-    std::string temporary;
-    std::size_t slot = no_slot;  // the temporary's signal-cleanup slot
+    enum class Kind { descriptor, device, file };
+    Kind kind = Kind::descriptor;
+    std::string name;                     // the path as given, or "output" for stdout: for messages
+    int descriptor = 1;                   // Kind::descriptor: the open descriptor to write through
+    std::string file;                     // Kind::device, Kind::file: the path at the end of any symlinks
+    std::optional<struct stat> existing;  // Kind::file: the file to replace, if there is one
+    int fd = -1;                          // opened: ours, a duplicate for Kind::descriptor
+    std::string temporary;                // opened, Kind::file: the file renamed over `file`
+    std::size_t slot = no_slot;           // the temporary's signal-cleanup slot
 };
 
 namespace {
 
-Destination open_destination(const std::optional<std::string>& path) {
+using Kind = Destination::Kind;
+
+constexpr int max_symlinks = 40;  // as many as the kernel follows in one path
+constexpr std::array<const char*, 3> standard_names{"standard input", "standard output", "standard error"};
+
+[[noreturn]] void cannot_write(const std::string& name, std::string_view why) {
+    throw DataError(fmt::format("cannot write {}: {}", name, why));
+}
+
+// `path` split at its last slash: the folder ("." when there is none) and the name.
+std::pair<std::string, std::string> split(const std::string& path) {
+    const auto slash = path.rfind('/');
+    if (slash == std::string::npos) return {".", path};
+    return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+// N when `path` names descriptor N of this process: its name is a number and its folder is
+// /proc/<our pid>/fd, which /proc/self/fd and /dev/fd lead to.
+std::optional<int> named_descriptor(const std::string& path) {
+    const auto [folder, name] = split(path);
+    int n = 0;
+    const char* end = name.data() + name.size();
+    if (name.empty() || name.front() < '0' || name.front() > '9' || std::from_chars(name.data(), end, n).ptr != end)
+        return std::nullopt;
+    char resolved[PATH_MAX];
+    if (!::realpath(folder.c_str(), resolved) || resolved != fmt::format("/proc/{}/fd", ::getpid()))
+        return std::nullopt;
+    return n;
+}
+
+// What the symlink `link` points to; a relative target is taken from the link's folder.
+std::string link_target(const std::string& link, const std::string& name) {
+    std::string target(PATH_MAX, '\0');
+    const ssize_t n = ::readlink(link.c_str(), target.data(), target.size());
+    if (n < 0) cannot_write(name, std::strerror(errno));
+    if (static_cast<std::size_t>(n) == target.size()) cannot_write(name, std::strerror(ENAMETOOLONG));
+    target.resize(static_cast<std::size_t>(n));
+    if (target.starts_with('/')) return target;
+    const auto slash = link.rfind('/');
+    return slash == std::string::npos ? target : link.substr(0, slash + 1) + target;
+}
+
+// Where `path` leads: the descriptor it names, or the path at the end of its symlinks. The
+// links are followed here, one at a time, because the system would not follow one to a file
+// not there yet, and must not follow /proc/self/fd/N, which leads to the file behind the
+// descriptor and not to the descriptor.
+std::variant<int, std::string> follow(const std::string& path) {
+    std::string current = path;
+    for (int links = 0;; ++links) {
+        if (const auto n = named_descriptor(current)) return *n;
+        struct stat info {};
+        if (::lstat(current.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) return current;
+        if (links == max_symlinks) cannot_write(path, std::strerror(ELOOP));
+        current = link_target(current, path);
+    }
+}
+
+// stdout, /dev/stdout, /dev/fd/N, /proc/self/fd/N: written through the open descriptor, so
+// that its append mode (`>>`) and its offset hold, and the file behind it is never replaced.
+Destination through_descriptor(int n, const std::string& name) {
+    if (n <= 2 && closed_at_start[static_cast<std::size_t>(n)])
+        cannot_write(name, fmt::format("{} is closed", standard_names[static_cast<std::size_t>(n)]));
+    const int flags = ::fcntl(n, F_GETFL);
+    if (flags < 0) cannot_write(name, errno == EBADF ? fmt::format("descriptor {} is not open", n) : std::strerror(errno));
+    if ((flags & O_ACCMODE) == O_RDONLY) cannot_write(name, fmt::format("descriptor {} is not open for writing", n));
     Destination d;
-    if (!path) {
-        if (closed_at_start[1]) throw DataError("cannot write output: standard output is closed");
-        return d;
-    }
-    // A symlink is followed: the file it names is replaced, the link stays.
-    std::error_code error;
-    const std::string resolved = std::filesystem::weakly_canonical(*path, error).string();
-    const std::string file = error || resolved.empty() ? *path : resolved;
+    d.name = name;
+    d.descriptor = n;
+    return d;
+}
+
+Destination locate(const std::optional<std::string>& path) {
+    if (!path) return through_descriptor(1, "output");
+    const auto end = follow(*path);
+    if (const int* n = std::get_if<int>(&end)) return through_descriptor(*n, *path);
+    Destination d;
+    d.kind = Kind::file;
+    d.name = *path;
+    d.file = std::get<std::string>(end);
     struct stat info {};
-    const bool exists = ::stat(file.c_str(), &info) == 0;
-    if (exists && !S_ISREG(info.st_mode)) {  // a FIFO, a device, a socket: write to it directly
-        if (S_ISDIR(info.st_mode)) throw DataError(fmt::format("cannot write {}: it is a directory", *path));
-        d.fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
-        if (d.fd < 0) throw DataError(fmt::format("cannot write {}: {}", *path, std::strerror(errno)));
-        d.owns_fd = true;
-        return d;
-    }
-    d.target = file;
-    d.temporary = file + ".attntrace-XXXXXX";
+    if (::stat(d.file.c_str(), &info) != 0) return d;  // a new file (or an error that mkstemp reports)
+    if (S_ISDIR(info.st_mode)) cannot_write(*path, "it is a directory");
+    if (!S_ISREG(info.st_mode)) d.kind = Kind::device;  // a FIFO, a device, a socket: written directly
+    else d.existing = info;
+    return d;
+}
+
+// The permissions a new file gets: 0666 less the umask.
+mode_t new_file_mode() {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    return 0666 & ~mask;
+}
+
+// A temporary file beside the file to replace, with the old file's permissions (mkstemp makes
+// it private, 0600), or those a new file would get.
+Destination open_temporary(Destination d) {
+    d.temporary = d.file + ".attntrace-XXXXXX";
     d.fd = ::mkstemp(d.temporary.data());
-    if (d.fd < 0) throw DataError(fmt::format("cannot write {}: {}", *path, std::strerror(errno)));
-    d.owns_fd = true;
+    if (d.fd < 0) cannot_write(d.name, std::strerror(errno));
     d.slot = remember(d.temporary);
-    // mkstemp makes the file private (0600): give it the old file's permissions, or those a
-    // new file would get.
-    mode_t mode = 0;
-    if (exists) {
-        mode = info.st_mode & 07777;
-    } else {
-        const mode_t mask = ::umask(0);
-        ::umask(mask);
-        mode = 0666 & ~mask;
-    }
-    ::fchmod(d.fd, mode);
+    ::fchmod(d.fd, d.existing ? d.existing->st_mode & 07777 : new_file_mode());
+    return d;
+}
+
+Destination opened(Destination d) {
+    if (d.kind == Kind::file) return open_temporary(std::move(d));
+    d.fd = d.kind == Kind::descriptor ? ::fcntl(d.descriptor, F_DUPFD_CLOEXEC, 0)
+                                      : ::open(d.file.c_str(), O_WRONLY | O_CLOEXEC);
+    if (d.fd < 0) cannot_write(d.name, std::strerror(errno));
     return d;
 }
 
@@ -213,17 +295,12 @@ std::streamsize FdStreambuf::xsputn(const char* data, std::streamsize size) {
     return written;
 }
 
-Output::Output(const std::optional<std::string>& path)
-    : Output(open_destination(path), path) {}
-
-Output::Output(Destination&& d, const std::optional<std::string>& path)
-    : target_(std::move(d.target)),
+Output::Output(Destination&& d)
+    : name_(std::move(d.name)),
+      target_(d.kind == Kind::file ? std::optional(std::move(d.file)) : std::nullopt),
       temporary_(std::move(d.temporary)),
       slot_(d.slot),
       fd_(d.fd),
-      owns_fd_(d.owns_fd),
-      open_(d.owns_fd),
-      name_(path.value_or("output")),
       buffer_(fd_, name_, target_ ? buffer_size : direct_hold),
       stream_(&buffer_) {
     // Errors raised by the buffer come out of the stream operation that hit them.
@@ -231,7 +308,7 @@ Output::Output(Destination&& d, const std::optional<std::string>& path)
 }
 
 Output::~Output() {
-    if (open_) ::close(fd_);
+    if (fd_ >= 0) ::close(fd_);
     if (target_ && !published_) {
         ::unlink(temporary_.c_str());
         forget(slot_);
@@ -240,10 +317,9 @@ Output::~Output() {
 
 void Output::finish() {
     buffer_.drain();
-    if (!owns_fd_) return;
-    open_ = false;
     int error = target_ && ::fsync(fd_) != 0 ? errno : 0;
     if (::close(fd_) != 0 && error == 0) error = errno;
+    fd_ = -1;
     if (error != 0) throw DataError(fmt::format("cannot write {}: {}", name_, std::strerror(error)));
 }
 
@@ -255,10 +331,11 @@ void Output::publish() {
     forget(slot_);
 }
 
-Outputs::Outputs(const std::optional<std::string>& main_path) : main_(std::make_unique<Output>(main_path)) {}
+Outputs::Outputs(const std::optional<std::string>& main_path)
+    : main_(std::make_unique<Output>(opened(locate(main_path)))) {}
 
 std::ostream& Outputs::add(const std::string& path) {
-    others_.push_back(std::make_unique<Output>(path));
+    others_.push_back(std::make_unique<Output>(opened(locate(path))));
     return others_.back()->stream();
 }
 

@@ -51,38 +51,36 @@ private:
     std::vector<char> buffer_;
 };
 
-struct Destination;  // an opened place to write (output.cpp)
+struct Destination;  // where a path leads, and what was opened there (output.cpp)
 
-// One destination. No path: standard output. A path to a regular file (or to nothing yet,
-// or a symlink to either): a temporary file beside the file, renamed over it by publish(),
-// with the old file's permissions; without publish() — an error on the way, or a signal — the
-// temporary is removed and the file is left as it was. A path to a FIFO, a device or a socket
-// is written directly: it cannot be replaced, and must not be.
+// One destination. No path: standard output. A path of an open descriptor (/dev/stdout,
+// /dev/fd/N, /proc/self/fd/N) is written through that descriptor. A path to a regular file
+// (or to nothing yet, or a symlink to either, followed to its end): a temporary file beside the
+// file, renamed over it by publish(), with the old file's permissions; without publish() — an
+// error on the way, or a signal — the temporary is removed and the file is left as it was. A
+// path to a FIFO, a device or a socket is written directly: it cannot be replaced, and must
+// not be.
 class Output {
 public:
-    explicit Output(const std::optional<std::string>& path);
+    explicit Output(Destination&& destination);
     ~Output();
     Output(const Output&) = delete;
     Output& operator=(const Output&) = delete;
 
     std::ostream& stream() { return stream_; }
     bool replaces_file() const { return target_.has_value(); }
-    // Writes what is still buffered; a temporary is then synced to disk and closed.
+    // Writes what is still buffered and closes the output; a temporary is synced to disk first.
     void finish();
     // Renames the temporary over the file; nothing to do for an output written directly.
     void publish();
 
 private:
-    Output(Destination&& destination, const std::optional<std::string>& path);
-
+    std::string name_;                   // the path as given, or "output" for stdout: for messages
     std::optional<std::string> target_;  // the file renamed over, if any
     std::string temporary_;
     std::size_t slot_;  // where the signal handler finds temporary_
-    int fd_ = 1;
-    bool owns_fd_ = false;
-    bool open_ = false;  // fd_ is ours and still open
+    int fd_;            // ours (a duplicate, for a descriptor), until finish() closes it
     bool published_ = false;
-    std::string name_;  // the path as given, or "output" for stdout: for messages
     FdStreambuf buffer_;
     std::ostream stream_;
 };

@@ -85,17 +85,18 @@ int wait_for(pid_t pid) {
 
 namespace {
 
-// Spawns attntrace with stdin, stdout and stderr opened on the given files; an empty
-// `out_path` leaves stdout closed.
+// Spawns attntrace with stdin, stdout and stderr opened on the given files, stdout and stderr
+// with `flags`; an empty `out_path` leaves stdout closed.
 Result spawn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-             const std::string& in_path, const std::string& out_path, const std::string& err_path) {
+             const std::string& in_path, const std::string& out_path, const std::string& err_path,
+             int flags = O_WRONLY | O_CREAT | O_TRUNC) {
     Command command(args, env);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
     if (out_path.empty()) posix_spawn_file_actions_addclose(&actions, 1);
-    else posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    else posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), flags, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), flags, 0644);
     pid_t pid = 0;
     const int spawned = posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
     posix_spawn_file_actions_destroy(&actions);
@@ -168,6 +169,11 @@ Result run_with_file_size_limit(const std::vector<std::string>& args, std::uint6
     result.out = slurp(dir + "/stdout");
     std::filesystem::remove_all(dir);
     return result;
+}
+
+Result run_appending(const std::vector<std::string>& args, const std::string& stdout_path,
+                     const std::string& stderr_path) {
+    return spawn(args, {}, "/dev/null", stdout_path, stderr_path, O_WRONLY | O_CREAT | O_APPEND);
 }
 
 Result run_with_stdout_closed(const std::vector<std::string>& args) {

@@ -26,6 +26,11 @@ Result run_to_file(const std::vector<std::string>& args, const std::string& stdo
 // writes; stdout is read back as by run().
 Result run_with_file_size_limit(const std::vector<std::string>& args, std::uint64_t bytes);
 
+// Runs attntrace with stdout and stderr opened for appending (as `>> out 2>> err` does) on
+// the given files; `out` stays empty and `err` is the whole of `stderr_path` afterwards.
+Result run_appending(const std::vector<std::string>& args, const std::string& stdout_path,
+                     const std::string& stderr_path);
+
 // Runs attntrace with stdout closed (as `attntrace >&-` does); `out` stays empty.
 Result run_with_stdout_closed(const std::vector<std::string>& args);
 
