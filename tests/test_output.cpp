@@ -189,3 +189,31 @@ TEST_CASE("a symlink is followed to its end and stays a symlink, even when it da
         CHECK(std::filesystem::is_symlink(folder / name));
     }
 }
+
+TEST_CASE("two outputs may not be one file, however it is spelled", "[output][cli]") {
+    const cli::TempDir folder;
+    std::filesystem::create_directory(folder / "sub");
+    const std::string x = folder / "x.txt";
+    const auto refused = [&](const std::string& svg) {
+        INFO("-o " << x << " --svg " << svg);
+        const auto r = cli::run({"-o", x, "--svg", svg});
+        CHECK(r.exit_code == 2);
+        CHECK(r.err == "attntrace: error: " + x + " and " + svg + " are the same file: give each output its own\n");
+    };
+    // Not there yet: compared by folder and name.
+    for (const std::string& svg : {x, folder / "./x.txt", folder / "sub/../x.txt"}) refused(svg);
+    CHECK(folder.names() == std::vector<std::string>{"sub"});
+
+    // There: compared by device and inode.
+    std::ofstream(x) << "old";
+    std::filesystem::create_symlink("x.txt", folder / "link.txt");
+    std::filesystem::create_hard_link(x, folder / "hard.txt");
+    for (const std::string& svg : {x, folder / "sub/../x.txt", folder / "link.txt", folder / "hard.txt"}) refused(svg);
+    CHECK(cli::read_file(x) == "old");
+
+    // stdout counts too.
+    const auto r = cli::run_to_file({"--svg", x}, x);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "attntrace: error: the standard output and " + x + " are the same file: give each output its own\n");
+    CHECK(folder.names() == std::vector<std::string>{"hard.txt", "link.txt", "sub", "x.txt"});
+}

@@ -97,13 +97,16 @@ void forget(std::size_t slot) {
 struct Destination {
     enum class Kind { descriptor, device, file };
     Kind kind = Kind::descriptor;
-    std::string name;                     // the path as given, or "output" for stdout: for messages
+    std::optional<std::string> path;      // as given; none for stdout
+    FileId id;                            // which file this is
     int descriptor = 1;                   // Kind::descriptor: the open descriptor to write through
     std::string file;                     // Kind::device, Kind::file: the path at the end of any symlinks
     std::optional<struct stat> existing;  // Kind::file: the file to replace, if there is one
     int fd = -1;                          // opened: ours, a duplicate for Kind::descriptor
     std::string temporary;                // opened, Kind::file: the file renamed over `file`
     std::size_t slot = no_slot;           // the temporary's signal-cleanup slot
+
+    std::string name() const { return path.value_or("output"); }  // for messages
 };
 
 namespace {
@@ -165,33 +168,49 @@ std::variant<int, std::string> follow(const std::string& path) {
     }
 }
 
+FileId id_of(const struct stat& info) { return {info.st_dev, info.st_ino, {}}; }
+
+// A file not there yet is known by its folder, symlinks resolved, and its name.
+FileId id_of_new(const std::string& file) {
+    const auto [folder, name] = split(file);
+    char resolved[PATH_MAX];
+    return {0, 0, fmt::format("{}/{}", ::realpath(folder.c_str(), resolved) ? resolved : folder.c_str(), name)};
+}
+
 // stdout, /dev/stdout, /dev/fd/N, /proc/self/fd/N: written through the open descriptor, so
 // that its append mode (`>>`) and its offset hold, and the file behind it is never replaced.
-Destination through_descriptor(int n, const std::string& name) {
-    if (n <= 2 && closed_at_start[static_cast<std::size_t>(n)])
-        cannot_write(name, fmt::format("{} is closed", standard_names[static_cast<std::size_t>(n)]));
-    const int flags = ::fcntl(n, F_GETFL);
-    if (flags < 0) cannot_write(name, errno == EBADF ? fmt::format("descriptor {} is not open", n) : std::strerror(errno));
-    if ((flags & O_ACCMODE) == O_RDONLY) cannot_write(name, fmt::format("descriptor {} is not open for writing", n));
+Destination through_descriptor(int n, const std::optional<std::string>& path) {
     Destination d;
-    d.name = name;
+    d.path = path;
+    if (n <= 2 && closed_at_start[static_cast<std::size_t>(n)])
+        cannot_write(d.name(), fmt::format("{} is closed", standard_names[static_cast<std::size_t>(n)]));
+    struct stat info {};
+    const int flags = ::fcntl(n, F_GETFL);
+    if (flags < 0 || ::fstat(n, &info) != 0)
+        cannot_write(d.name(), errno == EBADF ? fmt::format("descriptor {} is not open", n) : std::strerror(errno));
+    if ((flags & O_ACCMODE) == O_RDONLY) cannot_write(d.name(), fmt::format("descriptor {} is not open for writing", n));
     d.descriptor = n;
+    d.id = id_of(info);
     return d;
 }
 
 Destination locate(const std::optional<std::string>& path) {
-    if (!path) return through_descriptor(1, "output");
+    if (!path) return through_descriptor(1, path);
     const auto end = follow(*path);
-    if (const int* n = std::get_if<int>(&end)) return through_descriptor(*n, *path);
+    if (const int* n = std::get_if<int>(&end)) return through_descriptor(*n, path);
     Destination d;
     d.kind = Kind::file;
-    d.name = *path;
+    d.path = path;
     d.file = std::get<std::string>(end);
     struct stat info {};
-    if (::stat(d.file.c_str(), &info) != 0) return d;  // a new file (or an error that mkstemp reports)
+    if (::stat(d.file.c_str(), &info) != 0) {  // a new file (or an error that mkstemp reports)
+        d.id = id_of_new(d.file);
+        return d;
+    }
     if (S_ISDIR(info.st_mode)) cannot_write(*path, "it is a directory");
     if (!S_ISREG(info.st_mode)) d.kind = Kind::device;  // a FIFO, a device, a socket: written directly
     else d.existing = info;
+    d.id = id_of(info);
     return d;
 }
 
@@ -207,7 +226,7 @@ mode_t new_file_mode() {
 Destination open_temporary(Destination d) {
     d.temporary = d.file + ".attntrace-XXXXXX";
     d.fd = ::mkstemp(d.temporary.data());
-    if (d.fd < 0) cannot_write(d.name, std::strerror(errno));
+    if (d.fd < 0) cannot_write(d.name(), std::strerror(errno));
     d.slot = remember(d.temporary);
     ::fchmod(d.fd, d.existing ? d.existing->st_mode & 07777 : new_file_mode());
     return d;
@@ -217,7 +236,7 @@ Destination opened(Destination d) {
     if (d.kind == Kind::file) return open_temporary(std::move(d));
     d.fd = d.kind == Kind::descriptor ? ::fcntl(d.descriptor, F_DUPFD_CLOEXEC, 0)
                                       : ::open(d.file.c_str(), O_WRONLY | O_CLOEXEC);
-    if (d.fd < 0) cannot_write(d.name, std::strerror(errno));
+    if (d.fd < 0) cannot_write(d.name(), std::strerror(errno));
     return d;
 }
 
@@ -296,7 +315,9 @@ std::streamsize FdStreambuf::xsputn(const char* data, std::streamsize size) {
 }
 
 Output::Output(Destination&& d)
-    : name_(std::move(d.name)),
+    : path_(std::move(d.path)),
+      name_(path_.value_or("output")),
+      id_(std::move(d.id)),
       target_(d.kind == Kind::file ? std::optional(std::move(d.file)) : std::nullopt),
       temporary_(std::move(d.temporary)),
       slot_(d.slot),
@@ -335,8 +356,17 @@ Outputs::Outputs(const std::optional<std::string>& main_path)
     : main_(std::make_unique<Output>(opened(locate(main_path)))) {}
 
 std::ostream& Outputs::add(const std::string& path) {
-    others_.push_back(std::make_unique<Output>(opened(locate(path))));
+    Destination d = locate(path);
+    refuse_same_file(d);
+    others_.push_back(std::make_unique<Output>(opened(std::move(d))));
     return others_.back()->stream();
+}
+
+void Outputs::refuse_same_file(const Destination& d) const {
+    for (const Output* output : commit_order())
+        if (output->id() == d.id)
+            throw UsageError(fmt::format("{} and {} are the same file: give each output its own",
+                                         output->path().value_or("the standard output"), *d.path));
 }
 
 std::vector<Output*> Outputs::commit_order() const {

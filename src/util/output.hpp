@@ -10,6 +10,7 @@
 #include <ostream>
 #include <streambuf>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 namespace attntrace {
@@ -53,6 +54,15 @@ private:
 
 struct Destination;  // where a path leads, and what was opened there (output.cpp)
 
+// Which file an output writes: one that is there by its device and inode, one not there yet
+// by its folder (symlinks resolved) and name.
+struct FileId {
+    dev_t device = 0;
+    ino_t inode = 0;
+    std::string path;
+    bool operator==(const FileId&) const = default;
+};
+
 // One destination. No path: standard output. A path of an open descriptor (/dev/stdout,
 // /dev/fd/N, /proc/self/fd/N) is written through that descriptor. A path to a regular file
 // (or to nothing yet, or a symlink to either, followed to its end): a temporary file beside the
@@ -68,6 +78,8 @@ public:
     Output& operator=(const Output&) = delete;
 
     std::ostream& stream() { return stream_; }
+    const std::optional<std::string>& path() const { return path_; }
+    const FileId& id() const { return id_; }
     bool replaces_file() const { return target_.has_value(); }
     // Writes what is still buffered and closes the output; a temporary is synced to disk first.
     void finish();
@@ -75,7 +87,9 @@ public:
     void publish();
 
 private:
-    std::string name_;                   // the path as given, or "output" for stdout: for messages
+    std::optional<std::string> path_;    // as given; none for stdout
+    std::string name_;                   // the path, or "output" for stdout: for messages
+    FileId id_;
     std::optional<std::string> target_;  // the file renamed over, if any
     std::string temporary_;
     std::size_t slot_;  // where the signal handler finds temporary_
@@ -93,10 +107,13 @@ class Outputs {
 public:
     explicit Outputs(const std::optional<std::string>& main_path);
     std::ostream& main() { return main_->stream(); }
+    // Opens one more output; refuses (UsageError) a path that names the file of an output
+    // already open, however it is spelled.
     std::ostream& add(const std::string& path);
     void commit();
 
 private:
+    void refuse_same_file(const Destination& destination) const;
     // The temporaries first, then the outputs written directly, the main output last.
     std::vector<Output*> commit_order() const;
 
