@@ -217,3 +217,28 @@ TEST_CASE("two outputs may not be one file, however it is spelled", "[output][cl
     CHECK(r.err == "attntrace: error: the standard output and " + x + " are the same file: give each output its own\n");
     CHECK(folder.names() == std::vector<std::string>{"hard.txt", "link.txt", "sub", "x.txt"});
 }
+
+TEST_CASE("a file name of up to 255 bytes can be written", "[output][cli]") {
+    const cli::TempDir folder;
+    std::string euros;
+    for (int i = 0; i < 85; ++i) euros += "€";  // 255 bytes, the most a name may have
+    for (const std::string& name : {std::string(240, 'a') + ".txt", euros}) {
+        INFO(name.size() << " bytes");
+        const auto r = cli::run({"-s", "inputs", "-o", folder / name});
+        CHECK(r.exit_code == 0);
+        CHECK_THAT(cli::read_file(folder / name), StartsWith("attntrace · plain mode"));
+    }
+    CHECK(folder.names().size() == 2);
+}
+
+TEST_CASE("a temporary's name is cut to fit at a character boundary", "[output]") {
+    const cli::TempDir folder;
+    std::string euros;
+    for (int i = 0; i < 85; ++i) euros += "€";
+    const attntrace::Outputs outputs(folder / euros);
+    const auto names = folder.names();
+    REQUIRE(names.size() == 1);
+    // 238 bytes would fit beside ".attntrace-XXXXXX"; 237 end on a character.
+    CHECK(names.front().size() == 237 + 17);
+    CHECK(names.front().substr(0, 237 + 11) == euros.substr(0, 237) + ".attntrace-");
+}

@@ -221,10 +221,25 @@ mode_t new_file_mode() {
     return 0666 & ~mask;
 }
 
+// FILE.attntrace-XXXXXX, for mkstemp: the temporary beside `file`. The name part is shortened,
+// at a UTF-8 character boundary, when the temporary's own name would pass NAME_MAX bytes.
+std::string temporary_template(const std::string& file) {
+    constexpr std::string_view suffix = ".attntrace-XXXXXX";
+    const auto slash = file.rfind('/');
+    const std::size_t name_start = slash == std::string::npos ? 0 : slash + 1;
+    std::size_t keep = file.size() - name_start;
+    if (keep + suffix.size() > NAME_MAX) {
+        keep = NAME_MAX - suffix.size();
+        // Back up while the first byte left out continues a character.
+        while (keep > 0 && (static_cast<unsigned char>(file[name_start + keep]) & 0xC0) == 0x80) --keep;
+    }
+    return file.substr(0, name_start + keep).append(suffix);
+}
+
 // A temporary file beside the file to replace, with the old file's permissions (mkstemp makes
 // it private, 0600), or those a new file would get.
 Destination open_temporary(Destination d) {
-    d.temporary = d.file + ".attntrace-XXXXXX";
+    d.temporary = temporary_template(d.file);
     d.fd = ::mkstemp(d.temporary.data());
     if (d.fd < 0) cannot_write(d.name(), std::strerror(errno));
     d.slot = remember(d.temporary);
