@@ -242,3 +242,26 @@ TEST_CASE("a temporary's name is cut to fit at a character boundary", "[output]"
     CHECK(names.front().size() == 237 + 17);
     CHECK(names.front().substr(0, 237 + 11) == euros.substr(0, 237) + ".attntrace-");
 }
+
+TEST_CASE("a file without write permission is not replaced", "[output][cli]") {
+    const cli::TempDir folder;
+    const std::string file = folder / "read-only.txt";
+    std::filesystem::create_symlink("read-only.txt", folder / "link.txt");
+    for (const auto permissions : {std::filesystem::perms::owner_read | std::filesystem::perms::group_read |
+                                       std::filesystem::perms::others_read,
+                                   std::filesystem::perms::none}) {
+        std::ofstream(file) << "old";
+        std::filesystem::permissions(file, permissions);
+        for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+                 {"-o", file}, {"--svg", file}, {"-o", folder / "link.txt"}}) {
+            INFO(args[0] << " " << args[1]);
+            const auto r = cli::run(args);
+            CHECK(r.exit_code == 1);
+            CHECK(r.err == "attntrace: error: cannot write " + args[1] + ": it is read-only\n");
+            CHECK(r.out.empty());
+        }
+        CHECK(cli::read_file(file) == "old");  // even as root, who could write it
+        CHECK(folder.names() == std::vector<std::string>{"link.txt", "read-only.txt"});
+        std::filesystem::remove(file);
+    }
+}

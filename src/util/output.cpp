@@ -194,6 +194,15 @@ Destination through_descriptor(int n, const std::optional<std::string>& path) {
     return d;
 }
 
+// A file we may not write is not replaced, as `cp` without -f would not replace it. A file
+// without any write permission bit counts as read-only even where access() allows writing
+// (root may write anything).
+void refuse_read_only(const std::string& name, const std::string& file, const struct stat& info) {
+    if ((info.st_mode & 0222) == 0) cannot_write(name, "it is read-only");
+    if (::faccessat(AT_FDCWD, file.c_str(), W_OK, AT_EACCESS) != 0)
+        cannot_write(name, errno == EACCES ? "it is read-only" : std::strerror(errno));
+}
+
 Destination locate(const std::optional<std::string>& path) {
     if (!path) return through_descriptor(1, path);
     const auto end = follow(*path);
@@ -208,8 +217,12 @@ Destination locate(const std::optional<std::string>& path) {
         return d;
     }
     if (S_ISDIR(info.st_mode)) cannot_write(*path, "it is a directory");
-    if (!S_ISREG(info.st_mode)) d.kind = Kind::device;  // a FIFO, a device, a socket: written directly
-    else d.existing = info;
+    if (!S_ISREG(info.st_mode)) {
+        d.kind = Kind::device;  // a FIFO, a device, a socket: written directly
+    } else {
+        refuse_read_only(*path, d.file, info);
+        d.existing = info;
+    }
     d.id = id_of(info);
     return d;
 }
