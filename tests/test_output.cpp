@@ -265,3 +265,22 @@ TEST_CASE("a file without write permission is not replaced", "[output][cli]") {
         std::filesystem::remove(file);
     }
 }
+
+TEST_CASE("a replaced file keeps its owner and group", "[output][cli]") {
+    if (::geteuid() != 0) {
+        WARN("only root may give a file to another user: not checked");
+        return;
+    }
+    const cli::TempDir folder;
+    const std::string file = folder / "theirs.txt";
+    std::ofstream(file) << "old";
+    REQUIRE(::chown(file.c_str(), 4321, 4322) == 0);
+    REQUIRE(::chmod(file.c_str(), 02640) == 0);  // set-group-ID too, which chown would clear
+    CHECK(cli::run({"-s", "inputs", "-o", file}).exit_code == 0);
+    CHECK_THAT(cli::read_file(file), StartsWith("attntrace · plain mode"));
+    struct stat info {};
+    REQUIRE(::stat(file.c_str(), &info) == 0);
+    CHECK(info.st_uid == 4321);
+    CHECK(info.st_gid == 4322);
+    CHECK((info.st_mode & 07777) == 02640);
+}

@@ -249,14 +249,29 @@ std::string temporary_template(const std::string& file) {
     return file.substr(0, name_start + keep).append(suffix);
 }
 
-// A temporary file beside the file to replace, with the old file's permissions (mkstemp makes
-// it private, 0600), or those a new file would get.
+// Gives the temporary the old file's owner and group, where the system lets us, and its
+// permissions (mkstemp makes it private, 0600), or those a new file would get. Returns 0 or
+// an errno. Only root may give a file away: for anyone else (EPERM), or an owner this system
+// cannot represent (EINVAL), the file becomes the user's, as any file they create. The owner
+// comes first: chown clears the set-user-ID and set-group-ID bits.
+int take_over_attributes(int fd, const std::optional<struct stat>& existing) {
+    if (existing && ::fchown(fd, existing->st_uid, existing->st_gid) != 0 && errno != EPERM && errno != EINVAL)
+        return errno;
+    return ::fchmod(fd, existing ? existing->st_mode & 07777 : new_file_mode()) == 0 ? 0 : errno;
+}
+
+// A temporary file beside the file to replace, ready to be renamed over it.
 Destination open_temporary(Destination d) {
     d.temporary = temporary_template(d.file);
     d.fd = ::mkstemp(d.temporary.data());
     if (d.fd < 0) cannot_write(d.name(), std::strerror(errno));
     d.slot = remember(d.temporary);
-    ::fchmod(d.fd, d.existing ? d.existing->st_mode & 07777 : new_file_mode());
+    if (const int error = take_over_attributes(d.fd, d.existing)) {
+        ::close(d.fd);
+        ::unlink(d.temporary.c_str());
+        forget(d.slot);
+        cannot_write(d.name(), std::strerror(error));
+    }
     return d;
 }
 
