@@ -284,3 +284,13 @@ TEST_CASE("a replaced file keeps its owner and group", "[output][cli]") {
     CHECK(info.st_gid == 4322);
     CHECK((info.st_mode & 07777) == 02640);
 }
+
+TEST_CASE("a hard link is broken by the rename, the path named gets the output", "[output][cli]") {
+    const cli::TempDir folder;
+    std::ofstream(folder / "named.txt") << "old";
+    std::filesystem::create_hard_link(folder / "named.txt", folder / "other.txt");
+    CHECK(cli::run({"-s", "inputs", "-o", folder / "named.txt"}).exit_code == 0);
+    CHECK_THAT(cli::read_file(folder / "named.txt"), StartsWith("attntrace · plain mode"));
+    CHECK(cli::read_file(folder / "other.txt") == "old");
+    CHECK(std::filesystem::hard_link_count(folder / "other.txt") == 1);
+}
