@@ -66,10 +66,11 @@ struct FileId {
 // One destination. No path: standard output. A path of an open descriptor (/dev/stdout,
 // /dev/fd/N, /proc/self/fd/N) is written through that descriptor. A path to a regular file
 // (or to nothing yet, or a symlink to either, followed to its end): a temporary file beside the
-// file, renamed over it by publish(), with the old file's permissions; without publish() — an
-// error on the way, or a signal — the temporary is removed and the file is left as it was. A
-// path to a FIFO, a device or a socket is written directly: it cannot be replaced, and must
-// not be.
+// file, renamed over it by publish(), with the old file's permissions and, where the system
+// lets us, its owner and group; without publish() — an error on the way, or a signal — the
+// temporary is removed and the file is left as it was. A file we may not write, or one
+// without any write permission bit, is refused. A path to a FIFO, a device or a socket is
+// written directly: it cannot be replaced, and must not be.
 class Output {
 public:
     explicit Output(Destination&& destination);
