@@ -1,5 +1,6 @@
-// Where output goes, run against the built binary: files replaced all or nothing, the paths
-// that must not be replaced, descriptors, signals, resource limits and closed streams.
+// Where output goes: files replaced all or nothing, the paths that must not be replaced,
+// descriptors, signals, resource limits and closed streams. Mostly the built binary; the
+// Outputs class itself where a test needs this process's own descriptors.
 #include "support/cli.hpp"
 #include "util/output.hpp"
 
@@ -15,7 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-using Catch::Contains;
 using Catch::StartsWith;
 
 namespace {
