@@ -218,7 +218,7 @@ Destination locate(const std::optional<std::string>& path) {
     }
     if (S_ISDIR(info.st_mode)) cannot_write(*path, "it is a directory");
     if (!S_ISREG(info.st_mode)) {
-        d.kind = Kind::device;  // a FIFO, a device, a socket: written directly
+        d.kind = Kind::device;  // a FIFO, a device: written directly (a socket: open fails, ENXIO)
     } else {
         refuse_read_only(*path, d.file, info);
         d.existing = info;

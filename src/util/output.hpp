@@ -69,8 +69,8 @@ struct FileId {
 // file, renamed over it by publish(), with the old file's permissions and, where the system
 // lets us, its owner and group; without publish() — an error on the way, or a signal — the
 // temporary is removed and the file is left as it was. A file we may not write, or one
-// without any write permission bit, is refused. A path to a FIFO, a device or a socket is
-// written directly: it cannot be replaced, and must not be.
+// without any write permission bit, is refused. A path to a FIFO or a device is written
+// directly: it cannot be replaced, and must not be (nor a socket, which open() refuses).
 class Output {
 public:
     explicit Output(Destination&& destination);
