@@ -186,6 +186,7 @@ int run(Job&& job, const std::optional<std::string>& output_path = std::nullopt)
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (const auto problem = prepare_output()) return fail(exit_data_error, *problem);
     CLI::App app{"Trace the attention mechanism step by step: scores, scaling, masking, softmax "
                  "weights and context vectors, as tables, JSON, markdown or CSV.",
                  "attntrace"};

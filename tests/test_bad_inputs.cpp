@@ -236,9 +236,10 @@ TEST_CASE("the output options respect what is already at the path", "[errors][cl
     CHECK_FALSE(std::filesystem::exists(svg));
 
     // A run stopped by a signal leaves neither the file nor a temporary.
-    cli::TempFile big(cli::run({"generate", "--tokens", "200000", "--dim", "64"}).out, "big.json");
-    const std::string out = folder + "/out.json";
-    const auto stopped = cli::run_and_signal({big.path(), "-f", "json", "-s", "inputs", "-o", out}, 300, SIGTERM);
+    const std::string out = folder + "/out.txt";
+    auto busy = cli::busy_run_args();
+    busy.insert(busy.end(), {"-o", out});
+    const auto stopped = cli::run_and_signal(busy, 300, SIGTERM);
     CHECK(stopped.exit_code == 128 + SIGTERM);
     for (const auto& entry : std::filesystem::directory_iterator(folder)) {
         INFO(entry.path());

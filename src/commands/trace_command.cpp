@@ -104,6 +104,9 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     if (request.render.format == Format::csv && (request.render.explain || request.trace.query))
         throw UsageError("--explain and --query need room for text: use --format table, markdown or json");
     if (request.summary) check_summary_request(request);
+    // Opened before any work, so that a path that cannot be written, or that names the main
+    // output's file, is refused at once; committed with the rest.
+    std::ostream* svg = request.svg_path ? &outputs.add(*request.svg_path) : nullptr;
     const InputText input = request.input_path ? read_input(*request.input_path, request.max_input)
                                                : example_input(request.example.value_or(
                                                      std::string(default_example)));
@@ -136,7 +139,7 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     require_time(trace_seconds(shape, request.render.format), request.max_seconds, problem.origin,
                  "a full trace of this input", mode_has_summary(request.trace.mode) ? "--summary is much faster" : "");
     const Trace result = trace(problem, request.trace);
-    if (request.svg_path) render_svg(result, outputs.add(*request.svg_path));  // committed with the rest
+    if (svg) render_svg(result, *svg);
     if (request.check) {
         if (const auto failure = first_failed_check(result))
             throw DataError(fmt::format("{}: check failed: {}", result.origin, *failure));

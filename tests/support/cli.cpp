@@ -1,10 +1,12 @@
 #include "support/cli.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <csignal>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -53,6 +55,25 @@ struct Command {
     }
 };
 
+// Lowers this process's soft limit on `resource` to `value` while it lives, so that a child
+// spawned meanwhile inherits it.
+class ScopedLimit {
+public:
+    ScopedLimit(int resource, rlim_t value) : resource_(resource) {
+        ::getrlimit(resource_, &old_);
+        struct rlimit lower = old_;
+        lower.rlim_cur = std::min(value, old_.rlim_max);
+        ::setrlimit(resource_, &lower);
+    }
+    ~ScopedLimit() { ::setrlimit(resource_, &old_); }
+    ScopedLimit(const ScopedLimit&) = delete;
+    ScopedLimit& operator=(const ScopedLimit&) = delete;
+
+private:
+    int resource_;
+    struct rlimit old_ {};
+};
+
 int wait_for(pid_t pid) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0) {
@@ -64,15 +85,18 @@ int wait_for(pid_t pid) {
 
 namespace {
 
-// Spawns attntrace with stdin, stdout and stderr opened on the given files.
+// Spawns attntrace with stdin, stdout and stderr opened on the given files, stdout and stderr
+// with `flags`; an empty `out_path` leaves stdout closed.
 Result spawn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-             const std::string& in_path, const std::string& out_path, const std::string& err_path) {
+             const std::string& in_path, const std::string& out_path, const std::string& err_path,
+             int flags = O_WRONLY | O_CREAT | O_TRUNC) {
     Command command(args, env);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out_path.empty()) posix_spawn_file_actions_addclose(&actions, 1);
+    else posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), flags, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), flags, 0644);
     pid_t pid = 0;
     const int spawned = posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
     posix_spawn_file_actions_destroy(&actions);
@@ -102,9 +126,19 @@ Result run_and_signal(const std::vector<std::string>& args, int delay_ms, int si
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, signal);
+    posix_spawnattr_setsigdefault(&attributes, &signals);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
+    const ScopedLimit no_core(RLIMIT_CORE, 0);
     pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
+    const int spawned =
+        posix_spawn(&pid, command.argv[0], &actions, &attributes, command.argv.data(), command.envp.data());
     posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
     if (spawned != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(spawned));
     ::usleep(static_cast<useconds_t>(delay_ms) * 1000);
     ::kill(pid, signal);
@@ -113,9 +147,38 @@ Result run_and_signal(const std::vector<std::string>& args, int delay_ms, int si
     return result;
 }
 
+std::vector<std::string> busy_run_args() {
+    static const TempFile input(run({"generate", "--tokens", "20000", "--dim", "64"}).out, "busy.json");
+    return {input.path(), "--summary", "--threads", "1"};
+}
+
 Result run_to_file(const std::vector<std::string>& args, const std::string& stdout_path) {
     const std::string dir = make_temp_dir();
     Result result = spawn(args, {}, "/dev/null", stdout_path, dir + "/stderr");
+    std::filesystem::remove_all(dir);
+    return result;
+}
+
+Result run_with_file_size_limit(const std::vector<std::string>& args, std::uint64_t bytes) {
+    const std::string dir = make_temp_dir();
+    Result result;
+    {
+        const ScopedLimit limit(RLIMIT_FSIZE, bytes);  // inherited by the child
+        result = spawn(args, {}, "/dev/null", dir + "/stdout", dir + "/stderr");
+    }
+    result.out = slurp(dir + "/stdout");
+    std::filesystem::remove_all(dir);
+    return result;
+}
+
+Result run_appending(const std::vector<std::string>& args, const std::string& stdout_path,
+                     const std::string& stderr_path) {
+    return spawn(args, {}, "/dev/null", stdout_path, stderr_path, O_WRONLY | O_CREAT | O_APPEND);
+}
+
+Result run_with_stdout_closed(const std::vector<std::string>& args) {
+    const std::string dir = make_temp_dir();
+    Result result = spawn(args, {}, "/dev/null", "", dir + "/stderr");
     std::filesystem::remove_all(dir);
     return result;
 }
@@ -196,6 +259,19 @@ TempFile::TempFile(const std::string& contents, const std::string& name)
 }
 
 TempFile::~TempFile() { std::filesystem::remove_all(dir_); }
+
+TempDir::TempDir() : path_(make_temp_dir()) {}
+
+TempDir::~TempDir() { std::filesystem::remove_all(path_); }
+
+std::vector<std::string> TempDir::names() const {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(path_)) names.push_back(entry.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string read_file(const std::string& path) { return slurp(path); }
 
 std::string data_file(const std::string& name) {
     return std::string(ATTNTRACE_SOURCE_DIR) + "/data/" + name;

@@ -1,6 +1,7 @@
 // Running the built attntrace binary from tests: arguments in; exit code, stdout, stderr out.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,8 +22,26 @@ Result run(const std::vector<std::string>& args, const std::string& input = "",
 // Runs attntrace with stdout opened on `stdout_path` (such as /dev/full); `out` stays empty.
 Result run_to_file(const std::vector<std::string>& args, const std::string& stdout_path);
 
-// Starts attntrace, sends it `signal` after `delay_ms` milliseconds, and waits for it.
+// Runs attntrace under a file size limit of `bytes` (as after `ulimit -f`), for every file it
+// writes; stdout is read back as by run().
+Result run_with_file_size_limit(const std::vector<std::string>& args, std::uint64_t bytes);
+
+// Runs attntrace with stdout and stderr opened for appending (as `>> out 2>> err` does) on
+// the given files; `out` stays empty and `err` is the whole of `stderr_path` afterwards.
+Result run_appending(const std::vector<std::string>& args, const std::string& stdout_path,
+                     const std::string& stderr_path);
+
+// Runs attntrace with stdout closed (as `attntrace >&-` does); `out` stays empty.
+Result run_with_stdout_closed(const std::vector<std::string>& args);
+
+// Starts attntrace, sends it `signal` after `delay_ms` milliseconds, and waits for it. The
+// child starts with the signal's default action and writes no core file.
 Result run_and_signal(const std::vector<std::string>& args, int delay_ms, int signal);
+
+// Arguments for a run that keeps attntrace busy for seconds, for tests that signal it while
+// it works: the streaming summary (--summary, O(n) memory, so no memory guard refuses it) of
+// 20,000 generated tokens of 64 numbers on one thread, about 2.5 s on one 2024 core.
+std::vector<std::string> busy_run_args();
 
 // Runs attntrace with stdout a pipe whose reader has already gone. With `ignore_sigpipe`
 // the child inherits SIG_IGN for SIGPIPE (its writes fail with EPIPE); otherwise SIGPIPE
@@ -47,6 +66,22 @@ private:
     std::string path_;
 };
 
+// A fresh temporary folder, removed with the object.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::string& path() const { return path_; }
+    std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+    std::vector<std::string> names() const;  // what the folder holds, sorted
+
+private:
+    std::string path_;
+};
+
+std::string read_file(const std::string& path);  // the whole file, "" when there is none
 std::string data_file(const std::string& name);  // path of data/NAME in the source tree
 
 }  // namespace cli
