@@ -88,11 +88,20 @@ TEST_CASE("arrays of numbers are packed and anything else stays a JSON array", "
 }
 
 TEST_CASE("strings decode escapes and keep UTF-8", "[json]") {
+    // An array of strings only is packed (the tokens' form); in an object they are nodes.
     const Json doc = parse_json(R"(["a\"b\\c\/d\n\t", "\u00e9\u65e5", "\ud83d\ude00", "é日😀"])", "t");
-    CHECK(doc[0] == "a\"b\\c/d\n\t");
-    CHECK(doc[1] == "é日");
-    CHECK(doc[2] == "😀");
-    CHECK(doc[3] == "é日😀");
+    REQUIRE(is_packed_strings(doc));
+    const PackedStrings strings = packed_strings(doc);
+    REQUIRE(strings.count == 4);
+    CHECK(strings[0] == "a\"b\\c/d\n\t");
+    CHECK(strings[1] == "é日");
+    CHECK(strings[2] == "😀");
+    CHECK(strings[3] == "é日😀");
+    CHECK(describe(doc) == "an array of 4 strings");
+    const Json object = parse_json(R"({"a": "\u00e9\u65e5", "b": ["x", 1], "c": ["x\u0000y"]})", "t");
+    CHECK(object["a"] == "é日");
+    CHECK(object["b"][0] == "x");  // not strings only: nodes
+    CHECK(object["c"][0] == std::string("x\0y", 3));  // a NUL inside: nodes
     CHECK(parse_json("\xEF\xBB\xBF{\"a\": 1}", "t")["a"] == 1);  // a byte order mark is skipped
     CHECK(parse_json(R"({"big": 18446744073709551615, "neg": -9223372036854775808})", "t")["big"].is_number_unsigned());
 }

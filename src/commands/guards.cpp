@@ -24,8 +24,15 @@ double text_per_cell(const RenderOptions& render) {
     return render.format == Format::table ? 2 * cell : cell;
 }
 constexpr double svg_per_cell = 400;  // a rectangle, a tooltip and a label
-// Labels are held by the input text, the loaded problem, the trace and the text of a stage.
-constexpr double label_copies = 6;
+// Labels are held by the input text, its parsed document, the loaded problem and the trace,
+// with a copy's worth of room for the bookkeeping around them.
+constexpr double label_copies = 5;
+// JSON writes every label of a stage in full, rows and columns, into a buffer that may be
+// twice the text; the other formats copy a stage's labels into its cell model.
+double rendered_label_bytes(const WorkShape& s, const RenderOptions& render) {
+    return (render.format == Format::json ? 4 : 2) * s.label_bytes;
+}
+constexpr double stages_with_labels = 9;
 // What a standard output keeps before it is committed (util/output.hpp).
 constexpr double held_output = 16 << 20;
 
@@ -68,10 +75,11 @@ std::uint64_t trace_bytes(const WorkShape& s, Dtype dtype, const RenderOptions& 
     const double working = 3 * cells * element_size(dtype) + matrix_bytes(s) * element_size(dtype);
     const double masks = 3 * cells;
     const double weights = 3 * s.d_in * std::max(s.d_k, s.d_v) * 8 * 2;
-    const double text = widest * text_per_cell(render);
-    const double held = std::min(held_output, widest * 26);
-    return static_cast<std::uint64_t>(stages + working + masks + weights + s.label_bytes * label_copies + text + held +
-                                      (svg ? cells * svg_per_cell : 0));
+    const double text = widest * text_per_cell(render) + rendered_label_bytes(s, render);
+    const double output = (4 * cells + matrix_bytes(s)) * 26 +
+                          (render.format == Format::json ? 2 * s.label_bytes * stages_with_labels : 0);
+    return static_cast<std::uint64_t>(stages + working + masks + weights + s.label_bytes * label_copies + text +
+                                      std::min(held_output, output) + (svg ? cells * svg_per_cell : 0));
 }
 
 std::uint64_t summary_bytes(const WorkShape& s, Dtype dtype, bool context, std::size_t top) {

@@ -216,6 +216,16 @@ private:
             pos_ = start + 1;  // something else is in it: read it again, element by element
             skip_space();
         }
+        // Tokens: strings only, packed into one block of text.
+        if (peek() == '"') {
+            Json strings;
+            if (strings_only(strings)) {
+                frames_.pop_back();
+                return strings;
+            }
+            pos_ = start + 1;  // something else is in it: read it again, element by element
+            skip_space();
+        }
         // A matrix: rows holding only numbers, all of one length, packed into one block.
         if (peek() == '[' && frames_.size() < static_cast<std::size_t>(max_json_depth)) {
             Json matrix;
@@ -315,6 +325,39 @@ private:
         put(keys.data(), keys.size());
         charge(node_bytes + container_bytes);
         return Json::binary(std::move(bytes), words_flag | width);
+    }
+
+    // The strings of an array up to its closing ']', packed as [count][ends: count × uint64]
+    // [text] with subtype strings_flag; false at the first element that is not a string (or a
+    // string holding a NUL), or at a syntax error, which the element-wise reading reports.
+    bool strings_only(Json& result) {
+        std::string text;
+        std::vector<std::uint64_t> ends;
+        while (true) {
+            skip_space();
+            if (peek() != '"') return false;
+            const std::string item = string();
+            if (item.find('\0') != std::string::npos) return false;
+            charge(item.size() + sizeof(std::uint64_t));
+            text += item;
+            ends.push_back(text.size());
+            skip_space();
+            if (peek() == ',') {
+                ++pos_;
+                continue;
+            }
+            if (peek() != ']') return false;
+            ++pos_;
+            break;
+        }
+        const std::uint64_t count = ends.size();
+        std::vector<std::uint8_t> bytes(sizeof count + ends.size() * sizeof(std::uint64_t) + text.size());
+        std::memcpy(bytes.data(), &count, sizeof count);
+        std::memcpy(bytes.data() + sizeof count, ends.data(), ends.size() * sizeof(std::uint64_t));
+        if (!text.empty()) std::memcpy(bytes.data() + sizeof count + ends.size() * sizeof(std::uint64_t), text.data(), text.size());
+        charge(node_bytes + container_bytes);
+        result = Json::binary(std::move(bytes), strings_flag);
+        return true;
     }
 
     enum class Rows { closed, reached, not_a_matrix };
@@ -708,7 +751,30 @@ Json parse_json(std::string_view text, const std::string& origin, MemoryBudget* 
 bool is_packed_numbers(const Json& value) { return value.is_binary() && !value.get_binary().has_subtype(); }
 
 bool is_packed_matrix(const Json& value) {
-    return value.is_binary() && value.get_binary().has_subtype() && !(value.get_binary().subtype() & words_flag);
+    return value.is_binary() && value.get_binary().has_subtype() &&
+           !(value.get_binary().subtype() & (words_flag | strings_flag));
+}
+
+bool is_packed_strings(const Json& value) {
+    return value.is_binary() && value.get_binary().has_subtype() && value.get_binary().subtype() == strings_flag;
+}
+
+PackedStrings packed_strings(const Json& value) {
+    const auto& bytes = value.get_binary();
+    PackedStrings strings;
+    std::uint64_t count = 0;
+    std::memcpy(&count, bytes.data(), sizeof count);
+    strings.count = count;
+    strings.ends = bytes.data() + sizeof count;
+    strings.text = reinterpret_cast<const char*>(strings.ends + count * sizeof(std::uint64_t));
+    return strings;
+}
+
+std::string_view PackedStrings::operator[](std::size_t i) const {
+    std::uint64_t from = 0, to = 0;
+    if (i > 0) std::memcpy(&from, ends + (i - 1) * sizeof from, sizeof from);
+    std::memcpy(&to, ends + i * sizeof to, sizeof to);
+    return {text + from, static_cast<std::size_t>(to - from)};
 }
 
 bool is_packed_words(const Json& value) {
@@ -784,6 +850,7 @@ std::string describe(const Json& value) {
         return value.empty() ? "an empty array" : fmt::format("an array of {}", value.size());
     case Json::value_t::binary:
         if (is_packed_words(value)) return "an object";
+        if (is_packed_strings(value)) return fmt::format("an array of {} strings", packed_strings(value).count);
         return is_packed_matrix(value) ? fmt::format("an array of {} rows of {} numbers", rows_of(value), packed_columns(value))
                                        : fmt::format("an array of {} numbers", packed_size(value));
     case Json::value_t::object: return value.empty() ? "an empty object" : "an object";

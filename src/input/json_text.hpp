@@ -20,6 +20,8 @@ using Json = nlohmann::ordered_json;  // keeps the file's key order (vocabulary 
 // The subtype bit that marks a packed object of word vectors (the rest is the vector length);
 // a packed matrix's subtype is its row length alone.
 inline constexpr std::uint64_t words_flag = std::uint64_t{1} << 63;
+// The subtype of a packed array of strings.
+inline constexpr std::uint64_t strings_flag = std::uint64_t{1} << 62;
 
 
 // Parses `text` (strict RFC 8259); throws DataError "ORIGIN:LINE:COL: invalid JSON: …",
@@ -29,13 +31,15 @@ inline constexpr std::uint64_t words_flag = std::uint64_t{1} << 63;
 // matrix), as one binary value of its rows, one after the other, with the row length as its
 // subtype. Neither costs a node per number.
 // An object all of whose members are vectors of one length (an embeddings object) is packed
-// too: its keys in file order and its vectors as rows, with no node per key or number.
+// too: its keys in file order and its vectors as rows, with no node per key or number; and
+// so is an array of strings (tokens): one block of text and where each string ends.
 // `budget`, when given, is charged for the document as it is built (MemoryBudget).
 Json parse_json(std::string_view text, const std::string& origin, MemoryBudget* budget = nullptr);
 
 bool is_packed_numbers(const Json& value);          // a vector
 bool is_packed_matrix(const Json& value);           // a matrix
 bool is_packed_words(const Json& value);            // an object of word vectors
+bool is_packed_strings(const Json& value);          // an array of strings
 
 // A packed object of word vectors, read in place (valid while its Json lives).
 struct PackedWords {
@@ -49,6 +53,16 @@ struct PackedWords {
     const char* keys = nullptr;
 };
 PackedWords packed_words(const Json& value);
+
+// A packed array of strings (tokens), read in place (valid while its Json lives).
+struct PackedStrings {
+    std::size_t count = 0;
+    std::string_view operator[](std::size_t i) const;
+
+    const std::uint8_t* ends = nullptr;
+    const char* text = nullptr;
+};
+PackedStrings packed_strings(const Json& value);
 std::size_t packed_size(const Json& value);         // how many numbers, in all
 std::size_t packed_columns(const Json& value);      // a matrix's row length
 std::size_t rows_of(const Json& value);             // an array's elements, or a matrix's rows

@@ -325,18 +325,21 @@ Labels read_labels(const Reader& in, const Json& object, const std::string& poin
     }
     labels.pointer = pointer_child(pointer, "tokens");
     const Json& tokens = object["tokens"];
-    if (!tokens.is_array()) in.fail(labels.pointer, "expected an array of strings, found " + describe(tokens));
-    if (tokens.empty()) in.fail(labels.pointer, "no tokens: the array is empty");
-    in.check_token_count(labels.pointer, tokens.size());
-    labels.words.texts.reserve(tokens.size());
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
+    const bool packed = is_packed_strings(tokens);  // the parser's form of an array of strings only
+    if (!packed && !tokens.is_array()) in.fail(labels.pointer, "expected an array of strings, found " + describe(tokens));
+    if (!packed && tokens.empty()) in.fail(labels.pointer, "no tokens: the array is empty");
+    const std::size_t count = packed ? packed_strings(tokens).count : tokens.size();
+    in.check_token_count(labels.pointer, count);
+    labels.words.texts.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) {
         const auto token_pointer = pointer_child(labels.pointer, i);
-        auto text = in.label(tokens[i], token_pointer);
+        std::string text = packed ? std::string(packed_strings(tokens)[i]) : in.string(tokens[i], token_pointer);
+        in.plain_text(text, token_pointer);
         if (text.find_first_not_of(" \t\r\n") == std::string::npos)
             in.fail(token_pointer, "empty token: a token needs at least one visible character");
         labels.words.texts.push_back(std::move(text));
     }
-    labels.words.punctuation.assign(tokens.size(), false);
+    labels.words.punctuation.assign(count, false);
     in.charge(words_bytes(labels.words));
     return labels;
 }

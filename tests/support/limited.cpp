@@ -6,7 +6,6 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,23 +21,16 @@ std::string slurp(const std::string& path) {
     return text.str();
 }
 
-void set_limit(int resource, std::optional<unsigned long> soft, std::optional<unsigned long> hard) {
-    rlimit r{};
-    ::getrlimit(resource, &r);
-    if (hard) r.rlim_max = *hard;
-    if (soft) r.rlim_cur = *soft;
-    if (r.rlim_cur > r.rlim_max) r.rlim_cur = r.rlim_max;
-    ::setrlimit(resource, &r);
-}
-
 }  // namespace
 
 Result run(const std::vector<std::string>& args, const Limits& limits, const std::map<std::string, std::string>& env) {
     std::string dir = (std::filesystem::temp_directory_path() / "attntrace-limited-XXXXXX").string();
     if (!::mkdtemp(dir.data())) throw std::runtime_error("mkdtemp failed");
-    const std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
-    // Everything the child needs is made before fork: it only sets limits, opens and execs.
-    std::vector<std::string> argv_text{ATTNTRACE_BINARY};
+    const std::string out_path = dir + "/stdout", err_path = dir + "/stderr", result_path = dir + "/result";
+    // Everything the child needs is made before fork: it only opens and execs the launcher.
+    std::vector<std::string> argv_text{ATTNTRACE_MEASURE, result_path, std::to_string(limits.address_space.value_or(0)),
+                                       std::to_string(limits.stack_soft.value_or(0)),
+                                       std::to_string(limits.stack_hard.value_or(0)), ATTNTRACE_BINARY};
     argv_text.insert(argv_text.end(), args.begin(), args.end());
     std::vector<std::string> env_text;
     for (char** e = environ; *e; ++e) {
@@ -56,8 +48,6 @@ Result run(const std::vector<std::string>& args, const Limits& limits, const std
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("fork failed");
     if (pid == 0) {
-        if (limits.address_space) set_limit(RLIMIT_AS, limits.address_space, std::nullopt);
-        if (limits.stack_soft || limits.stack_hard) set_limit(RLIMIT_STACK, limits.stack_soft, limits.stack_hard);
         const int in = ::open("/dev/null", O_RDONLY);
         const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
         const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -69,12 +59,11 @@ Result run(const std::vector<std::string>& args, const Limits& limits, const std
         ::_exit(127);
     }
     int status = 0;
-    rusage usage{};
-    while (::wait4(pid, &status, 0, &usage) < 0) {
+    while (::waitpid(pid, &status, 0) < 0) {
     }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("the launcher failed");
     Result result;
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    result.peak_kib = usage.ru_maxrss;
+    std::istringstream(slurp(result_path)) >> result.exit_code >> result.peak_kib;
     result.out = slurp(out_path);
     result.err = slurp(err_path);
     std::filesystem::remove_all(dir);

@@ -1,5 +1,6 @@
 // Running the built attntrace under resource limits (ulimit -v, -s) and measuring its peak
-// resident memory, for the tests of the guards.
+// resident memory, for the tests of the guards: through the small launcher
+// tests/support/measure.cpp, whose own memory does not count.
 #pragma once
 
 #include "support/cli.hpp"
