@@ -31,7 +31,7 @@ Vocabulary vocabulary_of(const Problem& problem) {
             words.words.push_back(seq.tokens[i]);
             rows.push_back(static_cast<Eigen::Index>(i));
         }
-    words.vectors = seq.vectors(rows, Eigen::placeholders::all);
+    words.vectors = seq.vectors(rows, Eigen::all);
     return words;
 }
 

@@ -13,6 +13,7 @@ std::optional<double> parse_duration(std::string_view text) {
     if (error != std::errc() || end == text.data() || !(value >= 0) || !std::isfinite(value)) return std::nullopt;
     const std::string_view unit = text.substr(static_cast<std::size_t>(end - text.data()));
     if (unit.empty() || unit == "s") return value;
+    if (unit == "ms") return value / 1000;
     if (unit == "m" || unit == "min") return value * 60;
     if (unit == "h") return value * 3600;
     return std::nullopt;
