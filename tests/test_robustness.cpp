@@ -112,7 +112,7 @@ TEST_CASE("compare measures long context vectors without overflow and refuses wh
                        "the context vectors of \"a\" are too large to compare");
 }
 
-TEST_CASE("running out of memory is one error line, never an abort or partial output", "[robustness][memory]") {
+TEST_CASE("running out of memory is one error line, never an abort or partial output", "[robustness][memory][resources]") {
     cli::TempFile input(cli::run({"generate", "--tokens", "3000", "--dim", "64"}).out);
     limited::Limits tight;
     tight.address_space = 400ul << 20;
@@ -264,7 +264,7 @@ TEST_CASE("suggestions for long unknown words are bounded work", "[robustness][e
     require_error_line(cli::run({typo.path()}), 1, "closest known words: journey");
 }
 
-TEST_CASE("reading is charged against --max-memory and stays within a small factor of the input", "[robustness][memory]") {
+TEST_CASE("reading is charged against --max-memory and stays within a small factor of the input", "[robustness][memory][resources]") {
     // The bound docs/robustness.md states: 8 times the input, plus 48 bytes for each token
     // (a string of its own, and a bit; at most 2²⁰ tokens, so at most 48 MiB).
     // 300,000 keys of one number each: packed by the parser, looked up through hash indices.
@@ -295,7 +295,7 @@ TEST_CASE("reading is charged against --max-memory and stays within a small fact
     }
 }
 
-TEST_CASE("the memory estimate covers labels and stages wider than n", "[robustness][memory]") {
+TEST_CASE("the memory estimate covers labels and stages wider than n", "[robustness][memory][resources]") {
     // Each case: the run's own estimate (from its refusal under a limit that reading fits but
     // the trace does not) against the peak it reaches when allowed.
     std::string long_labels = R"({"tokens": [)";
