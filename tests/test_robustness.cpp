@@ -371,3 +371,28 @@ TEST_CASE("the default memory limit is the smallest of half the RAM, the cgroup 
     CHECK_FALSE(cgroup_memory_available(root / "v2", root / "self-none"));
     CHECK_FALSE(cgroup_memory_available(root / "missing", root / "self-v2"));
 }
+
+TEST_CASE("every format of every mode passes the output checks on the fuzz corpus", "[robustness][render]") {
+    // What the fuzz target checks, run here on its corpus (the regression inputs included),
+    // with every option that adds text.
+    const std::filesystem::path corpus = std::filesystem::path(ATTNTRACE_SOURCE_DIR) / "tests/fuzz/corpus";
+    std::size_t rendered = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(corpus)) {
+        if (entry.path().extension() != ".json") continue;
+        for (const char* format : {"table", "json", "markdown", "csv"}) {
+            std::vector<std::string> args{entry.path().string(), "-f", format, "-q", "1"};
+            if (std::string(format) != "csv") args.push_back("--explain");
+            if (std::string(format) == "table") args.insert(args.end(), {"--color", "always"});
+            const auto r = cli::run(args);
+            if (r.exit_code != 0) continue;  // refused: the bad-input tests cover the message
+            INFO(entry.path().filename() << " " << format);
+            const std::string problem = std::string(format) == "json" ? output_checks::json_problem(r.out)
+                                        : std::string(format) == "csv" ? output_checks::csv_problem(r.out)
+                                                                       : output_checks::terminal_problem(r.out, true);
+            CHECK(problem.empty());
+            if (std::string(format) != "json") CHECK(output_checks::number_problem(r.out).empty());
+            ++rendered;
+        }
+    }
+    CHECK(rendered >= 40);
+}

@@ -55,8 +55,8 @@ MatrixT<T> add_weights_stage(StageBuilder& stages, Trace& trace, const MatrixT<T
         stage.strongest.push_back(column);
     }
     if (!blind.empty())
-        trace.notes.push_back(fmt::format("every key is masked for {}: their weights are all 0 (not NaN) "
-                                          "and their context vectors 0",
+        trace.notes.push_back(fmt::format("every key is masked for {}: their weights are all 0 (a softmax over "
+                                          "no keys would be 0/0) and their context vectors 0",
                                           fmt::join(blind, ", ")));
     return weights;
 }
