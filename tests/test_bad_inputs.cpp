@@ -85,7 +85,7 @@ const std::vector<BadInput> cases = {
     {"overflow", R"({"sentence": "a b", "embeddings": {"a": [1e300], "b": [1e300]}})", {}, 1,
      "the scores stage overflows: the entry for \"a\" (row 1) and \"a\" (column 1) is inf"},
     {"overflow, streaming path", R"({"sentence": "a b", "embeddings": {"a": [1e300], "b": [1e300]}})", {"--summary"}, 1,
-     "the scores stage overflows: the score of \"a\" (row 1) and \"a\" (column 1) is inf"},
+     "the scores stage overflows: the entry for \"a\" (row 1) and \"a\" (column 1) is inf"},
     {"float32 overflow", R"({"tokens": ["a"], "embeddings": [[1e39]]})", {"--dtype", "float32"}, 1, "the inputs stage overflows"},
     {"float32 projection overflow, streaming path", R"({"tokens": ["a"], "embeddings": [[1e38, 1e38]], "weights": {"query": [[10], [-10]], "key": [[1], [1]], "value": [[1], [1]]}})",
      {"--summary", "--dtype", "float32", "-m", "self"}, 1, "the queries stage overflows: the entry for \"a\" (row 1) and \"q1\" (column 1)"},
@@ -127,7 +127,7 @@ const std::vector<BadInput> cases = {
     {"dot with unequal sizes", pair + "}", {"--score", "dot"}, 1, "the dot score needs decoder and encoder states of one size"},
     {"additive overflow hidden by tanh", R"({"source": {"tokens": ["a"], "states": [[1e308]]}, "target": {"tokens": ["x"], "states": [[1e308]]},
                                             "weights": {"W_a": [[1]], "U_a": [[1]], "v_a": [1]}})", {}, 1,
-     "the scores stage overflows: s·W_a + h·U_a for \"x\" (row 1) and \"a\" (column 1) is not finite"},
+     "the scores stage overflows: s·W_a + h·U_a for \"x\" (row 1) and \"a\" (column 1) is inf, not a finite number"},
     {"sum normalisation with --summary", R"({"sentence": "a b", )" + ok_embeddings + "}", {"--summary", "--normalize", "sum"}, 2,
      "--normalize sum needs the full trace"},
     // Options that do not fit the input: usage errors

@@ -1,7 +1,7 @@
 // Bahdanau (additive) attention and Luong's dot/general scores against naive loops.
 #include "attention/bahdanau.hpp"
 #include "input/examples.hpp"
-#include "input/generator.hpp"
+#include "core/generator.hpp"
 #include "input/load.hpp"
 #include "support/cli.hpp"
 #include "support/schema.hpp"
@@ -97,22 +97,22 @@ TEST_CASE("additive scores, weights and context match naive loops for many shape
         const auto input = random_pair(seed++, shape.n_src, shape.n_tgt, shape.d_h, shape.d_s, shape.d_a);
         const Trace t = trace_bahdanau(input, bahdanau_options());
         const auto expected = naive_additive(input.target.vectors, input.source.vectors, *input.weights, nullptr);
-        require_close(t.find("scores")->data, expected.scores, "scores");
-        require_close(t.find("weights")->data, expected.weights, "weights");
-        require_close(t.find("context")->data, expected.context, "context");
+        require_close(t.find(StageId::scores)->data, expected.scores, "scores");
+        require_close(t.find(StageId::weights)->data, expected.weights, "weights");
+        require_close(t.find(StageId::context)->data, expected.context, "context");
         for (Eigen::Index r = 0; r < shape.n_tgt; ++r)
-            CHECK(t.find("weights")->data.row(r).sum() == Approx(1.0).margin(1e-12).epsilon(0));
-        CHECK(t.find("context")->data.cols() == shape.d_h);
-        CHECK(t.find("projected_decoder")->data.cols() == shape.d_a);
+            CHECK(t.find(StageId::weights)->data.row(r).sum() == Approx(1.0).margin(1e-12).epsilon(0));
+        CHECK(t.find(StageId::context)->data.cols() == shape.d_h);
+        CHECK(t.find(StageId::projected_decoder)->data.cols() == shape.d_a);
     }
 }
 
 TEST_CASE("one source position gets all the weight", "[bahdanau]") {
     const auto input = random_pair(9, 1, 3, 2, 2, 2);
     const Trace t = trace_bahdanau(input, bahdanau_options());
-    for (Eigen::Index r = 0; r < 3; ++r) CHECK(t.find("weights")->data(r, 0) == 1.0);
+    for (Eigen::Index r = 0; r < 3; ++r) CHECK(t.find(StageId::weights)->data(r, 0) == 1.0);
     // c_t = 1·h_1 for every target step.
-    CHECK(t.find("context")->data.row(2) == input.source.vectors.row(0));
+    CHECK(t.find(StageId::context)->data.row(2) == input.source.vectors.row(0));
 }
 
 TEST_CASE("a source mask gives masked positions weight exactly 0", "[bahdanau]") {
@@ -120,9 +120,9 @@ TEST_CASE("a source mask gives masked positions weight exactly 0", "[bahdanau]")
     input.source_mask = std::vector<bool>{true, false, true, true, false};
     const Trace t = trace_bahdanau(input, bahdanau_options());
     const auto expected = naive_additive(input.target.vectors, input.source.vectors, *input.weights, &*input.source_mask);
-    require_close(t.find("weights")->data, expected.weights, "weights");
-    const Stage& masked = *t.find("masked");
-    const Stage& weights = *t.find("weights");
+    require_close(t.find(StageId::weights)->data, expected.weights, "weights");
+    const Stage& masked = *t.find(StageId::masked);
+    const Stage& weights = *t.find(StageId::weights);
     REQUIRE(masked.applied);
     REQUIRE(weights.allowed);
     for (Eigen::Index r = 0; r < 4; ++r) {
@@ -136,17 +136,19 @@ TEST_CASE("a source mask gives masked positions weight exactly 0", "[bahdanau]")
 TEST_CASE("bahdanau stages: names, shapes, labels, skipped steps", "[bahdanau]") {
     const auto input = random_pair(3, 3, 2, 4, 5, 6);
     const Trace t = trace_bahdanau(input, bahdanau_options());
-    REQUIRE(t.stages.size() == std::size(bahdanau_stages));
-    for (std::size_t i = 0; i < t.stages.size(); ++i) CHECK(t.stages[i].name == bahdanau_stages[i]);
-    CHECK(t.find("encoder_states")->data.rows() == 3);
-    CHECK(t.find("decoder_states")->data.cols() == 5);
-    CHECK(t.find("projected_encoder")->data.cols() == 6);
-    CHECK(t.find("scores")->rows == input.target.tokens);
-    CHECK(t.find("scores")->cols == input.source.tokens);
-    CHECK_FALSE(t.find("scaled")->applied);
-    CHECK_THAT(t.find("scaled")->reason, Contains("additive scores"));
-    CHECK_FALSE(t.find("masked")->applied);
-    CHECK_THAT(t.find("weights")->title, Contains("alignment matrix"));
+    const std::vector<std::string> expected{"encoder_states", "decoder_states", "projected_decoder", "projected_encoder",
+                                            "scores", "scaled", "masked", "weights", "context"};
+    REQUIRE(t.stages.size() == expected.size());
+    for (std::size_t i = 0; i < t.stages.size(); ++i) CHECK(t.stages[i].name() == expected[i]);
+    CHECK(t.find(StageId::encoder_states)->data.rows() == 3);
+    CHECK(t.find(StageId::decoder_states)->data.cols() == 5);
+    CHECK(t.find(StageId::projected_encoder)->data.cols() == 6);
+    CHECK(t.find(StageId::scores)->rows == input.target.tokens);
+    CHECK(t.find(StageId::scores)->cols == input.source.tokens);
+    CHECK_FALSE(t.find(StageId::scaled)->applied);
+    CHECK_THAT(t.find(StageId::scaled)->reason, Contains("additive scores"));
+    CHECK_FALSE(t.find(StageId::masked)->applied);
+    CHECK_THAT(t.find(StageId::weights)->title, Contains("alignment matrix"));
     CHECK(t.dims == std::vector<std::pair<std::string, Eigen::Index>>{{"d_h", 4}, {"d_s", 5}, {"d_a", 6}});
 }
 
@@ -158,16 +160,16 @@ TEST_CASE("Luong's dot and general scores against hand arithmetic", "[bahdanau]"
 
     // dot: s·h_1 = 3·1 + (−1)·0 = 3; s·h_2 = 3·0.5 + (−1)·2 = −0.5.
     const Trace dot = trace_bahdanau(input, bahdanau_options(Score::dot));
-    CHECK(dot.find("scores")->data(0, 0) == 3.0);
-    CHECK(dot.find("scores")->data(0, 1) == -0.5);
-    CHECK(dot.find("weights")->data(0, 0) == Approx(std::exp(3.0) / (std::exp(3.0) + std::exp(-0.5))));
-    CHECK_FALSE(dot.find("projected_decoder")->applied);
+    CHECK(dot.find(StageId::scores)->data(0, 0) == 3.0);
+    CHECK(dot.find(StageId::scores)->data(0, 1) == -0.5);
+    CHECK(dot.find(StageId::weights)->data(0, 0) == Approx(std::exp(3.0) / (std::exp(3.0) + std::exp(-0.5))));
+    CHECK_FALSE(dot.find(StageId::projected_decoder)->applied);
 
     // general: s·W = [3·1 + (−1)·0, 3·2 + (−1)·1] = [3, 5]; ·h_1 = 3, ·h_2 = 1.5 + 10 = 11.5.
     const Trace general = trace_bahdanau(input, bahdanau_options(Score::general));
-    CHECK(general.find("projected_decoder")->data(0, 1) == 5.0);
-    CHECK(general.find("scores")->data(0, 0) == 3.0);
-    CHECK(general.find("scores")->data(0, 1) == 11.5);
+    CHECK(general.find(StageId::projected_decoder)->data(0, 1) == 5.0);
+    CHECK(general.find(StageId::scores)->data(0, 0) == 3.0);
+    CHECK(general.find(StageId::scores)->data(0, 1) == 11.5);
     CHECK(general.weights == WeightsOrigin::file);
 }
 
@@ -184,10 +186,10 @@ TEST_CASE("missing weights are generated from the seed and announced", "[bahdana
     o.dim = 7;
     const Trace t = trace_bahdanau(input, o);
     CHECK(t.weights == WeightsOrigin::generated);
-    CHECK(t.find("projected_encoder")->data.cols() == 7);
+    CHECK(t.find(StageId::projected_encoder)->data.cols() == 7);
     const AdditiveWeights w = generate_additive_weights(123, 4, 3, 7);
     const auto expected = naive_additive(input.target.vectors, input.source.vectors, w, nullptr);
-    require_close(t.find("weights")->data, expected.weights, "weights");
+    require_close(t.find(StageId::weights)->data, expected.weights, "weights");
 }
 
 TEST_CASE("the lecture's French examples align as their descriptions say", "[bahdanau][examples]") {
@@ -197,7 +199,7 @@ TEST_CASE("the lecture's French examples align as their descriptions say", "[bah
         const Problem p = load_problem(e->json, std::string(name));
         const Trace t = trace_bahdanau(std::get<EncoderDecoderInput>(p.input), bahdanau_options(score));
         std::vector<std::string> out;
-        for (const auto column : t.find("weights")->strongest) out.push_back(t.source_tokens[static_cast<std::size_t>(column)]);
+        for (const auto column : t.find(StageId::weights)->strongest) out.push_back(t.source_tokens[static_cast<std::size_t>(column)]);
         return out;
     };
     for (const Score score : {Score::additive, Score::dot, Score::general}) {
@@ -214,7 +216,7 @@ TEST_CASE("without its mask the padded example would look at <pad>", "[bahdanau]
     auto input = std::get<EncoderDecoderInput>(p.input);
     input.source_mask.reset();
     const Trace t = trace_bahdanau(input, bahdanau_options());
-    for (const auto column : t.find("weights")->strongest) CHECK(t.source_tokens[static_cast<std::size_t>(column)] == "<pad>");
+    for (const auto column : t.find(StageId::weights)->strongest) CHECK(t.source_tokens[static_cast<std::size_t>(column)] == "<pad>");
 }
 
 TEST_CASE("bahdanau JSON and table output", "[bahdanau][cli]") {

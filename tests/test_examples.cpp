@@ -26,7 +26,7 @@ Eigen::Index row_of(const Trace& t, const std::string& token) {
 
 // The token the row of `query` gives its largest weight to; `skip_self` looks past the query.
 std::string strongest(const Trace& t, const std::string& query, bool skip_self = false) {
-    const Stage& weights = *t.find("weights");
+    const Stage& weights = *t.find(StageId::weights);
     const Eigen::Index row = row_of(t, query);
     Eigen::Index best = -1;
     for (Eigen::Index j = 0; j < weights.data.cols(); ++j) {
@@ -60,7 +60,7 @@ TEST_CASE("the teacher who smiled: 'smiled' attends most to 'teacher'", "[exampl
     CHECK(t.tokens.front() == "The");
     CHECK(strongest(t, "smiled") == "teacher");
     // and more than to "students", the other person in the sentence.
-    const Stage& w = *t.find("weights");
+    const Stage& w = *t.find(StageId::weights);
     CHECK(w.data(row_of(t, "smiled"), row_of(t, "teacher")) > w.data(row_of(t, "smiled"), row_of(t, "students")));
 }
 
@@ -76,8 +76,8 @@ TEST_CASE("bank by the river and bank for money lean different ways", "[examples
     const std::string money_pick = strongest(money, "bank", true);
     CHECK((money_pick == "cash" || money_pick == "deposited"));
     // Context vectors: dimension 1 is money, dimension 2 is water.
-    const auto bank_river = river.find("context")->data.row(row_of(river, "bank"));
-    const auto bank_money = money.find("context")->data.row(row_of(money, "bank"));
+    const auto bank_river = river.find(StageId::context)->data.row(row_of(river, "bank"));
+    const auto bank_money = money.find(StageId::context)->data.row(row_of(money, "bank"));
     CHECK(bank_river(1) > bank_money(1));
     CHECK(bank_money(0) > bank_river(0));
 }
@@ -85,10 +85,10 @@ TEST_CASE("bank by the river and bank for money lean different ways", "[examples
 TEST_CASE("big dream and big mistake give 'big' different context vectors", "[examples]") {
     const Trace dream = trace_example("big_dream");
     const Trace mistake = trace_example("big_mistake");
-    const auto big_dream = dream.find("context")->data.row(row_of(dream, "big"));
-    const auto big_mistake = mistake.find("context")->data.row(row_of(mistake, "big"));
+    const auto big_dream = dream.find(StageId::context)->data.row(row_of(dream, "big"));
+    const auto big_mistake = mistake.find(StageId::context)->data.row(row_of(mistake, "big"));
     // Same embedding for "big" in both files, different neighbours: hope (dim 2) vs harm (dim 3).
-    CHECK(dream.find("inputs")->data.row(row_of(dream, "big")) == mistake.find("inputs")->data.row(row_of(mistake, "big")));
+    CHECK(dream.find(StageId::inputs)->data.row(row_of(dream, "big")) == mistake.find(StageId::inputs)->data.row(row_of(mistake, "big")));
     CHECK(big_dream(1) > big_mistake(1));
     CHECK(big_mistake(2) > big_dream(2));
 }

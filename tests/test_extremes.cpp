@@ -4,7 +4,7 @@
 #include "attention/check.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
-#include "error.hpp"
+#include "core/error.hpp"
 #include "input/load.hpp"
 #include "support/cli.hpp"
 
@@ -28,7 +28,7 @@ Trace traced(const std::string& json, Mode mode, Normalization normalization = N
 
 void require_finite_and_checked(const Trace& t) {
     for (const auto& stage : t.stages) {
-        INFO(stage.name);
+        INFO(stage.name());
         for (Eigen::Index r = 0; r < stage.data.rows(); ++r)
             for (Eigen::Index c = 0; c < stage.data.cols(); ++c)
                 CHECK((std::isfinite(stage.data(r, c)) || stage.is_masked(r, c)));
@@ -45,14 +45,14 @@ TEST_CASE("inputs near the double range stay finite while the products do", "[ex
     const Trace t = traced(R"({"sentence": "x y", "embeddings": {"x": [0.9e154, 0.9e154], "y": [-0.9e154, 0.9e154]}})", Mode::plain);
     require_finite_and_checked(t);
     // Scores 1.62e308 on the diagonal, 0 off it: softmax puts all the weight on the diagonal.
-    CHECK(t.find("weights")->data(0, 0) == 1.0);
-    CHECK(t.find("weights")->data(0, 1) == 0.0);
+    CHECK(t.find(StageId::weights)->data(0, 0) == 1.0);
+    CHECK(t.find(StageId::weights)->data(0, 1) == 0.0);
 }
 
 TEST_CASE("huge score differences give one-hot weights, never NaN", "[extremes]") {
     const Trace t = traced(R"({"tokens": ["a", "b", "c"], "embeddings": [[1e150], [1e150], [-1e150]]})", Mode::plain);
     require_finite_and_checked(t);
-    const Stage& w = *t.find("weights");
+    const Stage& w = *t.find(StageId::weights);
     CHECK(w.data(0, 0) == 0.5);  // a and b tie at 1e300, c is at −1e300
     CHECK(w.data(0, 1) == 0.5);
     CHECK(w.data(0, 2) == 0.0);
@@ -63,15 +63,15 @@ TEST_CASE("subnormal inputs are computed, not refused", "[extremes]") {
     const Trace t = traced(R"({"tokens": ["a", "b"], "embeddings": [[1e-310, 2e-310], [4.9e-324, 0]]})", Mode::causal);
     require_finite_and_checked(t);
     // Scores underflow to 0: every visible weight is the same.
-    CHECK(t.find("weights")->data(1, 0) == 0.5);
-    CHECK(t.find("weights")->data(1, 1) == 0.5);
+    CHECK(t.find(StageId::weights)->data(1, 0) == 0.5);
+    CHECK(t.find(StageId::weights)->data(1, 1) == 0.5);
 }
 
 TEST_CASE("all-equal scores give uniform weights", "[extremes]") {
     for (const Mode mode : {Mode::plain, Mode::self, Mode::causal}) {
         const Trace t = traced(R"({"tokens": ["a", "a", "a", "a"], "embeddings": [[5, 5], [5, 5], [5, 5], [5, 5]]})", mode);
         require_finite_and_checked(t);
-        const Stage& w = *t.find("weights");
+        const Stage& w = *t.find(StageId::weights);
         for (Eigen::Index i = 0; i < 4; ++i)
             for (Eigen::Index j = 0; j <= (mode == Mode::causal ? i : 3); ++j)
                 CHECK(w.data(i, j) == Approx(1.0 / static_cast<double>(mode == Mode::causal ? i + 1 : 4)).epsilon(1e-15));
@@ -84,9 +84,9 @@ TEST_CASE("a row whose every key is masked: weights 0, said so, never NaN", "[ex
     for (const Normalization normalization : {Normalization::softmax, Normalization::sum}) {
         const Trace t = traced(json, Mode::bahdanau, normalization);
         require_finite_and_checked(t);
-        const Stage& w = *t.find("weights");
+        const Stage& w = *t.find(StageId::weights);
         CHECK(w.data.isZero(0));
-        CHECK(t.find("context")->data.isZero(0));
+        CHECK(t.find(StageId::context)->data.isZero(0));
         CHECK(w.strongest == std::vector<Eigen::Index>{-1, -1});
         REQUIRE(t.notes.size() == 1);
         CHECK_THAT(t.notes[0], Contains("every key is masked for x, y"));
@@ -109,7 +109,7 @@ TEST_CASE("overflow is refused on both paths, naming the stage and the pair", "[
     TraceOptions options;
     options.mode = Mode::plain;
     REQUIRE_THROWS_WITH(summarize(problem, options, SummaryOptions{}),
-                        Contains("the scores stage overflows: the score of \"small\" (row 1) and \"big\" (column 2)"));
+                        Contains("the scores stage overflows: the entry for \"small\" (row 1) and \"big\" (column 2)"));
     options.dtype = Dtype::float32;
     REQUIRE_THROWS_WITH(summarize(load_problem(R"({"tokens": ["a"], "embeddings": [[1e39]]})", "edge"), options, SummaryOptions{}),
                         Contains("the inputs stage overflows"));

@@ -1,7 +1,7 @@
 // The JSON parser: numbers read exactly as std::from_chars reads them, packed arrays, and the
 // grammar's corners.
-#include "error.hpp"
-#include "input/generator.hpp"
+#include "core/error.hpp"
+#include "core/generator.hpp"
 #include "input/json_text.hpp"
 
 #include <catch2/catch.hpp>

@@ -26,7 +26,7 @@ void require_row(const Stage& stage, Eigen::Index row, const std::vector<double>
                  double tolerance) {
     REQUIRE(stage.data.cols() == static_cast<Eigen::Index>(expected.size()));
     for (std::size_t j = 0; j < expected.size(); ++j) {
-        INFO(stage.name << " column " << j);
+        INFO(stage.name() << " column " << j);
         CHECK(stage.data(row, static_cast<Eigen::Index>(j)) ==
               Approx(expected[j]).margin(tolerance).epsilon(0));
     }
@@ -40,7 +40,7 @@ constexpr double published = 0.5e-4;      // the lecture rounds to 4 decimals
 TEST_CASE("plain mode: the scores of 'journey' are the lecture's dot products", "[lecture]") {
     const Trace t = journey_trace(Normalization::softmax);
     REQUIRE(t.tokens[1] == "journey");
-    const Stage& scores = *t.find("scores");
+    const Stage& scores = *t.find(StageId::scores);
     require_row(scores, journey, {0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865}, published);
     // By hand: journey · Your = 0.55×0.43 + 0.87×0.15 + 0.66×0.89.
     CHECK(scores.data(journey, 0) == Approx(0.55 * 0.43 + 0.87 * 0.15 + 0.66 * 0.89).epsilon(1e-14));
@@ -50,26 +50,26 @@ TEST_CASE("plain mode: the scores of 'journey' are the lecture's dot products", 
 
 TEST_CASE("plain mode: softmax weights and the context vector of 'journey'", "[lecture]") {
     const Trace t = journey_trace(Normalization::softmax);
-    require_row(*t.find("weights"), journey, {0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581},
+    require_row(*t.find(StageId::weights), journey, {0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581},
                 published);
-    require_row(*t.find("context"), journey, {0.4419, 0.6515, 0.5683}, published);
+    require_row(*t.find(StageId::context), journey, {0.4419, 0.6515, 0.5683}, published);
 }
 
 TEST_CASE("plain mode: dividing by the row sum gives the lecture's first weights", "[lecture]") {
     const Trace t = journey_trace(Normalization::sum);
-    const Stage& weights = *t.find("weights");
+    const Stage& weights = *t.find(StageId::weights);
     require_row(weights, journey, {0.1455, 0.2278, 0.2249, 0.1285, 0.1077, 0.1656}, published);
     // By hand: 0.9544 / (0.9544 + 1.4950 + 1.4754 + 0.8434 + 0.7070 + 1.0865) = 0.9544 / 6.5617
-    const Stage& scores = *t.find("scores");
+    const Stage& scores = *t.find(StageId::scores);
     CHECK(weights.data(journey, 0) == Approx(scores.data(journey, 0) / scores.data.row(journey).sum()).epsilon(1e-14));
 }
 
 TEST_CASE("plain mode: the shapes are the lecture's 6×3 → 6×6 → 6×3", "[lecture]") {
     const Trace t = journey_trace(Normalization::softmax);
-    CHECK(t.find("inputs")->data.rows() == 6);
-    CHECK(t.find("inputs")->data.cols() == 3);
-    CHECK(t.find("weights")->data.rows() == 6);
-    CHECK(t.find("weights")->data.cols() == 6);
-    CHECK(t.find("context")->data.rows() == 6);
-    CHECK(t.find("context")->data.cols() == 3);
+    CHECK(t.find(StageId::inputs)->data.rows() == 6);
+    CHECK(t.find(StageId::inputs)->data.cols() == 3);
+    CHECK(t.find(StageId::weights)->data.rows() == 6);
+    CHECK(t.find(StageId::weights)->data.cols() == 6);
+    CHECK(t.find(StageId::context)->data.rows() == 6);
+    CHECK(t.find(StageId::context)->data.cols() == 3);
 }

@@ -1,5 +1,5 @@
 // load: tokenising, word look-up and the messages for bad input.
-#include "error.hpp"
+#include "core/error.hpp"
 #include "input/load.hpp"
 #include "input/tokenize.hpp"
 

@@ -1,6 +1,7 @@
 // plain, self and causal modes against the naive implementation in support/naive.hpp.
+#include "attention/single.hpp"
 #include "attention/trace.hpp"
-#include "input/generator.hpp"
+#include "core/generator.hpp"
 #include "render/render.hpp"
 #include "support/naive.hpp"
 
@@ -78,24 +79,24 @@ TEST_CASE("self mode by hand: one score worked out on paper", "[modes]") {
     // k_2 = x_2·W_k = [0.2·0.3 + 0.8·(−0.6) + 0.1·0.8, 0.2·0.7 + 0.8·0.2 + 0.1·(−0.1)] = [−0.34, 0.29]
     // S(1,2) = 0.3·(−0.34) + (−0.05)·0.29 = −0.1165; scaled by √2.
     const Trace t = trace_single(sequence_of(x4), &w4, options_for(Mode::self));
-    CHECK(t.find("queries")->data(0, 0) == Approx(0.3).margin(1e-15).epsilon(0));
-    CHECK(t.find("queries")->data(0, 1) == Approx(-0.05).margin(1e-15).epsilon(0));
-    CHECK(t.find("keys")->data(1, 0) == Approx(-0.34).margin(1e-15).epsilon(0));
-    CHECK(t.find("keys")->data(1, 1) == Approx(0.29).margin(1e-15).epsilon(0));
-    CHECK(t.find("scores")->data(0, 1) == Approx(-0.1165).margin(1e-15).epsilon(0));
-    CHECK(t.find("scaled")->data(0, 1) == Approx(-0.1165 / std::sqrt(2.0)).margin(1e-15).epsilon(0));
+    CHECK(t.find(StageId::queries)->data(0, 0) == Approx(0.3).margin(1e-15).epsilon(0));
+    CHECK(t.find(StageId::queries)->data(0, 1) == Approx(-0.05).margin(1e-15).epsilon(0));
+    CHECK(t.find(StageId::keys)->data(1, 0) == Approx(-0.34).margin(1e-15).epsilon(0));
+    CHECK(t.find(StageId::keys)->data(1, 1) == Approx(0.29).margin(1e-15).epsilon(0));
+    CHECK(t.find(StageId::scores)->data(0, 1) == Approx(-0.1165).margin(1e-15).epsilon(0));
+    CHECK(t.find(StageId::scaled)->data(0, 1) == Approx(-0.1165 / std::sqrt(2.0)).margin(1e-15).epsilon(0));
 }
 
 TEST_CASE("self mode matches the naive implementation at every stage", "[modes]") {
     const Trace t = trace_single(sequence_of(x4), &w4, options_for(Mode::self));
     const auto expected = naive::self_attention(rows_of(x4), rows_of(w4.query), rows_of(w4.key),
                                                 rows_of(w4.value), false);
-    require_close(t.find("scores")->data, expected.scores, 1e-13, "scores");
-    require_close(t.find("scaled")->data, expected.scaled, 1e-13, "scaled");
-    require_close(t.find("weights")->data, expected.weights, 1e-13, "weights");
-    require_close(t.find("context")->data, expected.context, 1e-13, "context");
-    CHECK_FALSE(t.find("masked")->applied);
-    CHECK(t.find("masked")->reason == "no mask: bidirectional, every position sees every position");
+    require_close(t.find(StageId::scores)->data, expected.scores, 1e-13, "scores");
+    require_close(t.find(StageId::scaled)->data, expected.scaled, 1e-13, "scaled");
+    require_close(t.find(StageId::weights)->data, expected.weights, 1e-13, "weights");
+    require_close(t.find(StageId::context)->data, expected.context, 1e-13, "context");
+    CHECK_FALSE(t.find(StageId::masked)->applied);
+    CHECK(t.find(StageId::masked)->reason == "no mask: bidirectional, every position sees every position");
     CHECK(t.dims == std::vector<std::pair<std::string, Eigen::Index>>{{"d_in", 3}, {"d_k", 2}, {"d_v", 3}});
 }
 
@@ -103,11 +104,11 @@ TEST_CASE("causal mode matches the naive implementation and hides the future", "
     const Trace t = trace_single(sequence_of(x4), &w4, options_for(Mode::causal));
     const auto expected = naive::self_attention(rows_of(x4), rows_of(w4.query), rows_of(w4.key),
                                                 rows_of(w4.value), true);
-    require_close(t.find("weights")->data, expected.weights, 1e-13, "weights");
-    require_close(t.find("context")->data, expected.context, 1e-13, "context");
+    require_close(t.find(StageId::weights)->data, expected.weights, 1e-13, "weights");
+    require_close(t.find(StageId::context)->data, expected.context, 1e-13, "context");
 
-    const Stage& masked = *t.find("masked");
-    const Stage& weights = *t.find("weights");
+    const Stage& masked = *t.find(StageId::masked);
+    const Stage& weights = *t.find(StageId::weights);
     REQUIRE(masked.applied);
     REQUIRE(masked.allowed);
     REQUIRE(weights.allowed);
@@ -126,7 +127,7 @@ TEST_CASE("causal mode matches the naive implementation and hides the future", "
 TEST_CASE("every weights row sums to 1", "[modes]") {
     for (const Mode mode : {Mode::plain, Mode::self, Mode::causal}) {
         const Trace t = trace_single(sequence_of(x4), &w4, options_for(mode));
-        const Stage& weights = *t.find("weights");
+        const Stage& weights = *t.find(StageId::weights);
         for (Eigen::Index i = 0; i < weights.data.rows(); ++i) {
             CHECK(weights.data.row(i).sum() == Approx(1.0).margin(1e-12).epsilon(0));
             CHECK((*weights.row_sums)(i) == Approx(1.0).margin(1e-12).epsilon(0));
@@ -137,22 +138,23 @@ TEST_CASE("every weights row sums to 1", "[modes]") {
 TEST_CASE("plain mode uses the embeddings as queries, keys and values", "[modes]") {
     const Trace t = trace_single(sequence_of(x4), nullptr, options_for(Mode::plain));
     const auto weights = naive::softmax_rows(naive::matmul(rows_of(x4), naive::transpose(rows_of(x4))));
-    require_close(t.find("weights")->data, weights, 1e-13, "weights");
-    require_close(t.find("context")->data, naive::matmul(weights, rows_of(x4)), 1e-13, "context");
+    require_close(t.find(StageId::weights)->data, weights, 1e-13, "weights");
+    require_close(t.find(StageId::context)->data, naive::matmul(weights, rows_of(x4)), 1e-13, "context");
     for (const char* skipped : {"queries", "keys", "values", "scaled", "masked"}) {
         INFO(skipped);
-        CHECK_FALSE(t.find(skipped)->applied);
-        CHECK_FALSE(t.find(skipped)->reason.empty());
+        CHECK_FALSE(t.at(*parse_enum<StageId>(skipped)).applied);
+        CHECK_FALSE(t.at(*parse_enum<StageId>(skipped)).reason.empty());
     }
-    CHECK(t.find("scaled")->reason == "no scaling: the simplified version uses raw dot products");
+    CHECK(t.find(StageId::scaled)->reason == "no scaling: the simplified version uses raw dot products");
     CHECK(t.weights == WeightsOrigin::none);
 }
 
 TEST_CASE("every mode shows every stage, in pipeline order", "[modes]") {
     for (const Mode mode : {Mode::plain, Mode::self, Mode::causal}) {
         const Trace t = trace_single(sequence_of(x4), nullptr, options_for(mode));
-        REQUIRE(t.stages.size() == std::size(single_sequence_stages));
-        for (std::size_t i = 0; i < t.stages.size(); ++i) CHECK(t.stages[i].name == single_sequence_stages[i]);
+        const std::vector<std::string> expected{"inputs", "queries", "keys", "values", "scores", "scaled", "masked", "weights", "context"};
+        REQUIRE(t.stages.size() == expected.size());
+        for (std::size_t i = 0; i < t.stages.size(); ++i) CHECK(t.stages[i].name() == expected[i]);
     }
 }
 
@@ -178,8 +180,9 @@ TEST_CASE("generated weights follow the documented splitmix64 recipe", "[modes][
     TraceOptions o = options_for(Mode::self);
     o.dim = 2;
     const Trace generated = trace_single(sequence_of(x4), nullptr, o);
+    o.dim.reset();  // --dim sizes generated weights only: with given weights it is refused
     const Trace given = trace_single(sequence_of(x4), &p, o);
-    CHECK(generated.find("context")->data == given.find("context")->data);
+    CHECK(generated.find(StageId::context)->data == given.find(StageId::context)->data);
     CHECK(generated.weights == WeightsOrigin::generated);
     CHECK(generated.seed == 123);
 }

@@ -4,7 +4,7 @@
 // wide stages, suggestions and time. Each case failed (crashed, hung or lied) before its fix.
 #include "input/load.hpp"
 #include "input/source.hpp"
-#include "error.hpp"
+#include "core/error.hpp"
 #include "render/shading.hpp"
 #include "support/cli.hpp"
 #include "support/limited.hpp"

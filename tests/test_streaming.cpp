@@ -2,7 +2,7 @@
 // guard, generated inputs and the benchmark's output shape (it is run tiny: not a timed test).
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
-#include "input/generator.hpp"
+#include "core/generator.hpp"
 #include "input/load.hpp"
 #include "support/cli.hpp"
 
@@ -274,8 +274,8 @@ TEST_CASE("float32 traces stay close to float64", "[streaming][dtype]") {
     const Trace a = trace(problem, f64);
     const Trace b = trace(problem, f32);
     CHECK(b.dtype == Dtype::float32);
-    CHECK((a.find("weights")->data - b.find("weights")->data).cwiseAbs().maxCoeff() < 1e-5);
-    CHECK((a.find("context")->data - b.find("context")->data).cwiseAbs().maxCoeff() < 1e-4);
+    CHECK((a.find(StageId::weights)->data - b.find(StageId::weights)->data).cwiseAbs().maxCoeff() < 1e-5);
+    CHECK((a.find(StageId::context)->data - b.find(StageId::context)->data).cwiseAbs().maxCoeff() < 1e-4);
 }
 
 TEST_CASE("a progress bar shows on a terminal for long work, and only there", "[streaming][progress]") {

@@ -1,9 +1,10 @@
 // The SVG heatmap: well-formed XML that rsvg-convert renders, one rect per weight, masked
 // cells hatched, values only in small matrices, escaped labels, the same bytes every time.
 #include "attention/bahdanau.hpp"
+#include "attention/single.hpp"
 #include "attention/trace.hpp"
 #include "input/examples.hpp"
-#include "input/generator.hpp"
+#include "core/generator.hpp"
 #include "input/load.hpp"
 #include "render/number.hpp"
 #include "render/svg.hpp"
@@ -150,7 +151,7 @@ TEST_CASE("svg: a well-formed SVG document with one cell rect per weight", "[svg
         require_well_formed(svg);
         CHECK(svg.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\""));
         CHECK_THAT(svg, Contains("font-family=\"sans-serif\"") && Contains("viewBox=\"0 0 "));
-        const Stage& weights = *trace.find("weights");
+        const Stage& weights = *trace.find(StageId::weights);
         CHECK(count(svg, "<rect class=\"cell") == static_cast<std::size_t>(weights.data.size()));
         CHECK(count(svg, "class=\"cell") == static_cast<std::size_t>(weights.data.size()));
         // Every cell has its tooltip.
@@ -181,7 +182,7 @@ TEST_CASE("svg: masked entries are hatched, untitled by value, and explained", "
 
     // A padded source: masked columns in bahdanau mode.
     const Trace padded = example_trace("padded_cat_fr", std::nullopt);
-    const Stage& weights = *padded.find("weights");
+    const Stage& weights = *padded.find(StageId::weights);
     REQUIRE(weights.allowed);
     const auto masked = static_cast<std::size_t>((!*weights.allowed).count());
     REQUIRE(masked > 0);
@@ -196,7 +197,7 @@ TEST_CASE("svg: masked entries are hatched, untitled by value, and explained", "
 TEST_CASE("svg: values are printed in small matrices only", "[svg]") {
     const Trace small = single(Mode::plain, numbered_tokens(6));
     const std::string small_svg = svg_of(small);
-    const Stage& w = *small.find("weights");
+    const Stage& w = *small.find(StageId::weights);
     for (Eigen::Index r = 0; r < 6; ++r)
         for (Eigen::Index c = 0; c < 6; ++c) {
             INFO("(" << r << ", " << c << ")");
@@ -216,7 +217,7 @@ TEST_CASE("svg: values are printed in small matrices only", "[svg]") {
     const std::size_t fixed_texts = count(small_svg, "<text") - 36 - 12;
     CHECK(count(big_svg, "<text") == fixed_texts + 40);
     CHECK(count(big_svg, "<title>") == 400);
-    const double value = big.find("weights")->data(19, 7);
+    const double value = big.find(StageId::weights)->data(19, 7);
     CHECK_THAT(big_svg, Contains(fmt::format("<title>t20 → t8: {}</title>", format_fixed(value, 4))));
 }
 

@@ -16,9 +16,9 @@ std::optional<std::string> non_finite(const Stage& stage) {
     for (Eigen::Index r = 0; r < stage.row_count(); ++r)
         for (Eigen::Index c = 0; c < stage.col_count(); ++c) {
             const double x = stage.data(r, c);
-            const bool masked_score = stage.is_masked(r, c) && x == -INFINITY && stage.name != "weights";
+            const bool masked_score = stage.is_masked(r, c) && x == -INFINITY && stage.id != StageId::weights;
             if (!std::isfinite(x) && !masked_score)
-                return fmt::format("the {} stage holds {} at {}", stage.name, x, entry(stage, r, c));
+                return fmt::format("the {} stage holds {} at {}", stage.name(), x, entry(stage, r, c));
         }
     return std::nullopt;
 }
@@ -70,12 +70,12 @@ std::optional<std::string> context_is_weighted_sum(const Stage& weights, const S
 std::optional<std::string> first_failed_check(const Trace& trace) {
     for (const auto& stage : trace.stages)
         if (auto failure = non_finite(stage)) return failure;
-    const Stage& weights = *trace.find("weights");
+    const Stage& weights = trace.at(StageId::weights);
     const double tolerance = trace.dtype == Dtype::float64 ? 1e-12 : 1e-5;
     if (auto failure = masked_weights_are_zero(weights)) return failure;
     if (auto failure = rows_sum_to_one(weights, tolerance)) return failure;
-    const Stage& values = *trace.find(trace.mode == Mode::bahdanau ? "encoder_states" : "values");
-    return context_is_weighted_sum(weights, values, *trace.find("context"), tolerance);
+    const Stage& values = trace.at(trace.mode == Mode::bahdanau ? StageId::encoder_states : StageId::values);
+    return context_is_weighted_sum(weights, values, trace.at(StageId::context), tolerance);
 }
 
 }  // namespace attntrace

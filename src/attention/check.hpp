@@ -2,7 +2,7 @@
 // trace was computed, so a grader (or a test) can trust the numbers.
 #pragma once
 
-#include "attention/stage.hpp"
+#include "core/stage.hpp"
 
 #include <optional>
 #include <string>

@@ -1,7 +1,7 @@
 #include "attention/compare.hpp"
 
 #include "attention/numeric.hpp"
-#include "error.hpp"
+#include "core/error.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
@@ -27,9 +27,9 @@ ContextIn context_in(const Trace& t, const std::string& token, std::size_t top) 
     in.origin = t.origin;
     in.description = t.description;
     in.position = find_token(t, token);
-    in.context = t.find("context")->data.row(in.position);
-    const Matrix& weights = t.find("weights")->data;
-    const Matrix& values = t.find("values")->data;
+    in.context = t.at(StageId::context).data.row(in.position);
+    const Matrix& weights = t.at(StageId::weights).data;
+    const Matrix& values = t.at(StageId::values).data;
     for (Eigen::Index j = 0; j < values.rows(); ++j) {
         if (j == in.position) continue;
         Contribution c;

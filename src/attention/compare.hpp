@@ -2,7 +2,7 @@
 // are, and which other words pulled it each way.
 #pragma once
 
-#include "attention/stage.hpp"
+#include "core/stage.hpp"
 
 #include <optional>
 #include <string>

@@ -5,7 +5,8 @@
 // (EIGEN_DONT_PARALLELIZE), so there is no nested parallelism.
 #pragma once
 
-#include "attention/types.hpp"
+#include "core/matrix.hpp"
+#include "core/types.hpp"
 #include "util/parallel.hpp"
 
 #include <algorithm>

@@ -3,7 +3,8 @@
 // the dot product of the scaled vectors stay between 1 and d.
 #pragma once
 
-#include "attention/types.hpp"
+#include "core/matrix.hpp"
+#include "core/types.hpp"
 
 #include <algorithm>
 #include <cmath>

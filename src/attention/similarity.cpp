@@ -2,7 +2,7 @@
 
 #include "attention/kernels.hpp"
 #include "attention/numeric.hpp"
-#include "error.hpp"
+#include "core/error.hpp"
 #include "input/json_text.hpp"
 
 #include <fmt/format.h>
@@ -13,7 +13,7 @@ namespace attntrace {
 
 namespace {
 
-std::vector<WordPair> ranked_pairs(const SimilarityTables& t) {
+std::vector<WordPair> ranked_pairs(const Similarity& t) {
     std::vector<WordPair> pairs;
     for (Eigen::Index i = 0; i < t.cosine.rows(); ++i)
         for (Eigen::Index j = i + 1; j < t.cosine.cols(); ++j)
@@ -24,7 +24,7 @@ std::vector<WordPair> ranked_pairs(const SimilarityTables& t) {
 }
 
 // a · b beyond the double range cannot be shown: refused like an overflowing score.
-void require_finite_dots(const SimilarityTables& t, const std::string& origin) {
+void require_finite_dots(const Similarity& t, const std::string& origin) {
     for (Eigen::Index i = 0; i < t.dot.rows(); ++i)
         for (Eigen::Index j = 0; j < t.dot.cols(); ++j)
             if (!std::isfinite(t.dot(i, j)))
@@ -36,22 +36,25 @@ void require_finite_dots(const SimilarityTables& t, const std::string& origin) {
 
 }  // namespace
 
-std::vector<WordPair> most_alike(const SimilarityTables& tables, std::size_t count) {
+std::vector<WordPair> most_alike(const Similarity& tables, std::size_t count) {
     auto pairs = ranked_pairs(tables);
     if (pairs.size() > count) pairs.resize(count);
     return pairs;
 }
 
-std::vector<WordPair> least_alike(const SimilarityTables& tables, std::size_t count) {
+std::vector<WordPair> least_alike(const Similarity& tables, std::size_t count) {
     auto pairs = ranked_pairs(tables);
     std::reverse(pairs.begin(), pairs.end());
     if (pairs.size() > count) pairs.resize(count);
     return pairs;
 }
 
-SimilarityTables similarity_tables(const Vocabulary& vocabulary, const std::string& origin) {
-    SimilarityTables t;
+Similarity similarity_of(const Vocabulary& vocabulary, const std::string& origin, const std::string& description) {
+    Similarity t;
+    t.origin = origin;
+    t.description = description;
     t.words = vocabulary.words;
+    t.dimension = vocabulary.vectors.cols();
     const Matrix& x = vocabulary.vectors;
     Matrix directions(x.rows(), x.cols());  // each vector divided by its length, computed without overflow
     for (Eigen::Index i = 0; i < x.rows(); ++i) {

@@ -2,14 +2,16 @@
 // refusing numbers that are not finite (overflow) with a message that names stage and entry.
 #pragma once
 
-#include "attention/stage.hpp"
-#include "error.hpp"
+#include "core/stage.hpp"
+#include "attention/overflow.hpp"
+#include "core/error.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace attntrace {
@@ -26,17 +28,22 @@ public:
     explicit StageBuilder(Trace& trace) : trace_(trace) {}
 
     // A stage the mode computes. Entries the mask forbids may be −∞; all others must be finite.
-    template <typename T>
-    Stage& add(std::string name, std::string title, std::string formula,
-               Labels rows, Labels cols,
-               const MatrixT<T>& data, const BoolMatrix* allowed = nullptr) {
+    // Stages are stored as double: a float64 matrix given as an rvalue moves in (taken only
+    // here, inside, so the other arguments may still read it), anything else is copied or
+    // converted.
+    template <typename M>
+    Stage& add(StageId id, std::string title, std::string formula, Labels rows, Labels cols, M&& data,
+               const BoolMatrix* allowed = nullptr) {
         Stage stage;
-        stage.name = std::move(name);
+        stage.id = id;
         stage.title = std::move(title);
         stage.formula = std::move(formula);
         stage.rows = std::move(rows);
         stage.cols = std::move(cols);
-        stage.data = data.template cast<double>();
+        if constexpr (std::is_same_v<std::remove_cvref_t<M>, Matrix> && !std::is_lvalue_reference_v<M>)
+            stage.data = std::move(data);
+        else
+            stage.data = data.template cast<double>();
         if (allowed) stage.allowed = *allowed;
         require_finite(stage);
         trace_.stages.push_back(std::move(stage));
@@ -44,12 +51,11 @@ public:
     }
 
     // A stage the mode skips: it passes its input through and says why.
-    template <typename T>
-    Stage& skip(std::string name, std::string title, std::string formula,
-                Labels rows, Labels cols,
-                const MatrixT<T>& passed_through, std::string reason) {
-        Stage& stage = add(std::move(name), std::move(title), std::move(formula), std::move(rows),
-                           std::move(cols), passed_through);
+    template <typename M>
+    Stage& skip(StageId id, std::string title, std::string formula, Labels rows, Labels cols, M&& passed_through,
+                std::string reason) {
+        Stage& stage = add(id, std::move(title), std::move(formula), std::move(rows), std::move(cols),
+                           std::forward<M>(passed_through));
         stage.applied = false;
         stage.reason = std::move(reason);
         return stage;
@@ -68,12 +74,8 @@ private:
                 }
         if (first == rows * cols) return;
         const Eigen::Index r = first / cols, c = first % cols;
-        const double value = stage.data(r, c);
-        throw DataError(fmt::format(
-            "{}: the {} stage overflows: the entry for \"{}\" (row {}) and \"{}\" (column {}) "
-            "is {}, not a finite number; the input numbers are too large",
-            trace_.origin, stage.name, stage.rows[static_cast<std::size_t>(r)], r + 1,
-            stage.cols[static_cast<std::size_t>(c)], c + 1, value));
+        throw_overflow(trace_.origin, stage.id, stage.rows[static_cast<std::size_t>(r)], r,
+                       stage.cols[static_cast<std::size_t>(c)], c, stage.data(r, c));
     }
 
     Trace& trace_;

@@ -5,7 +5,8 @@
 // and the context, plus one block of scores per thread.
 #pragma once
 
-#include "attention/types.hpp"
+#include "core/matrix.hpp"
+#include "core/types.hpp"
 
 #include <cstddef>
 #include <functional>

@@ -1,7 +1,10 @@
 #include "attention/summary.hpp"
 
 #include "attention/kernels.hpp"
-#include "error.hpp"
+#include "attention/modes.hpp"
+#include "attention/overflow.hpp"
+#include "attention/single.hpp"
+#include "core/error.hpp"
 
 #include <fmt/format.h>
 
@@ -20,25 +23,23 @@ bool all_finite(const Eigen::MatrixBase<Derived>& m) {
     return m.size() == 0 || std::isfinite(m.cwiseAbs().template maxCoeff<Eigen::PropagateNaN>());
 }
 
-// The first entry of `m` that is not finite, named like the trace path's StageBuilder does.
+// The first entry of `m` that is not finite, named as the trace path names it.
 template <typename T>
-void require_finite(const MatrixT<T>& m, std::string_view stage, const std::vector<std::string>& tokens,
-                    std::string_view column, const std::string& origin) {
+void require_finite(const MatrixT<T>& m, StageId stage, const Labels& tokens, std::string_view column,
+                    const std::string& origin) {
     if (all_finite(m)) return;
     for (Eigen::Index r = 0; r < m.rows(); ++r)
         for (Eigen::Index c = 0; c < m.cols(); ++c)
             if (!std::isfinite(m(r, c)))
-                throw DataError(fmt::format("{}: the {} stage overflows: the entry for \"{}\" (row {}) and \"{}{}\" "
-                                            "(column {}) is {}, not a finite number; the input numbers are too large",
-                                            origin, stage, tokens[static_cast<std::size_t>(r)], r + 1, column, c + 1,
-                                            c + 1, static_cast<double>(m(r, c))));
+                throw_overflow(origin, stage, tokens[static_cast<std::size_t>(r)], r, fmt::format("{}{}", column, c + 1), c,
+                               static_cast<double>(m(r, c)));
 }
 
 // A query row whose summary is not finite had a score that overflowed: find the first such
 // key by recomputing that row's scores, and name the pair as the trace path would.
 template <typename T>
 void require_finite_scores(const StreamResult& result, const MatrixT<T>& q, const MatrixT<T>& k, double scale,
-                           bool causal, const std::vector<std::string>& tokens, const std::string& origin) {
+                           bool causal, const Labels& tokens, const std::string& origin) {
     for (std::size_t i = 0; i < result.queries.size(); ++i) {
         const QuerySummary& s = result.queries[i];
         if (std::isfinite(s.max_weight) && std::isfinite(s.entropy) &&
@@ -49,12 +50,10 @@ void require_finite_scores(const StreamResult& result, const MatrixT<T>& q, cons
         for (Eigen::Index j = 0; j < (causal ? row + 1 : k.rows()); ++j) {
             const double score = static_cast<double>(q.row(row).dot(k.row(j))) * scale;
             if (!std::isfinite(score))
-                throw DataError(fmt::format("{}: the scores stage overflows: the score of \"{}\" (row {}) and \"{}\" "
-                                            "(column {}) is {}, not a finite number; the input numbers are too large",
-                                            origin, tokens[i], i + 1, tokens[static_cast<std::size_t>(j)], j + 1, score));
+                throw_overflow(origin, StageId::scores, tokens[i], row, tokens[static_cast<std::size_t>(j)], j, score);
         }
         throw DataError(fmt::format("{}: the summary of \"{}\" (row {}) is not finite; the input numbers are too large",
-                                    origin, tokens[i], i + 1));
+                                    origin, printable(tokens[i]), i + 1));
     }
 }
 
@@ -92,26 +91,27 @@ StreamResult stream(const Sequence& sequence, const std::optional<Projections>& 
     MatrixT<T> x, q, k, v;
     if (w) {
         if (!project_all<T>(sequence.vectors, *w, q, k, v))  // float32 overflows sooner: name the entry
-            require_finite<T>(sequence.vectors.cast<T>(), "inputs", sequence.tokens, "x", summary.origin);
-        require_finite<T>(q, "queries", sequence.tokens, "q", summary.origin);
-        require_finite<T>(k, "keys", sequence.tokens, "k", summary.origin);
-        require_finite<T>(v, "values", sequence.tokens, "v", summary.origin);
+            require_finite<T>(sequence.vectors.cast<T>(), StageId::inputs, summary.tokens, "x", summary.origin);
+        require_finite<T>(q, StageId::queries, summary.tokens, "q", summary.origin);
+        require_finite<T>(k, StageId::keys, summary.tokens, "k", summary.origin);
+        require_finite<T>(v, StageId::values, summary.tokens, "v", summary.origin);
     } else {
         x = sequence.vectors.cast<T>();
-        require_finite<T>(x, "inputs", sequence.tokens, "x", summary.origin);
+        require_finite<T>(x, StageId::inputs, summary.tokens, "x", summary.origin);
     }
     const MatrixT<T>& queries = w ? q : x;
     const MatrixT<T>& keys = w ? k : x;
     const MatrixT<T>& values = w ? v : x;
     summary.dims = {{"d_in", sequence.vectors.cols()}, {"d_k", keys.cols()}, {"d_v", values.cols()}};
     StreamOptions stream_options;
-    stream_options.causal = trace_options.mode == Mode::causal;
-    stream_options.scale = trace_options.mode == Mode::plain ? 1.0 : 1.0 / std::sqrt(static_cast<double>(keys.cols()));
+    const ModeSpec& mode = mode_spec(trace_options.mode);
+    stream_options.causal = mode.causal;
+    stream_options.scale = mode.scaled ? 1.0 / std::sqrt(static_cast<double>(keys.cols())) : 1.0;
     stream_options.top = options.top;
     stream_options.context = options.context;
     stream_options.progress = options.progress;
     StreamResult result = stream_attention<T>(queries, keys, values, stream_options);
-    require_finite_scores<T>(result, queries, keys, stream_options.scale, stream_options.causal, sequence.tokens,
+    require_finite_scores<T>(result, queries, keys, stream_options.scale, stream_options.causal, summary.tokens,
                              summary.origin);
     return result;
 }
@@ -126,13 +126,14 @@ Summary summarize(const Problem& problem, const TraceOptions& trace_options, con
     summary.origin = problem.origin;
     summary.description = problem.description;
     summary.tokens = setup.sequence->tokens;
-    summary.weights = setup.origin;
+    summary.weights = setup.weights.origin;
     summary.seed = trace_options.seed;
-    summary.notes = setup.notes;
+    summary.notes = setup.weights.notes;
     summary.top = options.top;
+    const auto& w = setup.weights.projections;
     StreamResult result = trace_options.dtype == Dtype::float32
-                              ? stream<float>(*setup.sequence, setup.weights, trace_options, options, summary)
-                              : stream<double>(*setup.sequence, setup.weights, trace_options, options, summary);
+                              ? stream<float>(*setup.sequence, w, trace_options, options, summary)
+                              : stream<double>(*setup.sequence, w, trace_options, options, summary);
     summary.queries = std::move(result.queries);
     if (options.context) summary.context = std::move(result.context);
     return summary;
@@ -140,17 +141,10 @@ Summary summarize(const Problem& problem, const TraceOptions& trace_options, con
 
 Summary summarize_trace(const Trace& trace, const SummaryOptions& options) {
     Summary summary;
-    summary.mode = trace.mode;
-    summary.dtype = trace.dtype;
-    summary.origin = trace.origin;
-    summary.description = trace.description;
+    static_cast<RunHeader&>(summary) = trace;
     summary.tokens = trace.tokens;
-    summary.dims = trace.dims;
-    summary.weights = trace.weights;
-    summary.seed = trace.seed;
-    summary.notes = trace.notes;
     summary.top = options.top;
-    const Stage& weights_stage = *trace.find("weights");
+    const Stage& weights_stage = trace.at(StageId::weights);
     const Matrix& weights = weights_stage.data;
     for (Eigen::Index i = 0; i < weights.rows(); ++i) {
         std::vector<Eigen::Index> order(static_cast<std::size_t>(weights.cols()));
@@ -166,7 +160,7 @@ Summary summarize_trace(const Trace& trace, const SummaryOptions& options) {
             if (weights(i, j) > 0) q.entropy -= weights(i, j) * std::log(weights(i, j));
         summary.queries.push_back(std::move(q));
     }
-    if (options.context) summary.context = trace.find("context")->data;
+    if (options.context) summary.context = trace.at(StageId::context).data;
     return summary;
 }
 

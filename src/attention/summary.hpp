@@ -2,10 +2,10 @@
 // computed by the streaming path without the n×n matrix.
 #pragma once
 
-#include "attention/stage.hpp"
+#include "core/stage.hpp"
 #include "attention/streaming.hpp"
 #include "attention/trace.hpp"
-#include "input/problem.hpp"
+#include "core/problem.hpp"
 
 #include <cstddef>
 #include <functional>
@@ -15,16 +15,10 @@
 
 namespace attntrace {
 
-struct Summary {
-    Mode mode = Mode::plain;
-    Dtype dtype = Dtype::float64;
-    std::string origin;
-    std::string description;
+// The summary: the run's header (its normalisation is always softmax) and per query its
+// strongest keys, largest weight and entropy.
+struct Summary : RunHeader {
     Labels tokens;
-    std::vector<std::pair<std::string, Eigen::Index>> dims;
-    WeightsOrigin weights = WeightsOrigin::none;
-    std::uint64_t seed = 0;
-    std::vector<std::string> notes;
     std::size_t top = 3;
     std::vector<QuerySummary> queries;  // one per token
     std::optional<Matrix> context;      // n × d_v when asked for

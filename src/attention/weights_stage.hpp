@@ -4,44 +4,63 @@
 #include "attention/kernels.hpp"
 #include "attention/stage_builder.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace attntrace {
 
-// Normalises each row of `scores` (softmax, or division by the row sum) and appends the
-// `weights` stage with each row's sum. `scores_name` is the symbol of the input matrix in the
-// formula ("S''", "e"). Masked entries (−∞) get weight exactly 0.
+// Each row of the scores normalised: softmax, or division by the row sum. `bad_row` is the
+// first row whose sum cannot divide (sum normalisation only); its weights are left at 0.
 template <typename T>
-MatrixT<T> add_weights_stage(StageBuilder& stages, Trace& trace, const MatrixT<T>& scores,
-                             const BoolMatrix* mask, std::string_view weights_name,
-                             std::string_view scores_name, std::string title_detail,
-                             Labels rows, Labels cols) {
+struct Normalized {
     MatrixT<T> weights;
-    std::string title, formula;
-    if (trace.normalization == Normalization::softmax) {
-        weights = row_softmax<T>(scores);
-        title = "Attention weights: softmax of each row";
-        formula = fmt::format("{} = softmax({}) per row", weights_name, scores_name);
-    } else {
-        if (const auto bad = row_sum_normalize<T>(scores, weights); bad >= 0) {
-            const auto finite = scores.row(bad).unaryExpr(
-                [](T s) { return std::isfinite(s) ? s : T(0); });
-            throw DataError(fmt::format(
-                "{}: cannot normalise by the sum: the scores of \"{}\" (row {}) sum to {}, not a "
-                "finite positive number; use --normalize softmax",
-                trace.origin, rows[static_cast<std::size_t>(bad)], bad + 1,
-                static_cast<double>(finite.sum())));
-        }
-        title = "Attention weights: each row divided by its sum";
-        formula = fmt::format("{} = {} / (row sum of {})", weights_name, scores_name, scores_name);
+    std::optional<Eigen::Index> bad_row;
+};
+
+template <typename T>
+Normalized<T> normalize_rows(const MatrixT<T>& scores, Normalization normalization) {
+    Normalized<T> out;
+    if (normalization == Normalization::softmax) {
+        out.weights = row_softmax<T>(scores);
+    } else if (const Eigen::Index bad = row_sum_normalize<T>(scores, out.weights); bad >= 0) {
+        out.bad_row = bad;
     }
-    if (trace.normalization == Normalization::sum && (weights.array() < 0).any())
+    return out;
+}
+
+// How the weights stage names its matrices: the weights' symbol ("A", "α"), the symbol of the
+// scores they come from ("S''", "e"), and a detail for the title.
+struct WeightsNames {
+    std::string_view weights;
+    std::string_view scores;
+    std::string title_detail;
+};
+
+// Appends the `weights` stage with each row's sum and strongest key, and notes what the
+// learner should know (negative weights, rows whose every key is masked). A row whose sum
+// could not divide is refused here, in pipeline order, after the stages before it.
+template <typename T>
+void record_weights(StageBuilder& stages, Trace& trace, Normalized<T> normalized, const MatrixT<T>& scores,
+                    const BoolMatrix* mask, const WeightsNames& names, Labels rows, Labels cols) {
+    if (normalized.bad_row) {
+        const Eigen::Index bad = *normalized.bad_row;
+        const auto finite = scores.row(bad).unaryExpr([](T s) { return std::isfinite(s) ? s : T(0); });
+        throw DataError(fmt::format(
+            "{}: cannot normalise by the sum: the scores of \"{}\" (row {}) sum to {}, not a "
+            "finite positive number; use --normalize softmax",
+            trace.origin, rows[static_cast<std::size_t>(bad)], bad + 1, static_cast<double>(finite.sum())));
+    }
+    const bool softmax = trace.normalization == Normalization::softmax;
+    std::string title = softmax ? "Attention weights: softmax of each row" : "Attention weights: each row divided by its sum";
+    if (!names.title_detail.empty()) title += " — " + names.title_detail;
+    const std::string formula = softmax ? fmt::format("{} = softmax({}) per row", names.weights, names.scores)
+                                        : fmt::format("{} = {} / (row sum of {})", names.weights, names.scores, names.scores);
+    if (!softmax && (normalized.weights.array() < 0).any())
         trace.notes.push_back("some scores are negative, so dividing by the row sum gives negative "
-                        "weights; softmax (the default) always gives weights in [0, 1]");
-    if (!title_detail.empty()) title += " — " + title_detail;
-    Stage& stage = stages.add("weights", std::move(title), std::move(formula), std::move(rows),
-                              std::move(cols), weights, mask);
+                              "weights; softmax (the default) always gives weights in [0, 1]");
+    Stage& stage = stages.add(StageId::weights, std::move(title), formula, std::move(rows), std::move(cols),
+                              std::move(normalized.weights), mask);
     stage.row_sums = stage.data.rowwise().sum().transpose();
     std::vector<std::string> blind;  // rows whose every key is masked
     for (Eigen::Index r = 0; r < stage.data.rows(); ++r) {
@@ -58,7 +77,6 @@ MatrixT<T> add_weights_stage(StageBuilder& stages, Trace& trace, const MatrixT<T
         trace.notes.push_back(fmt::format("every key is masked for {}: their weights are all 0 (a softmax over "
                                           "no keys would be 0/0) and their context vectors 0",
                                           fmt::join(blind, ", ")));
-    return weights;
 }
 
 }  // namespace attntrace

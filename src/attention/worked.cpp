@@ -1,8 +1,8 @@
 #include "attention/worked.hpp"
 
-#include "attention/stage.hpp"
-#include "error.hpp"
-#include "input/problem.hpp"
+#include "core/stage.hpp"
+#include "core/error.hpp"
+#include "core/problem.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
@@ -75,30 +75,30 @@ void work_mask_and_weights(WorkedExample& w, const Stage& masked, std::string_vi
 void work_single(WorkedExample& w, const Trace& trace) {
     const Eigen::Index i = w.row;
     const bool plain = trace.mode == Mode::plain;
-    const Stage& keys = *trace.find("keys");
-    const Stage& queries = *trace.find("queries");
-    w.inputs.push_back({fmt::format("x_{}", w.query), row_of(*trace.find("inputs"), i)});
+    const Stage& keys = trace.at(StageId::keys);
+    const Stage& queries = trace.at(StageId::queries);
+    w.inputs.push_back({fmt::format("x_{}", w.query), row_of(trace.at(StageId::inputs), i)});
     if (!plain) w.inputs.push_back({fmt::format("q_{} = x_{}·W_q", w.query, w.query), row_of(queries, i)});
     for (Eigen::Index j = 0; j < keys.row_count(); ++j)
         w.dots.push_back({w.keys[static_cast<std::size_t>(j)], row_of(queries, i), row_of(keys, j),
-                          trace.find("scores")->data(i, j)});
+                          trace.at(StageId::scores).data(i, j)});
     if (!plain) w.d_k = queries.col_count();
-    w.scaled = row_of(*trace.find("scaled"), i);
-    work_mask_and_weights(w, *trace.find("masked"), "they come after it, and a causal model must not see the future");
-    w.values = labelled_rows(*trace.find("values"), plain ? "x" : "v");
+    w.scaled = row_of(trace.at(StageId::scaled), i);
+    work_mask_and_weights(w, trace.at(StageId::masked), "they come after it, and a causal model must not see the future");
+    w.values = labelled_rows(trace.at(StageId::values), plain ? "x" : "v");
 }
 
 void work_bahdanau(WorkedExample& w, const Trace& trace, const AdditiveWeights* additive) {
     const Eigen::Index t = w.row;
-    const Stage& decoder = *trace.find("decoder_states");
-    const Stage& encoder = *trace.find("encoder_states");
-    const Stage& projected_decoder = *trace.find("projected_decoder");
-    const Stage& scores = *trace.find("scores");
+    const Stage& decoder = trace.at(StageId::decoder_states);
+    const Stage& encoder = trace.at(StageId::encoder_states);
+    const Stage& projected_decoder = trace.at(StageId::projected_decoder);
+    const Stage& scores = trace.at(StageId::scores);
     w.inputs.push_back({fmt::format("s_{}", w.query), row_of(decoder, t)});
     switch (trace.score) {
     case Score::additive: {
         w.inputs.push_back({fmt::format("s_{}·W_a", w.query), row_of(projected_decoder, t)});
-        const Stage& projected_encoder = *trace.find("projected_encoder");
+        const Stage& projected_encoder = trace.at(StageId::projected_encoder);
         const auto v = additive->v_a;
         w.v_a.assign(v.begin(), v.end());
         for (Eigen::Index j = 0; j < encoder.row_count(); ++j) {
@@ -121,7 +121,7 @@ void work_bahdanau(WorkedExample& w, const Trace& trace, const AdditiveWeights* 
         break;
     }
     w.scaled = row_of(scores, t);
-    work_mask_and_weights(w, *trace.find("masked"), "source.mask hides them");
+    work_mask_and_weights(w, trace.at(StageId::masked), "source.mask hides them");
     w.values = labelled_rows(encoder, "h");
 }
 
@@ -133,13 +133,13 @@ WorkedExample work_through(const Trace& trace, Eigen::Index row, const AdditiveW
     w.score = trace.score;
     w.normalization = trace.normalization;
     w.row = row;
-    const Stage& weights = *trace.find("weights");
+    const Stage& weights = trace.at(StageId::weights);
     w.query = weights.rows[static_cast<std::size_t>(row)];
     w.keys = weights.cols;
     if (trace.mode == Mode::bahdanau) work_bahdanau(w, trace, additive);
     else work_single(w, trace);
     w.weights = row_of(weights, row);
-    w.context = row_of(*trace.find("context"), row);
+    w.context = row_of(trace.at(StageId::context), row);
     return w;
 }
 

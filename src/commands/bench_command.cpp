@@ -1,10 +1,11 @@
 #include "commands/bench_command.hpp"
 
 #include "attention/kernels.hpp"
+#include "attention/modes.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
 #include "commands/guards.hpp"
-#include "input/generator.hpp"
+#include "core/generator.hpp"
 #include "render/json_writer.hpp"
 
 #include <fmt/format.h>
@@ -57,12 +58,17 @@ double gemm_gflops(int repeats) {
 }
 
 struct Run {
-    std::string path, mode, dtype;
+    BenchPath path;
+    Mode mode;
+    Dtype dtype;
     int threads = 1;
     std::int64_t n = 0;
     double seconds = 0, gflops = 0, of_gemm = 0;
     double doubling = 0;  // seconds / seconds at n/2 (0: no smaller n measured)
 };
+
+// The rates of the GEMM reference, by (dtype name, threads): listed in the order of the names.
+using GemmRates = std::map<std::pair<std::string_view, int>, double>;
 
 Problem random_problem(std::int64_t n, std::int64_t d) {
     SplitMix64 rng(42);
@@ -88,18 +94,18 @@ std::string machine_text() {
 void require_grid_limits(const BenchRequest& request) {
     double seconds = 0;
     for (const std::int64_t n : request.sizes)
-        for (const auto& path : request.paths) {
-            if (path == "trace" && n > request.trace_max) continue;
+        for (const BenchPath path : request.paths) {
+            if (path == BenchPath::trace && n > request.trace_max) continue;
             WorkShape shape;
             shape.rows = shape.cols = static_cast<double>(n);
             shape.d_in = shape.d_k = shape.d_v = static_cast<double>(request.dim);
             shape.label_bytes = shape.rows * 40;  // "t1" … "t1048576"
-            const std::uint64_t need = path == "trace" ? trace_bytes(shape, Dtype::float64, RenderOptions{}, false)
-                                                       : summary_bytes(shape, Dtype::float64, false, 3);
-            require_memory(need, request.max_memory, "", fmt::format("bench: the {} path at n = {}", path, n),
+            const std::uint64_t need = path == BenchPath::trace ? trace_bytes(shape, Dtype::float64, RenderOptions{}, false)
+                                                                : summary_bytes(shape, Dtype::float64, false, 3);
+            require_memory(need, request.max_memory, "", fmt::format("bench: the {} path at n = {}", to_string(path), n),
                            "choose smaller --sizes or --trace-max");
-            const double run = path == "trace" ? trace_seconds(shape, Format::json) - 4 * shape.cells() * 100e-9
-                                               : summary_seconds(shape);
+            const double run = path == BenchPath::trace ? trace_seconds(shape, Format::json) - 4 * shape.cells() * 100e-9
+                                                        : summary_seconds(shape);
             const double runs = static_cast<double>(request.modes.size() * request.dtypes.size() *
                                                     std::max<std::size_t>(request.threads.size(), 1)) *
                                 (1 + request.repeats);
@@ -108,79 +114,95 @@ void require_grid_limits(const BenchRequest& request) {
     require_time(seconds, request.max_seconds, "", "bench: this grid", "choose smaller --sizes");
 }
 
-}  // namespace
+std::vector<int> thread_counts(const BenchRequest& request) {
+    std::vector<int> counts = request.threads;
+    if (counts.empty())
+        for (int t = 1; t <= omp_get_num_procs(); ++t) counts.push_back(t);
+    return counts;
+}
 
-void run_bench(const BenchRequest& request, std::ostream& out) {
-    require_grid_limits(request);
-    std::vector<int> thread_counts = request.threads;
-    if (thread_counts.empty())
-        for (int t = 1; t <= omp_get_num_procs(); ++t) thread_counts.push_back(t);
-
-    std::map<std::pair<std::string, int>, double> gemm;  // (dtype, threads) → GFLOP/s
-    for (const auto& dtype : request.dtypes)
-        for (const int t : thread_counts) {
+GemmRates measure_gemm(const BenchRequest& request) {
+    GemmRates gemm;
+    for (const Dtype dtype : request.dtypes)
+        for (const int t : thread_counts(request)) {
             omp_set_num_threads(t);
-            gemm[{dtype, t}] = *parse_dtype(dtype) == Dtype::float32 ? gemm_gflops<float>(request.repeats)
-                                                                     : gemm_gflops<double>(request.repeats);
+            gemm[{to_string(dtype), t}] = dtype == Dtype::float32 ? gemm_gflops<float>(request.repeats) : gemm_gflops<double>(request.repeats);
         }
+    return gemm;
+}
 
+// One configuration, timed; its rate against the GEMM reference.
+Run time_run(const BenchRequest& request, const Problem& problem, Run run, const GemmRates& gemm) {
+    omp_set_num_threads(run.threads);
+    TraceOptions options;
+    options.mode = run.mode;
+    options.dtype = run.dtype;
+    run.seconds = median_seconds(request.repeats, [&] {
+        if (run.path == BenchPath::trace) (void)trace(problem, options);
+        else (void)summarize(problem, options, SummaryOptions{});
+    });
+    // 4·n²·d for self (Q·Kᵀ and A·V, a multiply and an add each); causal computes about half of it.
+    const double n = static_cast<double>(run.n);
+    const double flops = (mode_spec(run.mode).causal ? 2.0 : 4.0) * n * n * static_cast<double>(request.dim);
+    run.gflops = flops / run.seconds / 1e9;
+    run.of_gemm = run.gflops / gemm.at({to_string(run.dtype), run.threads});
+    return run;
+}
+
+std::vector<Run> run_grid(const BenchRequest& request, const GemmRates& gemm) {
     std::vector<Run> runs;
-    std::map<std::tuple<std::string, std::string, std::string, int, std::int64_t>, double> measured;  // → seconds
+    std::map<std::tuple<BenchPath, Mode, Dtype, int, std::int64_t>, double> measured;  // → seconds
     for (const std::int64_t n : request.sizes) {
         const Problem problem = random_problem(n, request.dim);
-        for (const auto& path : request.paths) {
-            if (path == "trace" && n > request.trace_max) continue;
-            for (const auto& mode : request.modes)
-                for (const auto& dtype : request.dtypes)
-                    for (const int t : thread_counts) {
-                        omp_set_num_threads(t);
-                        TraceOptions options;
-                        options.mode = *parse_mode(mode);
-                        options.dtype = *parse_dtype(dtype);
-                        const double seconds = median_seconds(request.repeats, [&] {
-                            if (path == "trace") (void)trace(problem, options);
-                            else (void)summarize(problem, options, SummaryOptions{});
-                        });
-                        Run run{path, mode, dtype, t, n, seconds, 0, 0, 0};
-                        // 4·n²·d for self (Q·Kᵀ and A·V, a multiply and an add each); causal
-                        // computes about half of it.
-                        const double flops = (options.mode == Mode::causal ? 2.0 : 4.0) * static_cast<double>(n) *
-                                             static_cast<double>(n) * static_cast<double>(request.dim);
-                        run.gflops = flops / seconds / 1e9;
-                        run.of_gemm = run.gflops / gemm[{dtype, t}];
-                        if (const auto half = measured.find({path, mode, dtype, t, n / 2});
-                            n % 2 == 0 && half != measured.end())
-                            run.doubling = seconds / half->second;
-                        measured[{path, mode, dtype, t, n}] = seconds;
+        for (const BenchPath path : request.paths) {
+            if (path == BenchPath::trace && n > request.trace_max) continue;
+            for (const Mode mode : request.modes)
+                for (const Dtype dtype : request.dtypes)
+                    for (const int t : thread_counts(request)) {
+                        Run run = time_run(request, problem, {path, mode, dtype, t, n}, gemm);
+                        if (const auto half = measured.find({path, mode, dtype, t, n / 2}); n % 2 == 0 && half != measured.end())
+                            run.doubling = run.seconds / half->second;
+                        measured[{path, mode, dtype, t, n}] = run.seconds;
                         runs.push_back(run);
                     }
         }
     }
+    return runs;
+}
 
-    if (request.format == Format::json) {
-        fmt::memory_buffer b;
-        b.append(std::string_view("{\n  \"schema\": \"attntrace.bench/1\",\n  \"machine\": {\"cpu\": "));
-        append_json_string(b, machine_text());
-        fmt::format_to(std::back_inserter(b), ", \"cores\": {}}},\n  \"d\": {},\n  \"gemm\": [", omp_get_num_procs(), request.dim);
-        bool first = true;
-        for (const auto& [key, rate] : gemm) {
-            fmt::format_to(std::back_inserter(b), "{}\n    {{\"dtype\": \"{}\", \"threads\": {}, \"gflops\": {:.2f}}}",
-                           first ? "" : ",", key.first, key.second, rate);
-            first = false;
-        }
-        b.append(std::string_view("\n  ],\n  \"runs\": ["));
-        for (std::size_t i = 0; i < runs.size(); ++i) {
-            const Run& r = runs[i];
-            fmt::format_to(std::back_inserter(b),
-                           "{}\n    {{\"path\": \"{}\", \"mode\": \"{}\", \"dtype\": \"{}\", \"threads\": {}, \"n\": {}, "
-                           "\"seconds\": {:.6f}, \"gflops\": {:.2f}, \"of_gemm\": {:.3f}, \"doubling\": {}}}",
-                           i ? "," : "", r.path, r.mode, r.dtype, r.threads, r.n, r.seconds, r.gflops, r.of_gemm,
-                           r.doubling > 0 ? fmt::format("{:.2f}", r.doubling) : "null");
-        }
-        b.append(std::string_view("\n  ]\n}\n"));
-        out.write(b.data(), static_cast<std::streamsize>(b.size()));
-        return;
-    }
+void write_json(const BenchRequest& request, const GemmRates& gemm, const std::vector<Run>& runs, std::ostream& os) {
+    using Layout = JsonWriter::Layout;
+    fmt::memory_buffer out;
+    JsonWriter json(out);
+    json.object().key("schema").string("attntrace.bench/1");
+    json.key("machine").object(Layout::inline_).key("cpu").string(machine_text()).key("cores").integer(omp_get_num_procs()).end();
+    json.key("d").integer(request.dim);
+    json.key("gemm").array();
+    for (const auto& [key, rate] : gemm)
+        json.object(Layout::inline_)
+            .key("dtype").string(key.first)
+            .key("threads").integer(key.second)
+            .key("gflops").literal(fmt::format("{:.2f}", rate))
+            .end();
+    json.end().key("runs").array();
+    for (const Run& r : runs)
+        json.object(Layout::inline_)
+            .key("path").string(to_string(r.path))
+            .key("mode").string(to_string(r.mode))
+            .key("dtype").string(to_string(r.dtype))
+            .key("threads").integer(r.threads)
+            .key("n").integer(r.n)
+            .key("seconds").literal(fmt::format("{:.6f}", r.seconds))
+            .key("gflops").literal(fmt::format("{:.2f}", r.gflops))
+            .key("of_gemm").literal(fmt::format("{:.3f}", r.of_gemm))
+            .key("doubling").literal(r.doubling > 0 ? fmt::format("{:.2f}", r.doubling) : "null")
+            .end();
+    json.end().end();
+    out.push_back('\n');
+    flush(out, os);
+}
+
+void write_table(const BenchRequest& request, const GemmRates& gemm, const std::vector<Run>& runs, std::ostream& out) {
     out << fmt::format("attntrace bench · {} · {} cores · d = {}\n", machine_text(), omp_get_num_procs(), request.dim);
     out << "GEMM rate (1024³, the trace path's blocked Eigen product):";
     for (const auto& [key, rate] : gemm) out << fmt::format("  {} ×{}: {:.1f}", key.first, key.second, rate);
@@ -189,9 +211,19 @@ void run_bench(const BenchRequest& request, std::ostream& out) {
     out << fmt::format("{:<10} {:<7} {:<8} {:>7} {:>6} {:>10} {:>8} {:>8} {:>10}\n", "path", "mode", "dtype", "threads", "n",
                        "seconds", "GFLOP/s", "of GEMM", "×doubling");
     for (const Run& r : runs)
-        out << fmt::format("{:<10} {:<7} {:<8} {:>7} {:>6} {:>10.4f} {:>8.1f} {:>8.2f} {:>10}\n", r.path, r.mode, r.dtype,
-                           r.threads, r.n, r.seconds, r.gflops, r.of_gemm,
+        out << fmt::format("{:<10} {:<7} {:<8} {:>7} {:>6} {:>10.4f} {:>8.1f} {:>8.2f} {:>10}\n", to_string(r.path),
+                           to_string(r.mode), to_string(r.dtype), r.threads, r.n, r.seconds, r.gflops, r.of_gemm,
                            r.doubling > 0 ? fmt::format("{:.2f}", r.doubling) : "");
+}
+
+}  // namespace
+
+void run_bench(const BenchRequest& request, std::ostream& out) {
+    require_grid_limits(request);
+    const GemmRates gemm = measure_gemm(request);
+    const std::vector<Run> runs = run_grid(request, gemm);
+    if (request.format == Format::json) write_json(request, gemm, runs, out);
+    else write_table(request, gemm, runs, out);
 }
 
 }  // namespace attntrace

@@ -1,7 +1,7 @@
 // `attntrace generate --tokens N --dim D [--seed S] [-o FILE]`
 #pragma once
 
-#include "input/generator.hpp"
+#include "core/generator.hpp"
 
 #include <cstdint>
 #include <ostream>

@@ -1,6 +1,6 @@
 #include "commands/guards.hpp"
 
-#include "error.hpp"
+#include "core/error.hpp"
 #include "util/duration.hpp"
 
 #include <fmt/format.h>

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "attention/trace.hpp"
-#include "input/problem.hpp"
+#include "core/problem.hpp"
 #include "render/render.hpp"
 #include "util/memory.hpp"
 

@@ -2,11 +2,10 @@
 
 #include "attention/similarity.hpp"
 #include "commands/guards.hpp"
-#include "error.hpp"
+#include "core/error.hpp"
 #include "input/load.hpp"
 #include "input/source.hpp"
-#include "render/json_reports.hpp"
-#include "render/report.hpp"
+#include "render/render.hpp"
 #include "util/hash_index.hpp"
 
 #include <fmt/format.h>
@@ -35,25 +34,6 @@ Vocabulary vocabulary_of(const Problem& problem) {
     return words;
 }
 
-Stage table_stage(std::string name, std::string title, std::string formula,
-                  const std::vector<std::string>& words, const Matrix& data) {
-    Stage stage;
-    stage.name = std::move(name);
-    stage.title = std::move(title);
-    stage.formula = std::move(formula);
-    stage.rows = words;
-    stage.cols = words;
-    stage.data = data;
-    return stage;
-}
-
-std::string pairs_text(const std::vector<WordPair>& pairs, int digits) {
-    std::string text;
-    for (const auto& p : pairs)
-        text += fmt::format("{}{}–{} {:.{}f}", text.empty() ? "" : ", ", p.a, p.b, p.cosine, digits);
-    return text;
-}
-
 }  // namespace
 
 void run_similarity(const SimilarityRequest& request, std::ostream& out) {
@@ -68,25 +48,7 @@ void write_similarity(const Problem& problem, const SimilarityRequest& request, 
     const std::string what = fmt::format("the similarity tables of {} words", words);
     require_memory(similarity_bytes(words, d, request.render), request.max_memory, problem.origin, what, "");
     require_time(similarity_seconds(words, d), request.max_seconds, problem.origin, what, "");
-    const SimilarityTables tables = similarity_tables(vocabulary, problem.origin);
-    if (request.render.format == Format::json) {
-        render_similarity_json(tables, problem.origin, problem.description, out);
-        return;
-    }
-    Report report;
-    report.title = fmt::format("attntrace similarity · {} words · d = {} · {}", tables.words.size(),
-                               vocabulary.vectors.cols(), problem.origin);
-    if (!problem.description.empty()) report.preamble.push_back(problem.description);
-    report.tables.push_back(table_stage("dot", "Dot products: large when vectors are long and point alike",
-                                        "a · b", tables.words, tables.dot));
-    report.tables.push_back(table_stage("cosine", "Cosine similarity: the angle alone, from -1 to 1",
-                                        "a · b / (|a| |b|)", tables.words, tables.cosine));
-    if (tables.words.size() > 1) {
-        const std::size_t count = std::min<std::size_t>(3, tables.words.size() * (tables.words.size() - 1) / 2);
-        report.footer.push_back("most alike (cosine): " + pairs_text(most_alike(tables, count), request.render.digits));
-        report.footer.push_back("least alike (cosine): " + pairs_text(least_alike(tables, count), request.render.digits));
-    }
-    render_report(report, request.render, out);
+    render(similarity_of(vocabulary, problem.origin, problem.description), request.render, out);
 }
 
 }  // namespace attntrace

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "input/limits.hpp"
-#include "input/problem.hpp"
+#include "core/problem.hpp"
 #include "render/render.hpp"
 #include "util/memory.hpp"
 

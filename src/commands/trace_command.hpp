@@ -11,6 +11,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace attntrace {
 
@@ -19,13 +20,14 @@ struct TraceRequest {
     std::optional<std::string> example;
     std::optional<Mode> mode;               // --mode; absent: the file's mode, else its natural one
     TraceOptions trace;                     // mode filled in from the above
+    std::vector<std::string> stages;        // --stage, as given: checked, then render.stages
     RenderOptions render;
     bool check = false;                     // verify the trace's invariants instead of printing it
     std::optional<std::string> svg_path;    // also write a heatmap of the weights here
     bool summary = false;                   // the streaming path: one line per query
     std::size_t top = 3;                    // keys per query in the summary
-    MemoryLimit max_memory;                // a full trace needing more is refused
-    double max_seconds = 0;                // work estimated to take longer is refused (0: no limit)
+    MemoryLimit max_memory;                 // a full trace needing more is refused
+    double max_seconds = 0;                 // work estimated to take longer is refused (0: no limit)
     std::uint64_t max_input = default_max_input_bytes;
 };
 

@@ -1,6 +1,6 @@
 #include "input/generate.hpp"
 
-#include "input/generator.hpp"
+#include "core/generator.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "input/json_text.hpp"
 
-#include "error.hpp"
+#include "core/error.hpp"
 #include "util/hash_index.hpp"
 #include "util/utf8.hpp"
 

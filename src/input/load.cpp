@@ -1,6 +1,6 @@
 #include "input/load.hpp"
 
-#include "error.hpp"
+#include "core/error.hpp"
 #include "input/json_text.hpp"
 #include "input/limits.hpp"
 #include "input/tokenize.hpp"
@@ -511,10 +511,10 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
     }
     if (doc.contains("mode")) {
         const auto name = in.string(doc["mode"], "/mode");
-        problem.mode = parse_mode(name);
+        problem.mode = parse_enum<Mode>(name);
         if (!problem.mode)
             in.fail("/mode", fmt::format("unknown mode \"{}\" (expected one of: {})",
-                                         printable(name), mode_names()));
+                                         printable(name), enum_list<Mode>()));
     }
 
     const bool encoder_decoder = doc.contains("source") || doc.contains("target");

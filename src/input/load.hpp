@@ -1,7 +1,7 @@
 // load: JSON text → validated Problem. Documented in docs/input-format.md.
 #pragma once
 
-#include "input/problem.hpp"
+#include "core/problem.hpp"
 #include "input/source.hpp"
 #include "util/memory.hpp"
 

@@ -1,6 +1,6 @@
 #include "input/source.hpp"
 
-#include "error.hpp"
+#include "core/error.hpp"
 #include "input/examples.hpp"
 #include "input/json_text.hpp"
 

@@ -3,7 +3,7 @@
 // appended as extra columns.
 #pragma once
 
-#include "attention/stage.hpp"
+#include "core/stage.hpp"
 
 #include <string>
 #include <vector>

@@ -3,8 +3,9 @@
 // stage a header row (`row`, then the column labels) and one row per query. Numbers are rounded
 // to --digits; a masked score is -inf. Fields are quoted as RFC 4180 says; lines end in \n.
 #include "render/cells.hpp"
-#include "render/render.hpp"
-#include "render/stage_writers.hpp"
+#include "render/formats.hpp"
+#include "render/number.hpp"
+#include "render/reports.hpp"
 
 #include <ostream>
 
@@ -22,16 +23,16 @@ std::string quoted(std::string_view text) {
     return out + '"';
 }
 
-}  // namespace
-
+// A field of text (a label, a formula): quoted (RFC 4180) when it holds a comma, a quote or a
+// line break, and, when it starts with = + - @ or a tab or carriage return, prefixed with '
+// so that a spreadsheet shows it instead of running it as a formula (the OWASP advice on CSV
+// injection). Numbers are written as they are.
 std::string csv_text(std::string_view text) {
     if (text.empty() || std::string_view("=+-@\t\r").find(text.front()) == std::string_view::npos) return quoted(text);
     std::string prefixed(1, '\'');
     prefixed.append(text);
     return quoted(prefixed);
 }
-
-namespace {
 
 void write_row(std::ostream& out, std::string_view first, const std::vector<std::string>& rest) {
     out << csv_text(first);
@@ -50,10 +51,9 @@ void write_cells(std::ostream& out, const StageText& text, std::size_t r) {
     out << '\n';
 }
 
-}  // namespace
-
-void write_stage_csv(const Stage& stage, const RenderOptions& options, std::ostream& out) {
-    write_row(out, "stage", {stage.name});
+// One block of a stage (docs/output-formats.md).
+void write_stage(const Stage& stage, const RenderOptions& options, std::ostream& out) {
+    write_row(out, "stage", {std::string(stage.name())});
     write_row(out, "formula", {stage.formula});
     if (!stage.applied) {
         write_row(out, "applied", {"false", stage.reason});
@@ -65,13 +65,62 @@ void write_stage_csv(const Stage& stage, const RenderOptions& options, std::ostr
     for (std::size_t r = 0; r < text.rows.size(); ++r) write_cells(out, text, r);
 }
 
-void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& out) {
+// CSV: one row per query: index, token, max_weight, entropy, then key/weight pairs.
+void write_summary(const Summary& s, const RenderOptions& options, std::ostream& out) {
+    out << "index,token,max_weight,entropy";
+    for (std::size_t t = 1; t <= s.top; ++t) out << fmt::format(",key{},weight{}", t, t);
+    out << '\n';
+    for (std::size_t i = 0; i < s.queries.size(); ++i) {
+        const QuerySummary& q = s.queries[i];
+        out << fmt::format("{},{},{},{}", i, csv_text(s.tokens[i]), format_significant(q.max_weight, options.digits),
+                           format_fixed(q.entropy, options.digits));
+        for (std::size_t t = 0; t < s.top; ++t)
+            if (t < q.top.size())
+                out << ',' << csv_text(s.tokens[static_cast<std::size_t>(q.top[t].index)]) << ','
+                    << format_significant(q.top[t].weight, options.digits);
+            else
+                out << ",,";
+        out << '\n';
+    }
+}
+
+void write_report(const Report& report, const RenderOptions& options, std::ostream& out) {
+    for (std::size_t i = 0; i < report.tables.size(); ++i) {
+        if (i > 0) out << '\n';
+        write_stage(report.tables[i], options, out);
+    }
+}
+
+class CsvRenderer final : public Renderer {
+public:
+    void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
     bool first = true;
     for (const Stage* stage : selected_stages(trace, options)) {
         if (!first) out << '\n';
         first = false;
-        write_stage_csv(*stage, options, out);
+        write_stage(*stage, options, out);
     }
+}
+
+    void summary(const Summary& summary, const RenderOptions& options, std::ostream& out) const override {
+        write_summary(summary, options, out);
+    }
+
+    // CSV holds the tables only.
+    void similarity(const Similarity& similarity, const RenderOptions& options, std::ostream& out) const override {
+        write_report(similarity_report(similarity, options.digits), options, out);
+    }
+
+    void comparison(const Comparison& comparison, const RenderOptions& options, std::ostream& out) const override {
+        write_report(comparison_report(comparison, options.digits), options, out);
+    }
+};
+
+}  // namespace
+
+const Renderer& csv_renderer() {
+    static const CsvRenderer renderer;
+    return renderer;
 }
 
 }  // namespace attntrace

@@ -1,5 +1,7 @@
 #include "render/explain.hpp"
 
+#include "attention/modes.hpp"
+
 #include <fmt/format.h>
 
 namespace attntrace {
@@ -8,53 +10,53 @@ namespace {
 std::string shape(const Stage& stage) { return fmt::format("{}×{}", stage.row_count(), stage.col_count()); }
 
 std::vector<std::string> single_sequence(const Trace& trace, const Stage& stage) {
-    const bool plain = trace.mode == Mode::plain;
-    const auto& inputs = *trace.find("inputs");
+    const bool plain = !mode_spec(trace.mode).learned_projections;
+    const auto& inputs = trace.at(StageId::inputs);
     const auto n = inputs.row_count();
     const auto d_in = inputs.col_count();
     const auto projection = [&](std::string_view symbol, std::string_view weight) {
         return fmt::format("{} = X·{}: ({}×{})·({}×{}) → {}", symbol, weight, n, d_in, d_in,
                            stage.col_count(), shape(stage));
     };
-    const std::string& name = stage.name;
-    if (name == "inputs")
+    const StageId id = stage.id;
+    if (id == StageId::inputs)
         return {"Each token enters as a row vector, its embedding: numbers that place the word in a "
                 "space where words used alike sit close together. Stacked, the rows form X.",
                 fmt::format("X: {} tokens × {} numbers", n, d_in)};
-    if (plain && (name == "queries" || name == "keys" || name == "values"))
+    if (plain && (id == StageId::queries || id == StageId::keys || id == StageId::values))
         return {"Plain attention has no learned matrices: each embedding serves directly as its "
                 "own query, key and value. The lectures start here, before adding projections.",
-                fmt::format("{} = X: {}", name == "queries" ? "Q" : name == "keys" ? "K" : "V", shape(stage))};
-    if (name == "queries")
+                fmt::format("{} = X: {}", id == StageId::queries ? "Q" : id == StageId::keys ? "K" : "V", shape(stage))};
+    if (id == StageId::queries)
         return {"A query is what a token is looking for in the others, the question it asks of "
                 "the sentence. A learned matrix W_q turns each embedding into its query.",
                 projection("Q", "W_q")};
-    if (name == "keys")
+    if (id == StageId::keys)
         return {"A key is what a token offers to be found by: a query scores high against keys "
                 "that point the same way. W_k makes the keys from the same embeddings.",
                 projection("K", "W_k")};
-    if (name == "values")
+    if (id == StageId::values)
         return {"A value is the information a token hands on once it is attended to. The key "
                 "decides how much is taken from a token; the value decides what is taken.",
                 projection("V", "W_v")};
     const std::string square = shape(stage);
-    if (name == "scores")
+    if (id == StageId::scores)
         return {"Each query meets every key in a dot product, which is large when the two vectors "
                 "point the same way. Row i holds how well token i's query matches each key.",
                 fmt::format("S = {}: ({}×{})·({}×{}) → {}", plain ? "X·Xᵀ" : "Q·Kᵀ", n,
-                            trace.find("queries")->col_count(), trace.find("keys")->col_count(), n, square)};
-    if (name == "scaled") {
+                            trace.at(StageId::queries).col_count(), trace.at(StageId::keys).col_count(), n, square)};
+    if (id == StageId::scaled) {
         if (!stage.applied)
             return {"The simplified version skips scaling: with a few dimensions the dot products "
                     "stay small anyway.",
                     fmt::format("S' = S: {}", square)};
-        const auto d_k = trace.find("queries")->col_count();
+        const auto d_k = trace.at(StageId::queries).col_count();
         return {"A dot product of d_k terms spreads wider as d_k grows; with wide scores softmax "
                 "would hand nearly all the weight to one key and learning would stall. Dividing by "
                 "√d_k keeps the spread about that of a single product, so the softmax stays soft.",
                 fmt::format("S' = S / √{}: {} → {}", d_k, square, square)};
     }
-    if (name == "masked") {
+    if (id == StageId::masked) {
         if (!stage.applied)
             return {"Bidirectional attention, as in an encoder, lets every token see the whole "
                     "sentence, before and after it, so nothing is hidden.",
@@ -65,7 +67,7 @@ std::vector<std::string> single_sequence(const Trace& trace, const Stage& stage)
                 fmt::format("S'' = S' + M, M_ij = −∞ for j > i: {} ({} entries hidden)", square,
                             n * (n - 1) / 2)};
     }
-    if (name == "weights") {
+    if (id == StageId::weights) {
         if (trace.normalization == Normalization::sum)
             return {"Dividing each score by its row's sum gives weights that sum to 1, the first "
                     "normalisation the lecture shows. It does not favour the largest score, and "
@@ -78,7 +80,7 @@ std::vector<std::string> single_sequence(const Trace& trace, const Stage& stage)
                 fmt::format("A = softmax per row: {} → {}", square, square)};
     }
     // context
-    const auto d_v = trace.find("values")->col_count();
+    const auto d_v = trace.at(StageId::values).col_count();
     return {"Each token's context vector is the weighted sum of all the values: a weight of 0.3 "
             "means 30% of that token's value flows in. One row per token, each now informed by "
             "the tokens it attended to.",
@@ -86,21 +88,21 @@ std::vector<std::string> single_sequence(const Trace& trace, const Stage& stage)
 }
 
 std::vector<std::string> bahdanau(const Trace& trace, const Stage& stage) {
-    const std::string& name = stage.name;
-    const auto n_src = trace.find("encoder_states")->row_count();
-    const auto n_tgt = trace.find("decoder_states")->row_count();
-    const auto d_h = trace.find("encoder_states")->col_count();
-    const auto d_s = trace.find("decoder_states")->col_count();
+    const StageId id = stage.id;
+    const auto n_src = trace.at(StageId::encoder_states).row_count();
+    const auto n_tgt = trace.at(StageId::decoder_states).row_count();
+    const auto d_h = trace.at(StageId::encoder_states).col_count();
+    const auto d_s = trace.at(StageId::decoder_states).col_count();
     const std::string grid = fmt::format("{}×{}", n_tgt, n_src);
-    if (name == "encoder_states")
+    if (id == StageId::encoder_states)
         return {"The encoder has read the source sentence and left one hidden state per word: h_j "
                 "sums up word j in its context. The decoder may look back at all of them.",
                 fmt::format("H: {} source tokens × d_h = {}", n_src, d_h)};
-    if (name == "decoder_states")
+    if (id == StageId::decoder_states)
         return {"Before emitting each target word the decoder holds a state s_t: what it has "
                 "produced so far, and so what it needs from the source next.",
                 fmt::format("S: {} target steps × d_s = {}", n_tgt, d_s)};
-    if (name == "projected_decoder") {
+    if (id == StageId::projected_decoder) {
         if (!stage.applied)
             return {"The dot score compares decoder and encoder states as they are, so there is "
                     "nothing to project.",
@@ -113,14 +115,14 @@ std::vector<std::string> bahdanau(const Trace& trace, const Stage& stage) {
                 fmt::format("{}: ({}×{})·({}×{}) → {}", trace.score == Score::general ? "S·W" : "S·W_a",
                             n_tgt, d_s, d_s, stage.col_count(), shape(stage))};
     }
-    if (name == "projected_encoder") {
+    if (id == StageId::projected_encoder) {
         if (!stage.applied)
             return {"Luong's scores leave the encoder states as they are.", fmt::format("H: {}", shape(stage))};
         return {"U_a maps each encoder state into the same alignment space. It does not depend on "
                 "the target step, so it is computed once for the whole sentence.",
                 fmt::format("H·U_a: ({}×{})·({}×{}) → {}", n_src, d_h, d_h, stage.col_count(), shape(stage))};
     }
-    if (name == "scores") {
+    if (id == StageId::scores) {
         if (trace.score == Score::additive)
             return {"For each target step and source word the two projections are added, squashed "
                     "by tanh and weighed by v_a: a small learned network that says how well source "
@@ -131,11 +133,11 @@ std::vector<std::string> bahdanau(const Trace& trace, const Stage& stage) {
                 "pair: large when they point the same way.",
                 fmt::format("e = {}·Hᵀ: {}", trace.score == Score::general ? "(S·W)" : "S", grid)};
     }
-    if (name == "scaled")
+    if (id == StageId::scaled)
         return {"These scores are used as they are: tanh already bounds the additive ones, and "
                 "Luong's variants were defined without the Transformer's ÷ √d_k.",
                 fmt::format("e' = e: {}", grid)};
-    if (name == "masked") {
+    if (id == StageId::masked) {
         if (!stage.applied)
             return {"Without a source mask every target step may look at every source position.",
                     fmt::format("e'' = e: {}", grid)};
@@ -143,7 +145,7 @@ std::vector<std::string> bahdanau(const Trace& trace, const Stage& stage) {
                 "exactly 0, whatever their states would score.",
                 fmt::format("e'' = e with −∞ where source.mask is false: {}", grid)};
     }
-    if (name == "weights")
+    if (id == StageId::weights)
         return {"Softmax over the source words gives α_t: how much of each source word the decoder "
                 "reads at step t. Read as a table, α is the alignment between the two sentences; "
                 "like all attention weights it shows how information is mixed, not proof of "
@@ -157,7 +159,7 @@ std::vector<std::string> bahdanau(const Trace& trace, const Stage& stage) {
 }  // namespace
 
 std::vector<std::string> explanation(const Trace& trace, const Stage& stage) {
-    return trace.mode == Mode::bahdanau ? bahdanau(trace, stage) : single_sequence(trace, stage);
+    return mode_spec(trace.mode).reads_pair ? bahdanau(trace, stage) : single_sequence(trace, stage);
 }
 
 }  // namespace attntrace

@@ -2,7 +2,7 @@
 // formula and its shapes, e.g. "S = Q·Kᵀ: (6×2)·(2×6) → 6×6".
 #pragma once
 
-#include "attention/stage.hpp"
+#include "core/stage.hpp"
 
 #include <string>
 #include <vector>

@@ -1,207 +1,262 @@
-// The JSON format (schema attntrace.trace/1, documented in docs/json-output.md): one
-// document; each stage's matrix as an array of rows; masked entries null; no NaN or Infinity.
+// The JSON format, documented in docs/json-output.md: a trace (schema attntrace.trace/1), a
+// summary (attntrace.summary/1), similarity tables (attntrace.similarity/1) and a comparison
+// (attntrace.compare/1). Each stage's matrix is an array of rows; masked entries are null;
+// there is no NaN or Infinity. A trace and a summary begin with the same header.
+#include "attention/modes.hpp"
 #include "render/explain.hpp"
+#include "render/formats.hpp"
 #include "render/json_writer.hpp"
-#include "render/number.hpp"
-#include "render/render.hpp"
 
 namespace attntrace {
 namespace {
 
-using Buffer = fmt::memory_buffer;
+using Layout = JsonWriter::Layout;
 
-void append(Buffer& out, std::string_view text) { out.append(text); }
-
-void append_allowed(Buffer& out, const BoolMatrix& allowed) {
-    append(out, "[");
-    for (Eigen::Index r = 0; r < allowed.rows(); ++r) {
-        append(out, r == 0 ? "\n        [" : ",\n        [");
-        for (Eigen::Index c = 0; c < allowed.cols(); ++c) {
-            if (c > 0) append(out, ", ");
-            append(out, allowed(r, c) ? "true" : "false");
-        }
-        append(out, "]");
+// What a trace and a summary share, after their schema: the run as a whole.
+void write_header(JsonWriter& json, const RunHeader& run, std::string_view schema) {
+    json.key("schema").string(schema);
+    json.key("mode").string(to_string(run.mode));
+    json.key("normalize").string(to_string(run.normalization));
+    json.key("dtype").string(to_string(run.dtype));
+    json.key("input").string(run.origin);
+    json.key("description").string(run.description);
+    json.key("weights").object(Layout::inline_);
+    switch (run.weights) {
+    case WeightsOrigin::none: json.key("source").string("none"); break;
+    case WeightsOrigin::file: json.key("source").string("input"); break;
+    case WeightsOrigin::generated:
+        json.key("source").string("generated").key("generator").string("splitmix64").key("seed").integer(
+            static_cast<std::int64_t>(run.seed));
+        break;
     }
-    append(out, "\n      ]");
+    json.end();
+    json.key("notes").strings(run.notes);
 }
 
-void append_labelled(Buffer& out, const std::vector<LabelledVector>& vectors, Dtype dtype) {
-    append(out, "[");
-    for (std::size_t i = 0; i < vectors.size(); ++i) {
-        append(out, i > 0 ? ", {\"label\": " : "{\"label\": ");
-        append_json_string(out, vectors[i].label);
-        append(out, ", \"values\": ");
-        append_json_numbers(out, vectors[i].values, dtype);
-        append(out, "}");
+void write_dims(JsonWriter& json, const Dims& dims) {
+    json.key("dims").object(Layout::inline_);
+    for (const auto& [name, value] : dims) json.key(name).integer(value);
+    json.end();
+}
+
+void write_labelled(JsonWriter& json, const std::vector<LabelledVector>& vectors, Dtype dtype) {
+    json.array(Layout::inline_);
+    for (const auto& v : vectors) json.object(Layout::inline_).key("label").string(v.label).key("values").numbers(v.values, dtype).end();
+    json.end();
+}
+
+// The scores of the worked example: additive (bahdanau) or dot products.
+void write_worked_scores(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
+    if (!w.additive.empty()) {
+        json.key("v_a").numbers(w.v_a, dtype);
+        json.key("additive_scores").array();
+        for (const auto& a : w.additive)
+            json.object(Layout::inline_)
+                .key("key").string(a.key)
+                .key("projected_key").numbers(a.projected_key, dtype)
+                .key("sum").numbers(a.sum, dtype)
+                .key("tanh").numbers(a.features, dtype)
+                .key("score").number(a.value, dtype)
+                .end();
+        json.end();
+        return;
     }
-    append(out, "]");
+    json.key("dot_scores").array();
+    for (const auto& d : w.dots)
+        json.object(Layout::inline_)
+            .key("key").string(d.key)
+            .key("query_vector").numbers(d.query, dtype)
+            .key("key_vector").numbers(d.key_vector, dtype)
+            .key("score").number(d.value, dtype)
+            .end();
+    json.end();
+}
+
+// The normalisation of the worked example: softmax step by step, or the division by the sum.
+void write_worked_weights(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
+    json.key("normalize").string(to_string(w.normalization));
+    if (w.normalization == Normalization::softmax) {
+        json.key("max").number(w.max, dtype);  // −∞ (null) when every key is masked
+        json.key("shifted").numbers(w.shifted, dtype);
+        json.key("exp").numbers(w.exps, dtype);
+    }
+    json.key("sum").number(w.sum, dtype);
+    json.key("weights").numbers(w.weights, dtype);
+    if (!w.zeroed_then_renormalised.empty()) json.key("zeroed_then_renormalised").numbers(w.zeroed_then_renormalised, dtype);
 }
 
 // The worked example (--query) as structured numbers: docs/json-output.md.
-void append_worked(Buffer& out, const WorkedExample& w, Dtype dtype) {
-    const auto field = [&](std::string_view name) { fmt::format_to(std::back_inserter(out), ",\n    \"{}\": ", name); };
-    append(out, "{\n    \"query\": ");
-    append_json_string(out, w.query);
-    fmt::format_to(std::back_inserter(out), ",\n    \"position\": {}", w.row + 1);
-    field("keys");
-    append_json_string_array(out, w.keys);
-    field("inputs");
-    append_labelled(out, w.inputs, dtype);
-    if (!w.additive.empty()) {
-        field("v_a");
-        append_json_numbers(out, w.v_a, dtype);
-        field("additive_scores");
-        append(out, "[");
-        for (std::size_t j = 0; j < w.additive.size(); ++j) {
-            const auto& a = w.additive[j];
-            append(out, j > 0 ? ",\n      {\"key\": " : "\n      {\"key\": ");
-            append_json_string(out, a.key);
-            append(out, ", \"projected_key\": ");
-            append_json_numbers(out, a.projected_key, dtype);
-            append(out, ", \"sum\": ");
-            append_json_numbers(out, a.sum, dtype);
-            append(out, ", \"tanh\": ");
-            append_json_numbers(out, a.features, dtype);
-            append(out, ", \"score\": ");
-            append_json_number(out, a.value, dtype);
-            append(out, "}");
-        }
-        append(out, "\n    ]");
-    } else {
-        field("dot_scores");
-        append(out, "[");
-        for (std::size_t j = 0; j < w.dots.size(); ++j) {
-            const auto& d = w.dots[j];
-            append(out, j > 0 ? ",\n      {\"key\": " : "\n      {\"key\": ");
-            append_json_string(out, d.key);
-            append(out, ", \"query_vector\": ");
-            append_json_numbers(out, d.query, dtype);
-            append(out, ", \"key_vector\": ");
-            append_json_numbers(out, d.key_vector, dtype);
-            append(out, ", \"score\": ");
-            append_json_number(out, d.value, dtype);
-            append(out, "}");
-        }
-        append(out, "\n    ]");
-    }
-    field("d_k");
-    if (w.d_k) fmt::format_to(std::back_inserter(out), "{}", *w.d_k);
-    else append(out, "null");
-    field("scaled");
-    append_json_numbers(out, w.scaled, dtype);
-    field("mask");
+void write_worked(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
+    json.object();
+    json.key("query").string(w.query);
+    json.key("position").integer(w.row + 1);
+    json.key("keys").strings(w.keys);
+    json.key("inputs");
+    write_labelled(json, w.inputs, dtype);
+    write_worked_scores(json, w, dtype);
+    json.key("d_k");
+    if (w.d_k) json.integer(*w.d_k);
+    else json.null();
+    json.key("scaled").numbers(w.scaled, dtype);
+    json.key("mask");
     if (w.allowed.empty()) {
-        append(out, "null");
+        json.null();
     } else {
-        append(out, "{\"allowed\": [");
-        for (std::size_t j = 0; j < w.allowed.size(); ++j) append(out, j > 0 ? (w.allowed[j] ? ", true" : ", false") : (w.allowed[j] ? "true" : "false"));
-        append(out, "], \"reason\": ");
-        append_json_string(out, w.mask_reason);
-        append(out, "}");
+        json.object(Layout::inline_).key("allowed").array(Layout::inline_);
+        for (const bool allowed : w.allowed) json.boolean(allowed);
+        json.end().key("reason").string(w.mask_reason).end();
     }
-    field("normalize");
-    append_json_string(out, to_string(w.normalization));
-    if (w.normalization == Normalization::softmax) {
-        field("max");
-        append_json_number(out, w.max, dtype);  // −∞ (null) when every key is masked
-        field("shifted");
-        append_json_numbers(out, w.shifted, dtype);
-        field("exp");
-        append_json_numbers(out, w.exps, dtype);
-    }
-    field("sum");
-    append_json_number(out, w.sum, dtype);
-    field("weights");
-    append_json_numbers(out, w.weights, dtype);
-    if (!w.zeroed_then_renormalised.empty()) {
-        field("zeroed_then_renormalised");
-        append_json_numbers(out, w.zeroed_then_renormalised, dtype);
-    }
-    field("values");
-    append_labelled(out, w.values, dtype);
-    field("context");
-    append_json_numbers(out, w.context, dtype);
-    append(out, "\n  }");
+    write_worked_weights(json, w, dtype);
+    json.key("values");
+    write_labelled(json, w.values, dtype);
+    json.key("context").numbers(w.context, dtype);
+    json.end();
 }
 
-void append_stage(Buffer& out, const Trace& trace, const Stage& stage, const RenderOptions& options) {
-    const Dtype dtype = trace.dtype;
-    append(out, "    {\n      \"name\": ");
-    append_json_string(out, stage.name);
-    append(out, ",\n      \"title\": ");
-    append_json_string(out, stage.title);
-    append(out, ",\n      \"formula\": ");
-    append_json_string(out, stage.formula);
-    if (options.explain) {
-        append(out, ",\n      \"explanation\": ");
-        append_json_string_array(out, explanation(trace, stage));
-    }
-    fmt::format_to(std::back_inserter(out), ",\n      \"applied\": {}", stage.applied);
-    if (!stage.applied) {
-        append(out, ",\n      \"reason\": ");
-        append_json_string(out, stage.reason);
-    }
-    fmt::format_to(std::back_inserter(out), ",\n      \"shape\": [{}, {}]", stage.row_count(),
-                   stage.col_count());
-    append(out, ",\n      \"rows\": ");
-    append_json_string_array(out, stage.rows);
-    append(out, ",\n      \"cols\": ");
-    append_json_string_array(out, stage.cols);
-    append(out, ",\n      \"data\": ");
-    append_json_matrix(out, stage.data, dtype, "      ");
+void write_stage(JsonWriter& json, const Trace& trace, const Stage& stage, const RenderOptions& options) {
+    json.object();
+    json.key("name").string(stage.name());
+    json.key("title").string(stage.title);
+    json.key("formula").string(stage.formula);
+    if (options.explain) json.key("explanation").strings(explanation(trace, stage));
+    json.key("applied").boolean(stage.applied);
+    if (!stage.applied) json.key("reason").string(stage.reason);
+    json.key("shape").array(Layout::inline_).integer(stage.row_count()).integer(stage.col_count()).end();
+    json.key("rows").strings(stage.rows);
+    json.key("cols").strings(stage.cols);
+    json.key("data").matrix(stage.data, trace.dtype);
     if (stage.allowed) {
-        append(out, ",\n      \"allowed\": ");
-        append_allowed(out, *stage.allowed);
+        json.key("allowed").array();
+        for (Eigen::Index r = 0; r < stage.allowed->rows(); ++r) {
+            json.array(Layout::inline_);
+            for (Eigen::Index c = 0; c < stage.allowed->cols(); ++c) json.boolean((*stage.allowed)(r, c));
+            json.end();
+        }
+        json.end();
     }
-    append(out, "\n    }");
+    json.end();
 }
+
+void write_context(JsonWriter& json, const ContextIn& in) {
+    json.object(Layout::inline_);
+    json.key("input").string(in.origin);
+    json.key("description").string(in.description);
+    json.key("position").integer(in.position + 1);
+    json.key("context").numbers(in.context, Dtype::float64);
+    json.break_line(5).key("moved_most").array(Layout::inline_);
+    for (const auto& c : in.moved_most)
+        json.break_line(7)
+            .object(Layout::inline_)
+            .key("token").string(c.token)
+            .key("position").integer(c.position + 1)
+            .key("weight").number(c.weight, Dtype::float64)
+            .key("contribution").numbers(c.vector, Dtype::float64)
+            .key("size").number(c.size, Dtype::float64)
+            .end();
+    json.end().end();
+}
+
+class JsonRenderer final : public Renderer {
+public:
+    void trace(const Trace& trace, const RenderOptions& options, std::ostream& os) const override {
+        fmt::memory_buffer out;
+        JsonWriter json(out);
+        json.object();
+        write_header(json, trace, "attntrace.trace/1");
+        if (mode_spec(trace.mode).reads_pair) {
+            json.key("score").string(to_string(trace.score));
+            json.key("source_tokens").strings(trace.source_tokens);
+            json.key("target_tokens").strings(trace.target_tokens);
+        } else {
+            json.key("tokens").strings(trace.tokens);
+        }
+        write_dims(json, trace.dims);
+        json.key("stages").array();
+        for (const Stage* stage : selected_stages(trace, options)) {
+            write_stage(json, trace, *stage, options);
+            flush(out, os);  // stage by stage: a large trace never holds two copies of its text
+        }
+        json.end();
+        if (trace.worked) {
+            json.key("worked");
+            write_worked(json, *trace.worked, trace.dtype);
+        }
+        json.end();
+        out.push_back('\n');
+        flush(out, os);
+    }
+
+    void summary(const Summary& s, const RenderOptions&, std::ostream& os) const override {
+        fmt::memory_buffer out;
+        JsonWriter json(out);
+        json.object();
+        write_header(json, s, "attntrace.summary/1");
+        json.key("n").integer(static_cast<std::int64_t>(s.queries.size()));
+        json.key("top").integer(static_cast<std::int64_t>(s.top));
+        write_dims(json, s.dims);
+        json.key("queries").array();
+        for (std::size_t i = 0; i < s.queries.size(); ++i) {
+            const QuerySummary& q = s.queries[i];
+            json.object(Layout::inline_).key("index").integer(static_cast<std::int64_t>(i)).key("token").string(s.tokens[i]);
+            json.key("top").array(Layout::inline_);
+            for (const auto& key : q.top)
+                json.object(Layout::inline_)
+                    .key("index").integer(key.index)
+                    .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
+                    .key("weight").number(key.weight, s.dtype)
+                    .end();
+            json.end();
+            json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype).end();
+            if (out.size() > (1 << 16)) flush(out, os);  // stream long lists instead of holding them
+        }
+        json.end();
+        if (s.context) json.key("context").matrix(*s.context, s.dtype);
+        json.end();
+        out.push_back('\n');
+        flush(out, os);
+    }
+
+    void similarity(const Similarity& s, const RenderOptions&, std::ostream& os) const override {
+        fmt::memory_buffer out;
+        JsonWriter json(out);
+        json.object();
+        json.key("schema").string("attntrace.similarity/1");
+        json.key("input").string(s.origin);
+        json.key("description").string(s.description);
+        json.key("words").strings(s.words);
+        json.key("dot").matrix(s.dot, Dtype::float64);
+        json.key("cosine").matrix(s.cosine, Dtype::float64);
+        json.end();
+        out.push_back('\n');
+        flush(out, os);
+    }
+
+    void comparison(const Comparison& c, const RenderOptions&, std::ostream& os) const override {
+        fmt::memory_buffer out;
+        JsonWriter json(out);
+        json.object();
+        json.key("schema").string("attntrace.compare/1");
+        json.key("token").string(c.token);
+        json.key("mode").string(to_string(c.mode));
+        json.key("a");
+        write_context(json, c.a);
+        json.key("b");
+        write_context(json, c.b);
+        json.key("difference").numbers(c.difference, Dtype::float64);
+        json.key("cosine");
+        if (c.cosine) json.number(*c.cosine, Dtype::float64);
+        else json.null();
+        json.end();
+        out.push_back('\n');
+        flush(out, os);
+    }
+};
 
 }  // namespace
 
-void render_json(const Trace& trace, const RenderOptions& options, std::ostream& os) {
-    Buffer out;
-    append(out, "{\n  \"schema\": \"attntrace.trace/1\",\n  \"mode\": ");
-    append_json_string(out, to_string(trace.mode));
-    append(out, ",\n  \"normalize\": ");
-    append_json_string(out, to_string(trace.normalization));
-    append(out, ",\n  \"dtype\": ");
-    append_json_string(out, to_string(trace.dtype));
-    append(out, ",\n  \"input\": ");
-    append_json_string(out, trace.origin);
-    append(out, ",\n  \"description\": ");
-    append_json_string(out, trace.description);
-    append(out, ",\n  \"weights\": ");
-    append_weights_origin(out, trace.weights, trace.seed);
-    append(out, ",\n  \"notes\": ");
-    append_json_string_array(out, trace.notes);
-    if (trace.mode == Mode::bahdanau) {
-        append(out, ",\n  \"score\": ");
-        append_json_string(out, to_string(trace.score));
-        append(out, ",\n  \"source_tokens\": ");
-        append_json_string_array(out, trace.source_tokens);
-        append(out, ",\n  \"target_tokens\": ");
-        append_json_string_array(out, trace.target_tokens);
-    } else {
-        append(out, ",\n  \"tokens\": ");
-        append_json_string_array(out, trace.tokens);
-    }
-    append(out, ",\n  \"dims\": ");
-    append_json_dims(out, trace.dims);
-    append(out, ",\n  \"stages\": [");
-    bool first = true;
-    for (const Stage* stage : selected_stages(trace, options)) {
-        append(out, first ? "\n" : ",\n");
-        first = false;
-        append_stage(out, trace, *stage, options);
-        flush(out, os);  // stage by stage: a large trace never holds two copies of its text
-    }
-    append(out, first ? "]" : "\n  ]");
-    if (trace.worked) {
-        append(out, ",\n  \"worked\": ");
-        append_worked(out, *trace.worked, trace.dtype);
-    }
-    append(out, "\n}\n");
-    flush(out, os);
+const Renderer& json_renderer() {
+    static const JsonRenderer renderer;
+    return renderer;
 }
 
 }  // namespace attntrace

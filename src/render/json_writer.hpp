@@ -1,107 +1,176 @@
-// Minimal JSON text helpers for the JSON renderers (strings and numbers written by hand so
-// that large traces stream without building a document in memory).
+// Writing JSON as attntrace lays it out, with the commas and the nesting kept by the writer:
+// a container puts each item on its own line, indented two spaces a level (Layout::lines), or
+// all its items on one line ("[1, 2]", "{"a": 1}": Layout::inline_). Numbers are written round-
+// trip exact (a float32 run's as the shortest text of the float); a number that is not finite
+// (a masked −∞) is null: JSON has no infinity. Text goes into a buffer that the caller writes
+// out as it grows, so a large trace streams.
 #pragma once
 
-#include "attention/stage.hpp"
-#include "attention/types.hpp"
+#include "core/stage.hpp"
+#include "core/types.hpp"
 #include "render/number.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace attntrace {
 
-// Appends `text` as a JSON string literal. `text` is valid UTF-8 (load checked it).
-inline void append_json_string(fmt::memory_buffer& out, std::string_view text) {
-    out.push_back('"');
-    for (const char c : text) {
-        switch (c) {
-        case '"': out.append(std::string_view("\\\"")); break;
-        case '\\': out.append(std::string_view("\\\\")); break;
-        case '\n': out.append(std::string_view("\\n")); break;
-        case '\t': out.append(std::string_view("\\t")); break;
-        case '\r': out.append(std::string_view("\\r")); break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20)
-                fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned char>(c));
-            else
-                out.push_back(c);
+class JsonWriter {
+public:
+    enum class Layout { lines, inline_ };
+
+    explicit JsonWriter(fmt::memory_buffer& out) : out_(out) {}
+
+    JsonWriter& object(Layout layout = Layout::lines) { return open('{', layout); }
+    JsonWriter& array(Layout layout = Layout::lines) { return open('[', layout); }
+    // Ends the innermost container.
+    JsonWriter& end() {
+        const Level level = levels_.back();
+        levels_.pop_back();
+        if (level.items > 0 && level.layout == Layout::lines) newline(levels_.size());
+        out_.push_back(level.bracket == '{' ? '}' : ']');
+        return *this;
+    }
+
+    // The key of the next member of the innermost object.
+    JsonWriter& key(std::string_view name) {
+        item();
+        string_text(name);
+        out_.append(std::string_view(": "));
+        keyed_ = true;
+        return *this;
+    }
+
+    JsonWriter& string(std::string_view text) {
+        item();
+        string_text(text);
+        return *this;
+    }
+    JsonWriter& number(double value, Dtype dtype) {
+        item();
+        if (std::isfinite(value)) append_exact(out_, value, dtype);
+        else out_.append(std::string_view("null"));
+        return *this;
+    }
+    JsonWriter& integer(std::int64_t value) {
+        item();
+        fmt::format_to(std::back_inserter(out_), "{}", value);
+        return *this;
+    }
+    JsonWriter& boolean(bool value) {
+        item();
+        out_.append(value ? std::string_view("true") : std::string_view("false"));
+        return *this;
+    }
+    // A number already written as JSON text (a rate to two decimals, say).
+    JsonWriter& literal(std::string_view text) {
+        item();
+        out_.append(text);
+        return *this;
+    }
+    JsonWriter& null() {
+        item();
+        out_.append(std::string_view("null"));
+        return *this;
+    }
+
+    // [a, b, c] of strings or of numbers, on one line.
+    template <typename Strings>
+    JsonWriter& strings(const Strings& items) {
+        array(Layout::inline_);
+        for (const auto& item : items) string(item);
+        return end();
+    }
+    template <typename Numbers>
+    JsonWriter& numbers(const Numbers& values, Dtype dtype) {
+        array(Layout::inline_);
+        for (const double value : values) number(value, dtype);
+        return end();
+    }
+    // An array of rows, a row a line.
+    JsonWriter& matrix(const Matrix& m, Dtype dtype) {
+        array();
+        for (Eigen::Index r = 0; r < m.rows(); ++r) numbers(m.row(r), dtype);
+        return end();
+    }
+    // The next item starts on a line of its own, `indent` spaces in, although its container
+    // is inline (a long member at the end of an inline object).
+    JsonWriter& break_line(std::size_t indent) {
+        break_ = indent;
+        return *this;
+    }
+
+private:
+    struct Level {
+        char bracket;
+        Layout layout;
+        std::size_t items = 0;
+    };
+
+    JsonWriter& open(char bracket, Layout layout) {
+        item();
+        out_.push_back(bracket);
+        levels_.push_back({bracket, layout});
+        return *this;
+    }
+
+    // Before an item: the separator its container puts before it (none after a key).
+    void item() {
+        if (keyed_) {
+            keyed_ = false;
+            return;
+        }
+        if (levels_.empty()) return;
+        Level& level = levels_.back();
+        if (level.items++ > 0) out_.push_back(',');
+        if (break_) {
+            out_.push_back('\n');
+            out_.append(std::string(*break_, ' '));
+            break_.reset();
+        } else if (level.layout == Layout::lines) {
+            newline(levels_.size());
+        } else if (level.items > 1) {
+            out_.push_back(' ');
         }
     }
-    out.push_back('"');
-}
 
-template <typename Strings>
-void append_json_string_array(fmt::memory_buffer& out, const Strings& items) {
-    out.push_back('[');
-    bool first = true;
-    for (const auto& item : items) {
-        if (!first) out.append(std::string_view(", "));
-        first = false;
-        append_json_string(out, item);
+    void newline(std::size_t depth) {
+        out_.push_back('\n');
+        for (std::size_t i = 0; i < depth; ++i) out_.append(std::string_view("  "));
     }
-    out.push_back(']');
-}
 
-// A number, round-trip exact; null for a non-finite value (a masked −∞): JSON has no infinity.
-inline void append_json_number(fmt::memory_buffer& out, double value, Dtype dtype) {
-    if (std::isfinite(value)) append_exact(out, value, dtype);
-    else out.append(std::string_view("null"));
-}
-
-// [a, b, c] from any range of numbers (std::vector<double>, an Eigen row).
-template <typename Numbers>
-void append_json_numbers(fmt::memory_buffer& out, const Numbers& values, Dtype dtype) {
-    out.push_back('[');
-    bool first = true;
-    for (const double value : values) {
-        if (!first) out.append(std::string_view(", "));
-        first = false;
-        append_json_number(out, value, dtype);
+    // `text` as a JSON string literal. `text` is valid UTF-8 (load checked it).
+    void string_text(std::string_view text) {
+        out_.push_back('"');
+        for (const char c : text) {
+            switch (c) {
+            case '"': out_.append(std::string_view("\\\"")); break;
+            case '\\': out_.append(std::string_view("\\\\")); break;
+            case '\n': out_.append(std::string_view("\\n")); break;
+            case '\t': out_.append(std::string_view("\\t")); break;
+            case '\r': out_.append(std::string_view("\\r")); break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20)
+                    fmt::format_to(std::back_inserter(out_), "\\u{:04x}", static_cast<unsigned char>(c));
+                else
+                    out_.push_back(c);
+            }
+        }
+        out_.push_back('"');
     }
-    out.push_back(']');
-}
 
-// An array of rows, one row per line, each line starting with `indent` + two spaces.
-inline void append_json_matrix(fmt::memory_buffer& out, const Matrix& m, Dtype dtype, std::string_view indent) {
-    out.push_back('[');
-    for (Eigen::Index r = 0; r < m.rows(); ++r) {
-        out.append(std::string_view(r == 0 ? "\n" : ",\n"));
-        out.append(indent);
-        out.append(std::string_view("  "));
-        append_json_numbers(out, m.row(r), dtype);
-    }
-    out.push_back('\n');
-    out.append(indent);
-    out.push_back(']');
-}
-
-// Where the projection weights came from: {"source": "none" | "input" | "generated", …}.
-inline void append_weights_origin(fmt::memory_buffer& out, WeightsOrigin origin, std::uint64_t seed) {
-    switch (origin) {
-    case WeightsOrigin::none: out.append(std::string_view("{\"source\": \"none\"}")); return;
-    case WeightsOrigin::file: out.append(std::string_view("{\"source\": \"input\"}")); return;
-    case WeightsOrigin::generated:
-        fmt::format_to(std::back_inserter(out), "{{\"source\": \"generated\", \"generator\": \"splitmix64\", \"seed\": {}}}",
-                       seed);
-        return;
-    }
-}
-
-// {"d_in": 3, "d_k": 2, …}
-inline void append_json_dims(fmt::memory_buffer& out, const std::vector<std::pair<std::string, Eigen::Index>>& dims) {
-    out.push_back('{');
-    for (std::size_t i = 0; i < dims.size(); ++i)
-        fmt::format_to(std::back_inserter(out), "{}\"{}\": {}", i ? ", " : "", dims[i].first, dims[i].second);
-    out.push_back('}');
-}
+    fmt::memory_buffer& out_;
+    std::vector<Level> levels_;
+    bool keyed_ = false;
+    std::optional<std::size_t> break_;
+};
 
 // Writes what the buffer holds to `os` and empties it, so long output streams.
 inline void flush(fmt::memory_buffer& out, std::ostream& os) {

@@ -1,8 +1,10 @@
 // The markdown format: a heading and a pipe table per stage, ready to paste into notes.
+#include "attention/modes.hpp"
 #include "render/cells.hpp"
 #include "render/explain.hpp"
-#include "render/render.hpp"
-#include "render/stage_writers.hpp"
+#include "render/formats.hpp"
+#include "render/reports.hpp"
+#include "render/summary_text.hpp"
 #include "render/worked_text.hpp"
 
 #include <fmt/format.h>
@@ -21,8 +23,6 @@ std::string code_fence(const std::vector<std::string>& lines) {
         }
     return std::string(std::max<std::size_t>(3, longest + 1), '`');
 }
-
-}  // namespace
 
 // Text that stays text in a table cell: Markdown's own characters escaped with a backslash,
 // HTML's (<pad> would be taken for a tag) written as entities.
@@ -43,8 +43,6 @@ std::string markdown_cell(std::string_view text) {
     return out;
 }
 
-namespace {
-
 void write_table(const Stage& stage, const RenderOptions& options, std::ostream& out) {
     const StageText text = stage_text(stage, options.digits);
     out << "| |";
@@ -61,11 +59,10 @@ void write_table(const Stage& stage, const RenderOptions& options, std::ostream&
     }
 }
 
-}  // namespace
-
-void write_stage_markdown(const Stage& stage, const RenderOptions& options,
-                          const std::vector<std::string>& explanation, std::ostream& out) {
-    out << fmt::format("## {} · {}×{}\n\n", stage.name, stage.row_count(), stage.col_count());
+// "## name · shape", the explanation paragraphs, the formula, then a pipe table.
+void write_stage(const Stage& stage, const RenderOptions& options, const std::vector<std::string>& explanation,
+                 std::ostream& out) {
+    out << fmt::format("## {} · {}×{}\n\n", stage.name(), stage.row_count(), stage.col_count());
     for (const auto& line : explanation) out << line << "\n\n";
     out << fmt::format("`{}`", stage.formula);
     if (!stage.applied) {
@@ -77,8 +74,33 @@ void write_stage_markdown(const Stage& stage, const RenderOptions& options,
     out << '\n';
 }
 
-void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out) {
-    const std::string tokens = trace.mode == Mode::bahdanau
+void write_summary(const Summary& s, const RenderOptions& options, std::ostream& out) {
+    const std::size_t n = s.queries.size();
+    out << fmt::format("# attntrace: {} mode, summary of {} queries ({})\n\n", to_string(s.mode), n, markdown_cell(s.origin));
+    out << "| # | query | max | entropy | top keys (weight) |\n|---:|---|---:|---:|---|\n";
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!shown(i, n)) {
+            if (i == summary_rows_shown) out << fmt::format("| … | {} more | | | |\n", n - 2 * summary_rows_shown);
+            continue;
+        }
+        out << fmt::format("| {} | {} | {} | {} | {} |\n", i + 1, markdown_cell(s.tokens[i]),
+                           format_significant(s.queries[i].max_weight, options.digits),
+                           format_fixed(s.queries[i].entropy, options.digits),
+                           markdown_cell(top_text(s, s.queries[i], options.digits)));
+    }
+}
+
+void write_report(const Report& report, const RenderOptions& options, std::ostream& out) {
+    out << "# " << markdown_cell(report.title) << "\n\n";
+    for (const auto& line : report.preamble) out << markdown_cell(line) << "\n\n";
+    for (const auto& table : report.tables) write_stage(table, options, {}, out);
+    for (const auto& line : report.footer) out << "- " << markdown_cell(line) << '\n';
+}
+
+class MarkdownRenderer final : public Renderer {
+public:
+    void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
+    const std::string tokens = mode_spec(trace.mode).reads_pair
                                    ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(),
                                                  trace.target_tokens.size())
                                    : fmt::format("{} tokens", trace.tokens.size());
@@ -88,7 +110,7 @@ void render_markdown(const Trace& trace, const RenderOptions& options, std::ostr
     if (trace.weights == WeightsOrigin::generated)
         out << fmt::format("> Weights generated from seed {} (splitmix64), not learned.\n\n", trace.seed);
     for (const Stage* stage : selected_stages(trace, options))
-        write_stage_markdown(*stage, options, options.explain ? explanation(trace, *stage) : std::vector<std::string>{}, out);
+        write_stage(*stage, options, options.explain ? explanation(trace, *stage) : std::vector<std::string>{}, out);
     if (trace.worked) {
         const auto lines = worked_lines(*trace.worked, options.digits);
         const std::string fence = code_fence(lines);
@@ -96,6 +118,26 @@ void render_markdown(const Trace& trace, const RenderOptions& options, std::ostr
         for (const auto& line : lines) out << line << '\n';
         out << fence << '\n';
     }
+}
+
+    void summary(const Summary& summary, const RenderOptions& options, std::ostream& out) const override {
+        write_summary(summary, options, out);
+    }
+
+    void similarity(const Similarity& similarity, const RenderOptions& options, std::ostream& out) const override {
+        write_report(similarity_report(similarity, options.digits), options, out);
+    }
+
+    void comparison(const Comparison& comparison, const RenderOptions& options, std::ostream& out) const override {
+        write_report(comparison_report(comparison, options.digits), options, out);
+    }
+};
+
+}  // namespace
+
+const Renderer& markdown_renderer() {
+    static const MarkdownRenderer renderer;
+    return renderer;
 }
 
 }  // namespace attntrace

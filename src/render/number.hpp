@@ -1,7 +1,7 @@
 // Numbers as text: rounded for people, exact for programs.
 #pragma once
 
-#include "attention/types.hpp"
+#include "core/types.hpp"
 
 #include <fmt/format.h>
 

@@ -1,45 +1,54 @@
-// render: Trace → text. One file per format behind this one entry point; renderers format
-// what the trace holds and never compute attention themselves.
+// render: a product → text. One file per format (render/<format>.cpp), each a Renderer that
+// renders every product — a trace, a summary, similarity tables, a comparison — so that the
+// compiler sees to it that a new format covers them all. Renderers format what they are
+// given and never compute attention themselves. (The SVG heatmap, a picture of a trace's
+// weights rather than a format of every product, is render/svg.hpp.)
 #pragma once
 
-#include "attention/stage.hpp"
+#include "attention/compare.hpp"
+#include "attention/similarity.hpp"
+#include "attention/summary.hpp"
+#include "core/stage.hpp"
 
 #include <cstddef>
-#include <optional>
 #include <ostream>
-#include <string>
-#include <string_view>
 #include <vector>
 
 namespace attntrace {
 
 enum class Format { table, json, markdown, csv };
-
-std::string_view to_string(Format format);
-std::optional<Format> parse_format(std::string_view text);
-std::string format_names();
+inline constexpr NameTable<Format, 4> format_names{
+    {{Format::table, "table"}, {Format::json, "json"}, {Format::markdown, "markdown"}, {Format::csv, "csv"}}};
+constexpr const auto& names_of(Format) { return format_names; }
 
 struct RenderOptions {
     Format format = Format::table;
-    int digits = 4;                   // decimals in tables
-    std::size_t width = 0;            // terminal columns for tables; 0: no limit
-    std::vector<std::string> stages;  // names to show, empty: all
-    bool color = false;               // tables: shade scores and weights (ANSI 256 colours)
-    bool explain = false;             // a few sentences and the shapes before each stage
+    int digits = 4;                // decimals in tables
+    std::size_t width = 0;         // terminal columns for tables; 0: no limit
+    std::vector<StageId> stages;   // the stages to show, empty: all
+    bool color = false;            // tables: shade scores and weights (ANSI 256 colours)
+    bool explain = false;          // a few sentences and the shapes before each stage
 };
 
+class Renderer {
+public:
+    virtual ~Renderer() = default;
+    virtual void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const = 0;
+    virtual void summary(const Summary& summary, const RenderOptions& options, std::ostream& out) const = 0;
+    virtual void similarity(const Similarity& similarity, const RenderOptions& options, std::ostream& out) const = 0;
+    virtual void comparison(const Comparison& comparison, const RenderOptions& options, std::ostream& out) const = 0;
+};
+
+// The registry: the renderer of each format.
+const Renderer& renderer(Format format);
+
+// Shorthands: the renderer of options.format.
 void render(const Trace& trace, const RenderOptions& options, std::ostream& out);
+void render(const Summary& summary, const RenderOptions& options, std::ostream& out);
+void render(const Similarity& similarity, const RenderOptions& options, std::ostream& out);
+void render(const Comparison& comparison, const RenderOptions& options, std::ostream& out);
 
 // The stages `options` selects, in pipeline order.
 std::vector<const Stage*> selected_stages(const Trace& trace, const RenderOptions& options);
-
-// Stage names of a trace's mode, in pipeline order (for --stage validation and help).
-std::vector<std::string> stage_names(Mode mode);
-
-// The per-format renderers (render/<format>.cpp).
-void render_table(const Trace& trace, const RenderOptions& options, std::ostream& out);
-void render_json(const Trace& trace, const RenderOptions& options, std::ostream& out);
-void render_markdown(const Trace& trace, const RenderOptions& options, std::ostream& out);
-void render_csv(const Trace& trace, const RenderOptions& options, std::ostream& out);
 
 }  // namespace attntrace

@@ -3,6 +3,8 @@
 // width; the estimates are generous so that labels are never clipped.
 #include "render/svg.hpp"
 
+#include "attention/modes.hpp"
+
 #include "render/number.hpp"
 #include "render/text.hpp"
 #include "util/utf8.hpp"
@@ -172,9 +174,9 @@ std::vector<std::string> cut_labels(const std::vector<std::string>& labels) {
 }
 
 Content content_of(const Trace& trace, const Stage& stage) {
-    const bool bahdanau = trace.mode == Mode::bahdanau;
-    const std::string mode = bahdanau
-                                 ? fmt::format("bahdanau mode ({} score)", to_string(trace.score))
+    const bool bahdanau = mode_spec(trace.mode).reads_pair;
+    const std::string mode = mode_spec(trace.mode).takes_score
+                                 ? fmt::format("{} mode ({} score)", to_string(trace.mode), to_string(trace.score))
                                  : fmt::format("{} mode", to_string(trace.mode));
     Content content;
     content.title = fmt::format("Attention weights · {} · {}", mode, trace.origin);
@@ -403,7 +405,7 @@ void write_legend(Buffer& out, const Content& content, const Layout& l) {
 }  // namespace
 
 void render_svg(const Trace& trace, std::ostream& out) {
-    const Stage* stage = trace.find("weights");
+    const Stage* stage = trace.find(StageId::weights);
     if (!stage) throw std::invalid_argument("render_svg: the trace has no weights stage");
     const Content content = content_of(trace, *stage);
     const Layout layout = plan(*stage, content);

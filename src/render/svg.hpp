@@ -2,7 +2,7 @@
 // with the row and column tokens, a colour scale and hatching for masked entries.
 #pragma once
 
-#include "attention/stage.hpp"
+#include "core/stage.hpp"
 
 #include <ostream>
 

@@ -1,11 +1,13 @@
 // The terminal format: per stage a heading and an aligned table with token labels. With
 // colour on, score and weight cells are shaded by value and a legend follows the table.
+#include "attention/modes.hpp"
 #include "render/cells.hpp"
 #include "render/explain.hpp"
+#include "render/formats.hpp"
 #include "render/number.hpp"
-#include "render/render.hpp"
+#include "render/reports.hpp"
 #include "render/shading.hpp"
-#include "render/stage_writers.hpp"
+#include "render/summary_text.hpp"
 #include "render/text.hpp"
 #include "render/worked_text.hpp"
 
@@ -54,8 +56,15 @@ std::string painted(std::string_view text, Shade shade) {
 }
 
 bool is_shaded(const Stage& stage) {
-    return stage.name == "scores" || stage.name == "scaled" || stage.name == "masked" ||
-           stage.name == "weights" || stage.name == "dot" || stage.name == "cosine";
+    switch (stage.id) {
+    case StageId::scores:
+    case StageId::scaled:
+    case StageId::masked:
+    case StageId::weights:
+    case StageId::dot:
+    case StageId::cosine: return true;
+    default: return false;
+    }
 }
 
 struct Column {
@@ -162,13 +171,12 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
 
 
 void write_preamble(const Trace& trace, std::ostream& out) {
+    const bool pair = mode_spec(trace.mode).reads_pair;
     const std::string tokens =
-        trace.mode == Mode::bahdanau
-            ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(),
-                          trace.target_tokens.size())
-            : fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
-    const std::string mode = trace.mode == Mode::bahdanau
-                                 ? fmt::format("bahdanau mode ({} score)", to_string(trace.score))
+        pair ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(), trace.target_tokens.size())
+             : fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
+    const std::string mode = mode_spec(trace.mode).takes_score
+                                 ? fmt::format("{} mode ({} score)", to_string(trace.mode), to_string(trace.score))
                                  : fmt::format("{} mode", to_string(trace.mode));
     out << fmt::format("attntrace · {} · {} · {} · {} · {}\n", mode, tokens, dims_text(trace.dims),
                        to_string(trace.normalization), trace.origin);
@@ -182,11 +190,10 @@ void write_preamble(const Trace& trace, std::ostream& out) {
     out << '\n';
 }
 
-}  // namespace
-
-void write_stage_table(const Stage& stage, const RenderOptions& options, std::ostream& out) {
-    out << fmt::format("{} · {}×{} · {}{}\n", stage.name, stage.row_count(), stage.col_count(),
-                       stage.formula, stage.applied ? "" : " · not applied");
+// Heading, then the reason (skipped) or the title and the aligned table.
+void write_stage(const Stage& stage, const RenderOptions& options, std::ostream& out) {
+    out << fmt::format("{} · {}×{} · {}{}\n", stage.name(), stage.row_count(), stage.col_count(), stage.formula,
+                       stage.applied ? "" : " · not applied");
     if (!stage.applied) {
         out << stage.reason << '\n';
         return;
@@ -195,26 +202,90 @@ void write_stage_table(const Stage& stage, const RenderOptions& options, std::os
     write_matrix(stage, options, out);
 }
 
-void render_table(const Trace& trace, const RenderOptions& options, std::ostream& out) {
-    write_preamble(trace, out);
-    bool first = true;
-    for (const Stage* stage : selected_stages(trace, options)) {
-        if (!first) out << '\n';
-        first = false;
-        if (options.explain)
-            for (const auto& line : explanation(trace, *stage)) out << "  " << line << '\n';
-        write_stage_table(*stage, options, out);
+void write_summary(const Summary& s, const RenderOptions& options, std::ostream& out) {
+    const std::size_t n = s.queries.size();
+    out << fmt::format("attntrace · {} mode · summary of {} quer{} · {} · {} · {}\n", to_string(s.mode), n,
+                       n == 1 ? "y" : "ies", dims_text(s.dims), to_string(s.dtype), s.origin);
+    if (!s.description.empty()) out << s.description << '\n';
+    for (const auto& note : s.notes) out << "note: " << note << '\n';
+    if (s.weights == WeightsOrigin::generated)
+        out << fmt::format("weights: generated from seed {} (splitmix64), not learned\n", s.seed);
+    out << fmt::format("entropy in nats: 0 = all weight on one key; spread evenly over k keys = ln k (ln {} = {}){}\n\n", n,
+                       format_fixed(std::log(static_cast<double>(n)), options.digits),
+                       s.mode == Mode::causal ? "; query i sees i keys" : "");
+
+    std::size_t token_width = display_width("query");
+    for (std::size_t i = 0; i < n; ++i)
+        if (shown(i, n)) token_width = std::max(token_width, display_width(fit_width(s.tokens[i], 24)));
+    const std::size_t index_width = std::max<std::size_t>(1, fmt::formatted_size("{}", n));
+    const int number_width = options.digits + 6;  // room for 1.234e-05
+    out << fmt::format("{:>{}}  {}  {:>{}}  {:>{}}  top keys (weight)\n", "#", index_width, pad_right("query", token_width),
+                       "max", number_width, "entropy", std::max(number_width, 7));
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!shown(i, n)) {
+            if (i == summary_rows_shown)
+                out << fmt::format("{:>{}}  … {} more queries (--format json or csv lists them all)\n", "…", index_width,
+                                   n - 2 * summary_rows_shown);
+            continue;
+        }
+        const QuerySummary& q = s.queries[i];
+        out << fmt::format("{:>{}}  {}  {:>{}}  {:>{}}  {}\n", i + 1, index_width, pad_right(fit_width(s.tokens[i], 24), token_width),
+                           format_significant(q.max_weight, options.digits), number_width,
+                           format_fixed(q.entropy, options.digits), std::max(number_width, 7), top_text(s, q, options.digits));
     }
-    if (trace.worked) {
-        out << '\n';
-        for (const auto& line : worked_lines(*trace.worked, options.digits)) out << line << '\n';
+    if (s.context) {
+        out << fmt::format("\ncontext · {}×{}: see --format json or csv for the context vectors\n", s.context->rows(),
+                           s.context->cols());
     }
 }
 
-std::string dims_text(const std::vector<std::pair<std::string, Eigen::Index>>& dims) {
-    std::string text;
-    for (const auto& [name, value] : dims) text += fmt::format("{}{} = {}", text.empty() ? "" : ", ", name, value);
-    return text;
+void write_report(const Report& report, const RenderOptions& options, std::ostream& out) {
+    out << report.title << '\n';
+    for (const auto& line : report.preamble) out << line << '\n';
+    for (const auto& table : report.tables) {
+        out << '\n';
+        write_stage(table, options, out);
+    }
+    if (!report.footer.empty()) out << '\n';
+    for (const auto& line : report.footer) out << line << '\n';
+}
+
+class TableRenderer final : public Renderer {
+public:
+    void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
+        write_preamble(trace, out);
+        bool first = true;
+        for (const Stage* stage : selected_stages(trace, options)) {
+            if (!first) out << '\n';
+            first = false;
+            if (options.explain)
+                for (const auto& line : explanation(trace, *stage)) out << "  " << line << '\n';
+            write_stage(*stage, options, out);
+        }
+        if (trace.worked) {
+            out << '\n';
+            for (const auto& line : worked_lines(*trace.worked, options.digits)) out << line << '\n';
+        }
+    }
+
+    void summary(const Summary& summary, const RenderOptions& options, std::ostream& out) const override {
+        write_summary(summary, options, out);
+    }
+
+    void similarity(const Similarity& similarity, const RenderOptions& options, std::ostream& out) const override {
+        write_report(similarity_report(similarity, options.digits), options, out);
+    }
+
+    void comparison(const Comparison& comparison, const RenderOptions& options, std::ostream& out) const override {
+        write_report(comparison_report(comparison, options.digits), options, out);
+    }
+};
+
+}  // namespace
+
+const Renderer& table_renderer() {
+    static const TableRenderer renderer;
+    return renderer;
 }
 
 }  // namespace attntrace

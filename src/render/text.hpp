@@ -1,6 +1,7 @@
 // Aligning text by display width (UTF-8 aware).
 #pragma once
 
+#include "core/types.hpp"
 #include "util/utf8.hpp"
 
 #include <string>
@@ -27,6 +28,13 @@ inline std::string fit_width(std::string_view text, std::size_t width) {
     if (display_width(text) <= width) return std::string(text);
     if (width == 0) return {};
     return std::string(prefix_within_width(text, width - 1)) + "…";
+}
+
+// "d_in = 3, d_k = 2": the dimensions as the headings show them.
+inline std::string dims_text(const Dims& dims) {
+    std::string text;
+    for (const auto& [name, value] : dims) text += (text.empty() ? "" : ", ") + name + " = " + std::to_string(value);
+    return text;
 }
 
 }  // namespace attntrace

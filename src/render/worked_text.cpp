@@ -1,5 +1,7 @@
 #include "render/worked_text.hpp"
 
+#include "attention/modes.hpp"
+
 #include "render/number.hpp"
 #include "render/text.hpp"
 
@@ -74,7 +76,7 @@ void write_scores(Writer& out, const WorkedExample& w) {
 
 void write_scaling(Writer& out, const WorkedExample& w) {
     if (!w.d_k) {
-        out.line(w.mode == Mode::bahdanau ? "scaling: none (the scores are used as they are)"
+        out.line(mode_spec(w.mode).reads_pair ? "scaling: none (the scores are used as they are)"
                                           : "scaling: none (the simplified version uses raw dot products)");
         return;
     }
@@ -137,8 +139,8 @@ void write_weights(Writer& out, const WorkedExample& w) {
 }
 
 void write_context(Writer& out, const WorkedExample& w) {
-    const std::string name = w.mode == Mode::bahdanau ? fmt::format("c_{}", w.query) : fmt::format("z_{}", w.query);
-    out.line(fmt::format("context: the weighted sum of the {}", w.mode == Mode::bahdanau ? "encoder states" : "values"));
+    const std::string name = mode_spec(w.mode).reads_pair ? fmt::format("c_{}", w.query) : fmt::format("z_{}", w.query);
+    out.line(fmt::format("context: the weighted sum of the {}", mode_spec(w.mode).reads_pair ? "encoder states" : "values"));
     const std::string indent(display_width(name), ' ');
     for (std::size_t j = 0; j < w.values.size(); ++j)
         out.line(fmt::format("  {} {} {}×{}", j == 0 ? name : indent, j == 0 ? "=" : "+",
@@ -150,7 +152,7 @@ void write_context(Writer& out, const WorkedExample& w) {
 
 std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
     Writer out(digits);
-    out.line(fmt::format("worked example · {} \"{}\" (row {}) · {} mode", w.mode == Mode::bahdanau ? "target" : "query",
+    out.line(fmt::format("worked example · {} \"{}\" (row {}) · {} mode", mode_spec(w.mode).reads_pair ? "target" : "query",
                          w.query, w.row + 1, to_string(w.mode)));
     for (const auto& input : w.inputs) out.line(fmt::format("{} = {}", input.label, out.vector(input.values)));
     write_scores(out, w);

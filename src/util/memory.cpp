@@ -1,6 +1,6 @@
 #include "util/memory.hpp"
 
-#include "error.hpp"
+#include "core/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "util/output.hpp"
 
-#include "error.hpp"
+#include "core/error.hpp"
 
 #include <fmt/format.h>
 

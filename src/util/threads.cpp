@@ -1,6 +1,6 @@
 #include "util/threads.hpp"
 
-#include "error.hpp"
+#include "core/error.hpp"
 #include "util/memory.hpp"
 #include "util/utf8.hpp"
 

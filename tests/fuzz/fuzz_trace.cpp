@@ -14,7 +14,7 @@
 #include "attention/trace.hpp"
 #include "commands/compare_command.hpp"
 #include "commands/similarity_command.hpp"
-#include "error.hpp"
+#include "core/error.hpp"
 #include "input/json_text.hpp"
 #include "input/load.hpp"
 #include "render/render.hpp"

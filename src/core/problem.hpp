@@ -2,7 +2,8 @@
 // against every other, so nothing downstream validates again.
 #pragma once
 
-#include "attention/types.hpp"
+#include "core/matrix.hpp"
+#include "core/types.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "input/generator.hpp"
+#include "core/generator.hpp"
 
 #include <cmath>
 

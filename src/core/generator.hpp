@@ -6,8 +6,9 @@
 // numbers (std::*_distribution does not promise that).
 #pragma once
 
-#include "attention/types.hpp"
-#include "input/problem.hpp"
+#include "core/matrix.hpp"
+#include "core/types.hpp"
+#include "core/problem.hpp"
 
 #include <cstdint>
 

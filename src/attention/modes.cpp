@@ -1,0 +1,95 @@
+#include "attention/modes.hpp"
+
+#include "attention/bahdanau.hpp"
+#include "attention/single.hpp"
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+namespace attntrace {
+namespace {
+
+constexpr StageId single_sequence_stages[] = {StageId::inputs, StageId::queries, StageId::keys,
+                                              StageId::values, StageId::scores,  StageId::scaled,
+                                              StageId::masked, StageId::weights, StageId::context};
+constexpr StageId encoder_decoder_stages[] = {StageId::encoder_states, StageId::decoder_states, StageId::projected_decoder,
+                                              StageId::projected_encoder, StageId::scores,    StageId::scaled,
+                                              StageId::masked,          StageId::weights,   StageId::context};
+
+//                        mode            stages                  pair   learned scaled causal stream score  dim
+const std::array<ModeSpec, 4> table{{
+    {Mode::plain, single_sequence_stages, false, false, false, false, true, false, false, trace_single_problem},
+    {Mode::self, single_sequence_stages, false, true, true, false, true, false, true, trace_single_problem},
+    {Mode::causal, single_sequence_stages, false, true, true, true, true, false, true, trace_single_problem},
+    {Mode::bahdanau, encoder_decoder_stages, true, false, false, false, false, true, true, trace_bahdanau_problem},
+}};
+
+// "plain, self or causal": the modes that read what this input holds.
+std::string modes_reading(bool pair) {
+    std::vector<std::string_view> names;
+    for (const ModeSpec& spec : table)
+        if (spec.reads_pair == pair) names.push_back(spec.name());
+    std::string list;
+    for (std::size_t i = 0; i < names.size(); ++i)
+        list += fmt::format("{}{}", i == 0 ? "" : i + 1 == names.size() ? " or " : ", ", names[i]);
+    return list;
+}
+
+bool is_pair(const Problem& problem) { return std::holds_alternative<EncoderDecoderInput>(problem.input); }
+
+}  // namespace
+
+const ModeSpec& mode_spec(Mode mode) {
+    for (const ModeSpec& spec : table)
+        if (spec.mode == mode) return spec;
+    throw std::logic_error("a mode without an entry in the mode table");
+}
+
+std::span<const ModeSpec> mode_specs() { return table; }
+
+std::vector<std::string> all_stage_names() {
+    std::vector<std::string> names;
+    for (const ModeSpec& spec : table)
+        for (const StageId id : spec.stages)
+            if (std::find(names.begin(), names.end(), to_string(id)) == names.end()) names.emplace_back(to_string(id));
+    return names;
+}
+
+void refuse_mode_for_input(const Problem& problem, const ModeSpec& mode) {
+    if (mode.reads_pair)
+        throw DataError(fmt::format("{}: mode {} needs a source and a target (\"source\" and \"target\" with their "
+                                    "states), but this input has one sentence; use mode {}",
+                                    problem.origin, mode.name(), modes_reading(false)));
+    throw DataError(fmt::format("{}: mode {} reads one sentence (\"sentence\" or \"tokens\" with \"embeddings\"), but "
+                                "this input has a source and a target; use mode {}",
+                                problem.origin, mode.name(), modes_reading(true)));
+}
+
+Mode resolve_mode(const Problem& problem, std::optional<Mode> requested) {
+    if (problem.mode && mode_spec(*problem.mode).reads_pair != is_pair(problem)) {
+        const ModeSpec& file = mode_spec(*problem.mode);
+        if (file.reads_pair)
+            throw DataError(fmt::format("{}: /mode: mode {} needs \"source\" (encoder states) and \"target\" (decoder "
+                                        "states), but this file has one sentence",
+                                        problem.origin, file.name()));
+        throw DataError(fmt::format("{}: /mode: mode {} reads one sentence (\"sentence\" or \"tokens\" with "
+                                    "\"embeddings\"), but this file has a source and a target; use mode {}",
+                                    problem.origin, file.name(), modes_reading(true)));
+    }
+    if (requested) return *requested;
+    if (problem.mode) return *problem.mode;
+    for (const ModeSpec& spec : table)  // the first mode that reads this input
+        if (spec.reads_pair == is_pair(problem)) return spec.mode;
+    throw std::logic_error("no mode reads this input");
+}
+
+Trace trace(const Problem& problem, const TraceOptions& options) {
+    Trace result = mode_spec(options.mode).trace(problem, options);
+    result.description = problem.description;
+    return result;
+}
+
+}  // namespace attntrace

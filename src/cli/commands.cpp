@@ -1,0 +1,267 @@
+#include "cli/commands.hpp"
+
+#include "attention/modes.hpp"
+#include "cli/flags.hpp"
+#include "commands/bench_command.hpp"
+#include "commands/compare_command.hpp"
+#include "commands/generate_command.hpp"
+#include "commands/similarity_command.hpp"
+#include "commands/trace_command.hpp"
+#include "core/error.hpp"
+#include "input/limits.hpp"
+#include "util/output.hpp"
+#include "util/threads.hpp"
+#include "util/utf8.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <type_traits>
+
+namespace attntrace {
+namespace {
+
+constexpr std::size_t max_message_chars = 2000;
+
+// Runs `job` on the outputs (stdout, or FILE for -o, and any files the job adds), committing
+// them only when the job succeeds; returns the exit status.
+template <typename Job>
+int run(Job&& job, const std::optional<std::string>& output_path) {
+    try {
+        Outputs outputs(output_path);
+        if constexpr (std::is_invocable_v<Job, Outputs&>) job(outputs);
+        else job(outputs.main());
+        outputs.commit();
+        return 0;
+    } catch (const BrokenPipe&) {
+        return exit_broken_pipe;
+    } catch (const UsageError& e) {
+        return fail(exit_usage_error, e.what());
+    } catch (const DataError& e) {
+        return fail(exit_data_error, e.what());
+    } catch (const std::bad_alloc&) {
+        return fail(exit_data_error, "out of memory");
+    } catch (const std::exception& e) {
+        return fail(exit_data_error, fmt::format("internal error: {}", e.what()));
+    }
+}
+
+// attntrace [INPUT]: the main job.
+struct TraceState {
+    TraceRequest request;
+    OutputFlags output;
+    TraceFlags flags;
+    LimitFlags limits;
+    bool list = false;
+
+    int run() {
+        return attntrace::run(
+            [this](Outputs& outputs) {
+                if (list) return list_examples(outputs.main());
+                const auto query = request.trace.query;
+                request.trace = flags.apply();
+                request.trace.query = query;
+                request.max_memory = limits.memory();
+                request.max_seconds = limits.seconds();
+                request.max_input = limits.input();
+                request.mode = flags.requested_mode();
+                output.apply(request.render);
+                run_trace(std::move(request), outputs);
+            },
+            output.path);
+    }
+};
+
+void add_trace_options(CLI::App& app, TraceState& s) {
+    auto* input = app.add_option("INPUT", s.request.input_path,
+                                 "input JSON file (docs/input-format.md), - for stdin, example:NAME; "
+                                 "default: the built-in example your_journey");
+    auto* example = app.add_option("--example", s.request.example, "trace a built-in example by name");
+    input->excludes(example);
+    app.add_flag("--list-examples", s.list, "list the built-in examples and exit")->excludes(example)->excludes(input);
+    s.flags.add_to(app);
+    s.output.add_to(app);
+    app.add_option("-s,--stage", s.request.stages, "show only these stages, comma-separated (e.g. scores,weights)")
+        ->delimiter(',');
+    app.add_option("-q,--query", s.request.trace.query,
+                   "work through one query's arithmetic: a token as spelled, or a 1-based position");
+    app.add_flag("--explain", s.request.render.explain, "explain each stage before showing it");
+    app.add_option("--svg", s.request.svg_path, "also write a heatmap of the attention weights to this SVG file");
+    app.add_flag("--summary", s.request.summary,
+                 "long inputs: per query its top keys, largest weight and entropy, by the streaming path "
+                 "(no n×n matrix); --stage context adds the context vectors");
+    app.add_option("--top", s.request.top, "keys per query in the summary")->check(CLI::Range(1, 1000))->capture_default_str();
+    s.limits.add_to(app);
+    app.add_flag("--check", s.request.check,
+                 "verify the trace (rows sum to 1, masked weights 0, context = weights·values, all finite) "
+                 "and print the verdict instead of the trace");
+}
+
+Command add_similarity(CLI::App& app) {
+    struct State {
+        SimilarityRequest request;
+        OutputFlags output;
+        LimitFlags limits;
+    };
+    auto s = std::make_shared<State>();
+    auto* command = app.add_subcommand(
+        "similarity", "dot-product and cosine-similarity tables of an input's words (embeddings as points in space)");
+    command->add_option("INPUT", s->request.input, "input JSON file, - for stdin, or example:NAME")->required();
+    s->output.add_to(*command);
+    s->limits.add_to(*command);
+    return {command, [s] {
+                return run(
+                    [&](std::ostream& out) {
+                        prepare_threads(std::nullopt);
+                        s->output.apply(s->request.render);
+                        s->request.max_memory = s->limits.memory();
+                        s->request.max_seconds = s->limits.seconds();
+                        s->request.max_input = s->limits.input();
+                        run_similarity(s->request, out);
+                    },
+                    s->output.path);
+            }};
+}
+
+Command add_generate(CLI::App& app) {
+    struct State {
+        GenerateRequest request;
+        std::optional<std::string> output;
+    };
+    auto s = std::make_shared<State>();
+    auto* command =
+        app.add_subcommand("generate", "write a long random input (tokens, embeddings, weights) from the portable generator");
+    command->add_option("-n,--tokens", s->request.tokens, "number of tokens")
+        ->check(CLI::Range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))
+        ->capture_default_str();
+    command->add_option("-d,--dim", s->request.dim, "vector dimension d_in = d_k = d_v")
+        ->check(CLI::Range(std::int64_t{1}, static_cast<std::int64_t>(max_dimension)))
+        ->capture_default_str();
+    command->add_option("--seed", s->request.seed, "seed of the generator")->check(whole_number_u64)->capture_default_str();
+    add_output_path(*command, s->output);
+    return {command, [s] { return run([&](std::ostream& out) { run_generate(s->request, out); }, s->output); }};
+}
+
+// A list option of enum values, as names: "--modes self,causal".
+template <Named E>
+std::vector<E> parsed(const std::vector<std::string>& names) {
+    std::vector<E> values;
+    for (const auto& name : names) values.push_back(*parse_enum<E>(name));  // CLI11 has checked the names
+    return values;
+}
+
+template <Named E>
+std::vector<std::string> names_of_list(const std::vector<E>& values) {
+    std::vector<std::string> names;
+    for (const E value : values) names.emplace_back(to_string(value));
+    return names;
+}
+
+Command add_bench(CLI::App& app) {
+    struct State {
+        BenchRequest request;
+        std::vector<std::string> modes = names_of_list(request.modes), dtypes = names_of_list(request.dtypes),
+                                 paths = names_of_list(request.paths);
+        std::string format = "table";
+        std::optional<std::string> output;
+        LimitFlags limits;
+    };
+    auto s = std::make_shared<State>();
+    BenchRequest& r = s->request;
+    auto* command = app.add_subcommand("bench", "time the trace and streaming paths over growing n against this machine's GEMM rate");
+    command->add_option("--sizes", r.sizes, "token counts, comma-separated")->delimiter(',')
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))->capture_default_str();
+    command->add_option("--dim", r.dim, "d_in = d_k = d_v")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}))->capture_default_str();
+    std::vector<std::string> streaming;  // bench times the modes with a streaming path
+    for (const ModeSpec& spec : mode_specs())
+        if (spec.streams) streaming.emplace_back(spec.name());
+    command->add_option("--modes", s->modes, fmt::format("{} and/or {}", fmt::join(streaming.begin(), streaming.end() - 1, ", "),
+                                                         streaming.back()))
+        ->delimiter(',')->check(CLI::IsMember(streaming))->capture_default_str();
+    command->add_option("--dtypes", s->dtypes, "float32 and/or float64")->delimiter(',')
+        ->check(CLI::IsMember(enum_names<Dtype>()))->capture_default_str();
+    command->add_option("--threads", r.threads, "thread counts (default: 1 to the number of cores)")
+        ->delimiter(',')->check(CLI::Range(1, max_threads));
+    command->add_option("--paths", s->paths, "streaming and/or trace")->delimiter(',')
+        ->check(CLI::IsMember(enum_names<BenchPath>()))->capture_default_str();
+    command->add_option("--trace-max", r.trace_max, "largest n for the trace path, which holds n×n matrices")->capture_default_str();
+    command->add_option("--repeats", r.repeats, "timed runs per configuration after a warm-up (median)")
+        ->check(CLI::Range(1, 1000))->capture_default_str();
+    command->add_option("-f,--format", s->format, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+    add_output_path(*command, s->output);
+    s->limits.add_to(*command, false);
+    return {command, [s] {
+                return run(
+                    [&](std::ostream& out) {
+                        BenchRequest& request = s->request;
+                        prepare_threads(request.threads.empty() ? std::nullopt : std::optional<int>(request.threads.front()));
+                        request.modes = parsed<Mode>(s->modes);
+                        request.dtypes = parsed<Dtype>(s->dtypes);
+                        request.paths = parsed<BenchPath>(s->paths);
+                        request.format = *parse_enum<Format>(s->format);
+                        request.max_memory = s->limits.memory();
+                        request.max_seconds = s->limits.seconds();
+                        run_bench(request, out);
+                    },
+                    s->output);
+            }};
+}
+
+Command add_compare(CLI::App& app) {
+    struct State {
+        CompareRequest request;
+        OutputFlags output;
+        TraceFlags flags;
+        LimitFlags limits;
+    };
+    auto s = std::make_shared<State>();
+    auto* command =
+        app.add_subcommand("compare", "one word's context vector in two inputs: their difference, cosine and what moved it");
+    command->add_option("A", s->request.a, "first input (file, - or example:NAME)")->required();
+    command->add_option("B", s->request.b, "second input")->required();
+    command->add_option("-t,--token", s->request.token, "the word to follow (first occurrence)")->required();
+    s->flags.add_to(*command);
+    s->output.add_to(*command);
+    s->limits.add_to(*command);
+    return {command, [s] {
+                return run(
+                    [&](std::ostream& out) {
+                        CompareRequest& request = s->request;
+                        request.mode = s->flags.requested_mode();
+                        request.trace = s->flags.apply();
+                        s->output.apply(request.render);
+                        request.max_memory = s->limits.memory();
+                        request.max_seconds = s->limits.seconds();
+                        request.max_input = s->limits.input();
+                        run_compare(std::move(request), out);
+                    },
+                    s->output.path);
+            }};
+}
+
+}  // namespace
+
+int fail(int code, std::string message) {
+    // One line, whatever the message holds: breaks become spaces, anything else that could
+    // act on the terminal is escaped, and the whole is bounded (an argument echoed by CLI11
+    // may be megabytes long).
+    for (char& c : message)
+        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    std::fprintf(stderr, "attntrace: error: %s\n", printable(message, max_message_chars).c_str());
+    return code;
+}
+
+int write_to_stdout(const std::function<void(std::ostream&)>& job) { return run(job, std::nullopt); }
+
+Command add_trace_command(CLI::App& app) {
+    auto s = std::make_shared<TraceState>();
+    add_trace_options(app, *s);
+    return {&app, [s] { return s->run(); }};
+}
+
+std::vector<Command> add_subcommands(CLI::App& app) {
+    return {add_similarity(app), add_generate(app), add_bench(app), add_compare(app)};
+}
+
+}  // namespace attntrace

@@ -1,0 +1,107 @@
+// The product of `trace`: an ordered list of labelled matrices, one per step of the lecture
+// pipeline (scores → scaling → masking → softmax → weighted sum). Renderers only format this.
+#pragma once
+
+#include "core/labels.hpp"
+#include "core/matrix.hpp"
+#include "core/types.hpp"
+#include "core/worked.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attntrace {
+
+// Every stage any product shows. The names are stable: --stage takes them and JSON consumers
+// rely on them; code refers to stages by these values only, so a misspelt stage does not
+// compile.
+enum class StageId {
+    inputs, queries, keys, values,                                               // single-sequence modes
+    encoder_states, decoder_states, projected_decoder, projected_encoder,       // bahdanau
+    scores, scaled, masked, weights, context,                                   // every mode
+    dot, cosine,                                                                // similarity's tables
+};
+
+inline constexpr NameTable<StageId, 15> stage_names{{
+    {StageId::inputs, "inputs"},
+    {StageId::queries, "queries"},
+    {StageId::keys, "keys"},
+    {StageId::values, "values"},
+    {StageId::encoder_states, "encoder_states"},
+    {StageId::decoder_states, "decoder_states"},
+    {StageId::projected_decoder, "projected_decoder"},
+    {StageId::projected_encoder, "projected_encoder"},
+    {StageId::scores, "scores"},
+    {StageId::scaled, "scaled"},
+    {StageId::masked, "masked"},
+    {StageId::weights, "weights"},
+    {StageId::context, "context"},
+    {StageId::dot, "dot"},
+    {StageId::cosine, "cosine"},
+}};
+constexpr const auto& names_of(StageId) { return stage_names; }
+
+struct Stage {
+    StageId id = StageId::inputs;
+    std::string title;    // for people: "Attention weights"
+    std::string formula;  // plain text: "S = Q·Kᵀ"
+    bool applied = true;
+    std::string reason;   // when !applied: one line saying why this mode skips the step
+    Labels rows;  // row labels (queries, tokens)
+    Labels cols;  // column labels (keys, or dimensions "x1", "x2", …)
+    // The matrix as it stands after this stage (a skipped stage passes its input through).
+    // A masked entry is −∞.
+    Matrix data;
+    std::optional<BoolMatrix> allowed;  // where a mask is in play: may row i use column j
+    std::optional<Vector> row_sums;     // weights: each row's sum, shown beside the table
+    std::vector<Eigen::Index> strongest;  // weights: per row, the column of the largest weight (-1: all masked)
+
+    std::string_view name() const { return to_string(id); }
+    Eigen::Index row_count() const { return data.rows(); }
+    Eigen::Index col_count() const { return data.cols(); }
+    bool is_masked(Eigen::Index r, Eigen::Index c) const { return allowed && !(*allowed)(r, c); }
+};
+
+// What a run is: shared by the products that describe one (a trace, a summary) and written
+// once by each format's heading.
+struct RunHeader {
+    Mode mode = Mode::plain;
+    Normalization normalization = Normalization::softmax;
+    Dtype dtype = Dtype::float64;
+    Score score = Score::additive;  // bahdanau mode: how s and h are scored
+    std::string origin;       // where the input came from
+    std::string description;  // the input's one-line description
+    WeightsOrigin weights = WeightsOrigin::none;
+    std::uint64_t seed = 0;   // when weights are generated
+    // Things the learner should know about this run that no single stage shows (one line each).
+    std::vector<std::string> notes;
+    Dims dims;                // ("d_in", 3), ("d_k", 2), …
+};
+
+struct Trace : RunHeader {
+    // Single-sequence modes: tokens. Bahdanau: source_tokens (columns) and target_tokens (rows).
+    Labels tokens;
+    Labels source_tokens;
+    Labels target_tokens;
+    std::vector<Stage> stages;
+    std::optional<WorkedExample> worked;  // --query: one row's arithmetic
+
+    const Stage* find(StageId id) const {
+        for (const auto& stage : stages)
+            if (stage.id == id) return &stage;
+        return nullptr;
+    }
+    // A stage every trace of this mode has (its absence is a bug, not a data error).
+    const Stage& at(StageId id) const;
+};
+
+inline const Stage& Trace::at(StageId id) const {
+    if (const Stage* stage = find(id)) return *stage;
+    throw std::logic_error("a trace without its " + std::string(to_string(id)) + " stage");
+}
+
+}  // namespace attntrace

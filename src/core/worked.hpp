@@ -1,0 +1,67 @@
+// The worked example of one query (-q/--query): every number of that query's row, with the
+// arithmetic that produced it, so a learner can check a hand calculation line by line.
+#pragma once
+
+#include "core/types.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attntrace {
+
+struct LabelledVector {
+    std::string label;
+    std::vector<double> values;
+};
+
+// One score written out: a · b = Σ_k a_k·b_k (single-sequence modes, Luong's dot and general).
+struct WorkedDot {
+    std::string key;
+    std::vector<double> query;  // the query-side vector (q_i, x_i, s_t or s_t·W)
+    std::vector<double> key_vector;
+    double value = 0;           // the score as the trace holds it
+};
+
+// One additive score written out: e = v_a · tanh(s·W_a + h_j·U_a).
+struct WorkedAdditive {
+    std::string key;
+    std::vector<double> projected_key;  // h_j·U_a
+    std::vector<double> sum;            // s·W_a + h_j·U_a
+    std::vector<double> features;       // tanh of the sum
+    double value = 0;
+};
+
+struct WorkedExample {
+    Mode mode = Mode::plain;
+    Score score = Score::additive;
+    Normalization normalization = Normalization::softmax;
+    std::string query;             // the query token (a target token in bahdanau mode)
+    std::int64_t row = 0;          // its 0-based row
+    std::vector<std::string> keys;  // the column labels (keys, or source tokens)
+
+    std::vector<LabelledVector> inputs;  // vectors the query side starts from (x_i, q_i, s_t, s·W_a)
+    std::vector<WorkedDot> dots;          // scores as sums of products
+    std::vector<WorkedAdditive> additive;  // bahdanau's additive scores
+    std::vector<double> v_a;               // additive: the vector that weighs the features
+
+    std::optional<std::int64_t> d_k;  // scaling: divided by √d_k
+    std::vector<double> scaled;       // scores after scaling (equal to the scores when none)
+
+    std::vector<bool> allowed;  // empty: no mask
+    std::string mask_reason;    // why the excluded keys are excluded
+
+    // softmax: the row max, each score minus it, each exp, their sum, the weights
+    double max = 0;
+    std::vector<double> shifted, exps;
+    double sum = 0;  // Σ exp (softmax) or Σ scores (sum normalisation)
+    std::vector<double> weights;
+    // causal/masked rows: the other way to mask (softmax over all, zero the hidden, renormalise)
+    std::vector<double> zeroed_then_renormalised;
+
+    std::vector<LabelledVector> values;  // the vectors mixed into the context (v_j or h_j)
+    std::vector<double> context;
+};
+
+}  // namespace attntrace
