@@ -1,5 +1,6 @@
 // load: tokenising, word look-up and the messages for bad input.
 #include "core/error.hpp"
+#include "attention/trace.hpp"
 #include "input/load.hpp"
 #include "input/tokenize.hpp"
 
@@ -152,8 +153,8 @@ TEST_CASE("invalid JSON is located by line and column", "[load][errors]") {
 }
 
 TEST_CASE("a file's mode must fit its shape", "[load][errors]") {
-    REQUIRE_THROWS_WITH(load_problem(R"({"mode": "bahdanau", "sentence": "a", "embeddings": {"a": [1]}})", "in.json"),
-                        Contains("/mode: mode bahdanau needs \"source\""));
+    const Problem bahdanau_sentence = load_problem(R"({"mode": "bahdanau", "sentence": "a", "embeddings": {"a": [1]}})", "in.json");
+    REQUIRE_THROWS_WITH(resolve_mode(bahdanau_sentence, Mode::plain), Contains("/mode: mode bahdanau needs \"source\""));
     const Problem p = load_problem(R"({"mode": "causal", "sentence": "a", "embeddings": {"a": [1]}})", "in.json");
     CHECK(p.mode == Mode::causal);
 }

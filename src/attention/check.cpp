@@ -1,5 +1,7 @@
 #include "attention/check.hpp"
 
+#include "attention/modes.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -74,7 +76,7 @@ std::optional<std::string> first_failed_check(const Trace& trace) {
     const double tolerance = trace.dtype == Dtype::float64 ? 1e-12 : 1e-5;
     if (auto failure = masked_weights_are_zero(weights)) return failure;
     if (auto failure = rows_sum_to_one(weights, tolerance)) return failure;
-    const Stage& values = trace.at(trace.mode == Mode::bahdanau ? StageId::encoder_states : StageId::values);
+    const Stage& values = trace.at(mode_spec(trace.mode).reads_pair ? StageId::encoder_states : StageId::values);
     return context_is_weighted_sum(weights, values, trace.at(StageId::context), tolerance);
 }
 

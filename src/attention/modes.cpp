@@ -68,7 +68,7 @@ void refuse_mode_for_input(const Problem& problem, const ModeSpec& mode) {
                                 problem.origin, mode.name(), modes_reading(true)));
 }
 
-Mode resolve_mode(const Problem& problem, std::optional<Mode> requested) {
+void check_file_mode(const Problem& problem) {
     if (problem.mode && mode_spec(*problem.mode).reads_pair != is_pair(problem)) {
         const ModeSpec& file = mode_spec(*problem.mode);
         if (file.reads_pair)
@@ -79,6 +79,10 @@ Mode resolve_mode(const Problem& problem, std::optional<Mode> requested) {
                                     "\"embeddings\"), but this file has a source and a target; use mode {}",
                                     problem.origin, file.name(), modes_reading(true)));
     }
+}
+
+Mode resolve_mode(const Problem& problem, std::optional<Mode> requested) {
+    check_file_mode(problem);
     if (requested) return *requested;
     if (problem.mode) return *problem.mode;
     for (const ModeSpec& spec : table)  // the first mode that reads this input

@@ -34,6 +34,10 @@ std::span<const ModeSpec> mode_specs();
 // Every stage name of every mode, once each, in pipeline order (for --stage and its help).
 std::vector<std::string> all_stage_names();
 
+// Throws DataError at /mode when the file's own "mode" does not read the file's shape (a
+// sentence in a file that says bahdanau, say).
+void check_file_mode(const Problem& problem);
+
 // Throws the DataError for an input that `mode` cannot read (one sentence for a mode that
 // reads a source and a target, or the other way round), naming the modes that can.
 [[noreturn]] void refuse_mode_for_input(const Problem& problem, const ModeSpec& mode);

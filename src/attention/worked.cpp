@@ -1,5 +1,6 @@
 #include "attention/worked.hpp"
 
+#include "attention/modes.hpp"
 #include "core/stage.hpp"
 #include "core/error.hpp"
 #include "core/problem.hpp"
@@ -74,7 +75,7 @@ void work_mask_and_weights(WorkedExample& w, const Stage& masked, std::string_vi
 
 void work_single(WorkedExample& w, const Trace& trace) {
     const Eigen::Index i = w.row;
-    const bool plain = trace.mode == Mode::plain;
+    const bool plain = !mode_spec(trace.mode).learned_projections;
     const Stage& keys = trace.at(StageId::keys);
     const Stage& queries = trace.at(StageId::queries);
     w.inputs.push_back({fmt::format("x_{}", w.query), row_of(trace.at(StageId::inputs), i)});
@@ -136,7 +137,7 @@ WorkedExample work_through(const Trace& trace, Eigen::Index row, const AdditiveW
     const Stage& weights = trace.at(StageId::weights);
     w.query = weights.rows[static_cast<std::size_t>(row)];
     w.keys = weights.cols;
-    if (trace.mode == Mode::bahdanau) work_bahdanau(w, trace, additive);
+    if (mode_spec(trace.mode).reads_pair) work_bahdanau(w, trace, additive);
     else work_single(w, trace);
     w.weights = row_of(weights, row);
     w.context = row_of(trace.at(StageId::context), row);

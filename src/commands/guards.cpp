@@ -1,5 +1,6 @@
 #include "commands/guards.hpp"
 
+#include "attention/modes.hpp"
 #include "core/error.hpp"
 #include "util/duration.hpp"
 
@@ -53,9 +54,9 @@ WorkShape work_shape(const Problem& problem, const TraceOptions& options) {
         s.d_k = single->weights ? static_cast<double>(single->weights->query.cols())
                                 : static_cast<double>(options.dim.value_or(single->sequence.vectors.cols()));
         s.d_v = single->weights ? static_cast<double>(single->weights->value.cols()) : s.d_k;
-        if (options.mode == Mode::plain) s.d_k = s.d_v = s.d_in;
+        if (!mode_spec(options.mode).learned_projections) s.d_k = s.d_v = s.d_in;
         s.label_bytes = labels(single->sequence.tokens);
-        s.causal = options.mode == Mode::causal;
+        s.causal = mode_spec(options.mode).causal;
         return s;
     }
     const auto& pair = std::get<EncoderDecoderInput>(problem.input);

@@ -1,5 +1,6 @@
 #include "commands/similarity_command.hpp"
 
+#include "attention/modes.hpp"
 #include "attention/similarity.hpp"
 #include "commands/guards.hpp"
 #include "core/error.hpp"
@@ -15,6 +16,7 @@ namespace {
 
 // The words of an input: the embeddings object in file order, or else each distinct token.
 Vocabulary vocabulary_of(const Problem& problem) {
+    check_file_mode(problem);
     const auto* single = std::get_if<SingleSequenceInput>(&problem.input);
     if (!single)
         throw DataError(fmt::format("{}: similarity reads one sentence with its embeddings, not a "

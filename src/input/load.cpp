@@ -30,8 +30,6 @@ public:
         throw DataError(fmt::format("{}: {}: {}", origin_, show_pointer(pointer), message));
     }
 
-    const std::string& origin() const { return origin_; }
-
     const Json& require_object(const Json& value, std::string_view pointer) const {
         if (!value.is_object()) fail(pointer, "expected an object, found " + describe(value));
         return value;
@@ -524,16 +522,8 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
                 in.fail(pointer_child("", single),
                         "a source/target input has no top-level sentence, tokens or embeddings: "
                         "they go inside \"source\" and \"target\"");
-        if (problem.mode && *problem.mode != Mode::bahdanau)
-            in.fail("/mode", fmt::format("mode {} reads one sentence (\"sentence\" or \"tokens\" "
-                                         "with \"embeddings\"), but this file has a source and a "
-                                         "target; use mode bahdanau",
-                                         to_string(*problem.mode)));
         problem.input = read_encoder_decoder(in, doc);
     } else {
-        if (problem.mode == Mode::bahdanau)
-            in.fail("/mode", "mode bahdanau needs \"source\" (encoder states) and \"target\" "
-                             "(decoder states), but this file has one sentence");
         problem.input = read_single(in, doc, problem);
     }
     return problem;

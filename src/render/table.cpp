@@ -212,7 +212,7 @@ void write_summary(const Summary& s, const RenderOptions& options, std::ostream&
         out << fmt::format("weights: generated from seed {} (splitmix64), not learned\n", s.seed);
     out << fmt::format("entropy in nats: 0 = all weight on one key; spread evenly over k keys = ln k (ln {} = {}){}\n\n", n,
                        format_fixed(std::log(static_cast<double>(n)), options.digits),
-                       s.mode == Mode::causal ? "; query i sees i keys" : "");
+                       mode_spec(s.mode).causal ? "; query i sees i keys" : "");
 
     std::size_t token_width = display_width("query");
     for (std::size_t i = 0; i < n; ++i)
