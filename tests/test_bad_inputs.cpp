@@ -69,6 +69,8 @@ const std::vector<BadInput> cases = {
     {"only punctuation", R"({"sentence": "?!", )" + ok_embeddings + "}", {}, 1, "no words left after dropping punctuation"},
     {"unknown word", R"({"sentence": "a c", )" + ok_embeddings + "}", {}, 1, "unknown word \"c\" (token 2 of 2)"},
     {"unknown field", R"({"sentence": "a", "embedings": {"a": [1]}})", {}, 1, "unknown field \"embedings\" (did you mean \"embeddings\"?"},
+    {"unknown field too long to suggest for", R"({"sentence": "a", ")" + std::string(100, 'x') + R"(": 1})", {}, 1,
+     "xxx…\" (known fields: description, mode,"},
     {"ragged vectors", R"({"sentence": "a b", "embeddings": {"a": [1, 2], "b": [3]}})", {}, 1, "/embeddings/b: vector of 1 number, expected 2"},
     {"zero-length vector", R"({"sentence": "a", "embeddings": {"a": []}})", {}, 1, "/embeddings/a: empty vector"},
     {"string for a number", R"({"sentence": "a", "embeddings": {"a": [1, "x"]}})", {}, 1, "/embeddings/a/1: expected a number, found string \"x\""},

@@ -1,9 +1,9 @@
-// plain, self and causal modes against the naive implementation in support/naive.hpp.
+// plain, self and causal modes against the reference implementation in attention/reference.hpp.
 #include "attention/single.hpp"
 #include "attention/trace.hpp"
 #include "core/generator.hpp"
 #include "render/render.hpp"
-#include "support/naive.hpp"
+#include "attention/reference.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -15,14 +15,14 @@ using namespace attntrace;
 
 namespace {
 
-naive::Rows rows_of(const Matrix& m) {
-    naive::Rows out(static_cast<std::size_t>(m.rows()), std::vector<double>(static_cast<std::size_t>(m.cols())));
+reference::Rows rows_of(const Matrix& m) {
+    reference::Rows out(static_cast<std::size_t>(m.rows()), std::vector<double>(static_cast<std::size_t>(m.cols())));
     for (Eigen::Index r = 0; r < m.rows(); ++r)
         for (Eigen::Index c = 0; c < m.cols(); ++c) out[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)] = m(r, c);
     return out;
 }
 
-void require_close(const Matrix& actual, const naive::Rows& expected, double tolerance, const char* what) {
+void require_close(const Matrix& actual, const reference::Rows& expected, double tolerance, const char* what) {
     REQUIRE(actual.rows() == static_cast<Eigen::Index>(expected.size()));
     for (Eigen::Index r = 0; r < actual.rows(); ++r) {
         REQUIRE(actual.cols() == static_cast<Eigen::Index>(expected[static_cast<std::size_t>(r)].size()));
@@ -89,7 +89,7 @@ TEST_CASE("self mode by hand: one score worked out on paper", "[modes]") {
 
 TEST_CASE("self mode matches the naive implementation at every stage", "[modes]") {
     const Trace t = trace_single(sequence_of(x4), &w4, options_for(Mode::self));
-    const auto expected = naive::self_attention(rows_of(x4), rows_of(w4.query), rows_of(w4.key),
+    const auto expected = reference::self_attention(rows_of(x4), rows_of(w4.query), rows_of(w4.key),
                                                 rows_of(w4.value), false);
     require_close(t.find(StageId::scores)->data, expected.scores, 1e-13, "scores");
     require_close(t.find(StageId::scaled)->data, expected.scaled, 1e-13, "scaled");
@@ -102,7 +102,7 @@ TEST_CASE("self mode matches the naive implementation at every stage", "[modes]"
 
 TEST_CASE("causal mode matches the naive implementation and hides the future", "[modes]") {
     const Trace t = trace_single(sequence_of(x4), &w4, options_for(Mode::causal));
-    const auto expected = naive::self_attention(rows_of(x4), rows_of(w4.query), rows_of(w4.key),
+    const auto expected = reference::self_attention(rows_of(x4), rows_of(w4.query), rows_of(w4.key),
                                                 rows_of(w4.value), true);
     require_close(t.find(StageId::weights)->data, expected.weights, 1e-13, "weights");
     require_close(t.find(StageId::context)->data, expected.context, 1e-13, "context");
@@ -137,9 +137,9 @@ TEST_CASE("every weights row sums to 1", "[modes]") {
 
 TEST_CASE("plain mode uses the embeddings as queries, keys and values", "[modes]") {
     const Trace t = trace_single(sequence_of(x4), nullptr, options_for(Mode::plain));
-    const auto weights = naive::softmax_rows(naive::matmul(rows_of(x4), naive::transpose(rows_of(x4))));
+    const auto weights = reference::softmax_rows(reference::matmul(rows_of(x4), reference::transpose(rows_of(x4))));
     require_close(t.find(StageId::weights)->data, weights, 1e-13, "weights");
-    require_close(t.find(StageId::context)->data, naive::matmul(weights, rows_of(x4)), 1e-13, "context");
+    require_close(t.find(StageId::context)->data, reference::matmul(weights, rows_of(x4)), 1e-13, "context");
     for (const char* skipped : {"queries", "keys", "values", "scaled", "masked"}) {
         INFO(skipped);
         CHECK_FALSE(t.at(*parse_enum<StageId>(skipped)).applied);

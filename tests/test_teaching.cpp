@@ -1,13 +1,13 @@
 // Teaching output: worked examples, explanations, colour, the handout formats, --check,
 // and the similarity and compare commands. Expected numbers come from the lecture, hand
-// arithmetic, or the naive implementation in support/naive.hpp.
+// arithmetic, or the reference implementation in attention/reference.hpp.
 #include "attention/check.hpp"
 #include "attention/trace.hpp"
 #include "input/examples.hpp"
 #include "input/load.hpp"
 #include "support/cli.hpp"
 #include "support/text.hpp"
-#include "support/naive.hpp"
+#include "attention/reference.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -18,6 +18,7 @@
 #include <sstream>
 
 using Catch::Contains;
+namespace reference = attntrace::reference;
 using nlohmann::json;
 
 namespace {
@@ -315,7 +316,7 @@ TEST_CASE("compare: one word's context vector in two sentences", "[teaching][com
     const auto expected_context = [](const char* name) {
         const auto* e = attntrace::find_example(name);
         const json input = json::parse(e->json);
-        naive::Rows x;
+        reference::Rows x;
         for (const auto& word : {"she", "has", "made", "a", "big", "dream", "mistake"}) (void)word;
         std::vector<std::string> words;
         std::istringstream sentence(input["sentence"].get<std::string>());
@@ -324,8 +325,8 @@ TEST_CASE("compare: one word's context vector in two sentences", "[teaching][com
             key[0] = static_cast<char>(std::tolower(key[0]));
             x.push_back(input["embeddings"][key].get<std::vector<double>>());
         }
-        const auto weights = naive::softmax_rows(naive::matmul(x, naive::transpose(x)));
-        return naive::matmul(weights, x)[3];  // "big" is the 4th word
+        const auto weights = reference::softmax_rows(reference::matmul(x, reference::transpose(x)));
+        return reference::matmul(weights, x)[3];  // "big" is the 4th word
     };
     const auto a = expected_context("big_dream");
     const auto b = expected_context("big_mistake");

@@ -54,18 +54,87 @@ void offer(std::vector<std::pair<T, Eigen::Index>>& best, std::size_t top, T sco
     if (best.size() > top) best.pop_back();
 }
 
-// One query block [first, first + rows) against every key it may see.
+// The highest scores of a row are its highest weights. Most key blocks hold none of the
+// current top scores, so a block is scanned only when its max beats the threshold (the
+// lowest score kept, once `top` are kept; a masked score, `lowest`, never does), and then in
+// chunks of 32, a vectorised max skipping the chunks with nothing above it.
 template <typename T>
-void query_block(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v,
-                 const StreamOptions& options, Eigen::Index first, Eigen::Index rows,
-                 Scratch<T>& s, StreamResult& result) {
-    constexpr T lowest = -std::numeric_limits<T>::max();  // a masked score: exp(lowest − m) = 0
-    const Eigen::Index n = k.rows();
-    const T scale = static_cast<T>(options.scale);
-    const Eigen::Index last_row = first + rows - 1;
-    // Causal: keys after the block's last query are never seen, so their blocks are skipped.
-    const Eigen::Index key_end = options.causal ? last_row + 1 : n;
+void scan_top_keys(std::vector<std::pair<T, Eigen::Index>>& best, std::size_t top, const T* row, Eigen::Index cols,
+                   Eigen::Index first_key, T block_max, T lowest) {
+    T threshold = best.size() < top ? lowest : best.back().first;
+    if (!(block_max > threshold)) return;
+    constexpr Eigen::Index chunk = 32;
+    for (Eigen::Index from = 0; from < cols; from += chunk) {
+        const Eigen::Index end = std::min(cols, from + chunk);
+        if (!(Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row + from, end - from).maxCoeff() > threshold)) continue;
+        for (Eigen::Index c = from; c < end; ++c)
+            if (row[c] > threshold) {
+                offer(best, top, row[c], first_key + c);
+                if (best.size() == top) threshold = best.back().first;
+            }
+    }
+}
 
+// pass 1: S = Q_block·K_blockᵀ / √d_k, with the keys after each query (causal) set to
+// `lowest`, whose exp(lowest − m) is 0.
+template <typename T>
+void block_scores(const MatrixT<T>& q, const MatrixT<T>& k, const StreamOptions& options, Eigen::Index first,
+                  Eigen::Index rows, Eigen::Index key, Eigen::Index cols, Eigen::Ref<MatrixT<T>> scores, T lowest) {
+    scores.noalias() = q.middleRows(first, rows) * k.middleRows(key, cols).transpose();
+    scores *= static_cast<T>(options.scale);
+    if (options.causal && key + cols - 1 > first)
+        for (Eigen::Index r = 0; r < rows; ++r)
+            for (Eigen::Index c = std::max<Eigen::Index>(0, first + r + 1 - key); c < cols; ++c) scores(r, c) = lowest;
+}
+
+// passes 2 and 3 for row r of a block: the running max m grows to the block's, what came
+// before is rescaled by e^(m_old − m_new), and the block's e^(s − m) join the running sum l,
+// the accumulated values (pass 4) and Σ e^(s − m)(s − m), which gives the entropy.
+template <typename T>
+T online_softmax_row(Scratch<T>& s, Eigen::Index r, Eigen::Index cols) {
+    auto scores = s.scores.row(r).head(cols);
+    auto probs = s.probs.row(r).head(cols);
+    const T block_max = scores.maxCoeff();
+    const T old_max = s.max(r);
+    const T new_max = std::max(old_max, block_max);
+    const T rescale = std::exp(old_max - new_max);  // 0 on the first block
+    probs = (scores.array() - new_max).exp().matrix();
+    const T block_sum = probs.sum();
+    const T block_spread = (probs.array() * (scores.array() - new_max)).sum();
+    const T old_sum = s.sum(r);
+    // Σ e^(s−m_old)(s − m_old) becomes Σ e^(s−m_new)(s − m_new) = rescale·(that − Δm·l)
+    s.spread(r) = old_sum > 0 ? rescale * (s.spread(r) - (new_max - old_max) * old_sum) + block_spread : block_spread;
+    s.sum(r) = rescale * old_sum + block_sum;
+    s.max(r) = new_max;
+    s.acc.row(r) *= rescale;
+    return block_max;
+}
+
+// The summary of each row of a finished block: its top keys with their weights
+// e^(s − m)/l, its largest weight 1/l (the max key has e^0), its entropy, its context.
+template <typename T>
+void finish_block(const Scratch<T>& s, const StreamOptions& options, Eigen::Index first, Eigen::Index rows,
+                  StreamResult& result) {
+    for (Eigen::Index r = 0; r < rows; ++r) {
+        const double m = static_cast<double>(s.max(r));
+        const double l = static_cast<double>(s.sum(r));
+        QuerySummary& out = result.queries[static_cast<std::size_t>(first + r)];
+        for (const auto& [score, index] : s.best[static_cast<std::size_t>(r)])
+            out.top.push_back({index, std::exp(static_cast<double>(score) - m) / l});
+        out.max_weight = 1 / l;
+        // H = −Σ a ln a with a = e^(s−m)/l: H = ln l − Σ a (s − m)
+        out.entropy = std::max(0.0, std::log(l) - static_cast<double>(s.spread(r)) / l);
+        if (options.context) result.context.row(first + r) = (s.acc.row(r) / s.sum(r)).template cast<double>();
+    }
+}
+
+// One query block [first, first + rows) against every key it may see, one key block at a time.
+template <typename T>
+void query_block(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v, const StreamOptions& options,
+                 Eigen::Index first, Eigen::Index rows, Scratch<T>& s, StreamResult& result) {
+    constexpr T lowest = -std::numeric_limits<T>::max();  // a masked score: exp(lowest − m) = 0
+    // Causal: keys after the block's last query are never seen, so their blocks are skipped.
+    const Eigen::Index key_end = options.causal ? first + rows : k.rows();
     s.max.head(rows).setConstant(-std::numeric_limits<T>::infinity());
     s.sum.head(rows).setZero();
     s.spread.head(rows).setZero();
@@ -74,69 +143,15 @@ void query_block(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v,
 
     for (Eigen::Index key = 0; key < key_end; key += stream_key_block) {
         const Eigen::Index cols = std::min(stream_key_block, key_end - key);
-        auto scores = s.scores.topLeftCorner(rows, cols);
-        auto probs = s.probs.topLeftCorner(rows, cols);
-        // pass 1: S = Q_block·K_blockᵀ / √d_k, the masked part set to `lowest`
-        scores.noalias() = q.middleRows(first, rows) * k.middleRows(key, cols).transpose();
-        scores *= scale;
-        if (options.causal && key + cols - 1 > first)
-            for (Eigen::Index r = 0; r < rows; ++r)
-                for (Eigen::Index c = std::max<Eigen::Index>(0, first + r + 1 - key); c < cols; ++c)
-                    scores(r, c) = lowest;
+        block_scores<T>(q, k, options, first, rows, key, cols, s.scores.topLeftCorner(rows, cols), lowest);
         for (Eigen::Index r = 0; r < rows; ++r) {
-            // pass 2: the new running max, and the factor that rescales what came before
-            const T block_max = scores.row(r).maxCoeff();
-            const T old_max = s.max(r);
-            const T new_max = std::max(old_max, block_max);
-            const T rescale = std::exp(old_max - new_max);  // 0 on the first block
-            // pass 3: exp(s − m) (vectorised), its sum, and Σ exp(s − m)(s − m) for the entropy
-            probs.row(r) = (scores.row(r).array() - new_max).exp().matrix();
-            const T block_sum = probs.row(r).sum();
-            const T block_spread = (probs.row(r).array() * (scores.row(r).array() - new_max)).sum();
-            const T old_sum = s.sum(r);
-            // Σ e^(s−m_old)(s − m_old) becomes Σ e^(s−m_new)(s − m_new) = rescale·(that − Δm·l)
-            s.spread(r) = old_sum > 0 ? rescale * (s.spread(r) - (new_max - old_max) * old_sum) + block_spread
-                                      : block_spread;
-            s.sum(r) = rescale * old_sum + block_sum;
-            s.max(r) = new_max;
-            s.acc.row(r) *= rescale;
-            // the highest scores are the highest weights; most blocks hold none of them, and
-            // a score must beat the current threshold (masked ones, `lowest`, never do)
-            auto& best = s.best[static_cast<std::size_t>(r)];
-            T threshold = best.size() < options.top ? lowest : best.back().first;
-            if (block_max > threshold) {
-                // in chunks: a vectorised max skips the chunks with nothing above the threshold
-                constexpr Eigen::Index chunk = 32;
-                const T* row = &scores(r, 0);
-                for (Eigen::Index from = 0; from < cols; from += chunk) {
-                    const Eigen::Index end = std::min(cols, from + chunk);
-                    if (!(Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row + from, end - from).maxCoeff() >
-                          threshold))
-                        continue;
-                    for (Eigen::Index c = from; c < end; ++c)
-                        if (row[c] > threshold) {
-                            offer(best, options.top, row[c], key + c);
-                            if (best.size() == options.top) threshold = best.back().first;
-                        }
-                }
-            }
+            const T block_max = online_softmax_row(s, r, cols);
+            scan_top_keys(s.best[static_cast<std::size_t>(r)], options.top, &s.scores(r, 0), cols, key, block_max, lowest);
         }
         // pass 4: the weighted sum of this block's values
-        s.acc.topRows(rows).noalias() += probs * v.middleRows(key, cols);
+        s.acc.topRows(rows).noalias() += s.probs.topLeftCorner(rows, cols) * v.middleRows(key, cols);
     }
-
-    for (Eigen::Index r = 0; r < rows; ++r) {
-        const double m = static_cast<double>(s.max(r));
-        const double l = static_cast<double>(s.sum(r));
-        QuerySummary& out = result.queries[static_cast<std::size_t>(first + r)];
-        for (const auto& [score, index] : s.best[static_cast<std::size_t>(r)])
-            out.top.push_back({index, std::exp(static_cast<double>(score) - m) / l});
-        out.max_weight = 1 / l;  // the max key has exp(m − m) = 1
-        // H = −Σ a ln a with a = e^(s−m)/l: H = ln l − Σ a (s − m)
-        out.entropy = std::max(0.0, std::log(l) - static_cast<double>(s.spread(r)) / l);
-        if (options.context)
-            result.context.row(first + r) = (s.acc.row(r) / s.sum(r)).template cast<double>();
-    }
+    finish_block(s, options, first, rows, result);
 }
 
 }  // namespace

@@ -173,9 +173,11 @@ void Reader::only_keys(const Json& object, std::string_view pointer,
     const std::vector<std::string> names(known.begin(), known.end());
     for (const auto& [key, value] : object.items()) {
         if (std::find(names.begin(), names.end(), key) != names.end()) continue;
+        const auto suggestion = closest_names(key, names, 1);  // none for a key too long to be a typo
         fail(pointer_child(pointer, key),
-             fmt::format("unknown field \"{}\" (did you mean \"{}\"? known fields: {})",
-                         printable(key), closest_names(key, names, 1).front(), join(names, ", ")));
+             fmt::format("unknown field \"{}\" ({}known fields: {})", printable(key),
+                         suggestion.empty() ? "" : fmt::format("did you mean \"{}\"? ", suggestion.front()),
+                         join(names, ", ")));
     }
 }
 
