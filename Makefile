@@ -15,17 +15,23 @@ CLANG_PACKAGES := clang libclang-rt-14-dev libomp-dev
 SUDO           := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ARCHER         := /usr/lib/llvm-14/lib/libarcher.so
 
-.PHONY: run test build deps clang-deps build-asan sanitize tsan fuzz clean
+.PHONY: run test configure program build deps clang-deps build-asan sanitize tsan fuzz clean
 
-run: build
+run: program
 	./$(BUILD_DIR)/attntrace
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 	tests/check_test_count.sh $(BUILD_DIR)
 
-build: deps
+configure: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release
+
+# `make run` builds the program alone; the tests are built by `make test`.
+program: configure
+	cmake --build $(BUILD_DIR) --target attntrace -j $(JOBS)
+
+build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Installs only the Debian packages that are missing (apt-get, with sudo when not root).

@@ -222,7 +222,9 @@ TEST_CASE("a file name of up to 255 bytes can be written", "[output][cli]") {
     const cli::TempDir folder;
     std::string euros;
     for (int i = 0; i < 85; ++i) euros += "€";  // 255 bytes, the most a name may have
-    for (const std::string& name : {std::string(240, 'a') + ".txt", euros}) {
+    std::string long_name(240, 'a');
+    long_name.append(".txt");
+    for (const std::string& name : {long_name, euros}) {
         INFO(name.size() << " bytes");
         const auto r = cli::run({"-s", "inputs", "-o", folder / name});
         CHECK(r.exit_code == 0);

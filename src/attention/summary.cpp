@@ -4,6 +4,7 @@
 #include "attention/modes.hpp"
 #include "attention/overflow.hpp"
 #include "attention/single.hpp"
+#include "util/parallel.hpp"
 #include "core/error.hpp"
 
 #include <fmt/format.h>

@@ -16,13 +16,33 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <type_traits>
 
 namespace attntrace {
 namespace {
 
+constexpr const char* version = "attntrace 0.1.0";
 constexpr std::size_t max_message_chars = 2000;
+
+// What a parsed command does: returns the exit status.
+using Runner = std::function<int()>;
+
+struct Command {
+    CLI::App* app;  // the subcommand, or the top level for the main job
+    Runner run;
+};
+
+// Prints "attntrace: error: MESSAGE" as one line on stderr: breaks become spaces, anything
+// else that could act on the terminal is escaped, and the whole is bounded (an argument
+// echoed by CLI11 may be megabytes long). Returns `code`.
+int fail(int code, std::string message) {
+    for (char& c : message)
+        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    std::fprintf(stderr, "attntrace: error: %s\n", printable(message, max_message_chars).c_str());
+    return code;
+}
 
 // Runs `job` on the outputs (stdout, or FILE for -o, and any files the job adds), committing
 // them only when the job succeeds; returns the exit status.
@@ -240,28 +260,32 @@ Command add_compare(CLI::App& app) {
             }};
 }
 
-}  // namespace
-
-int fail(int code, std::string message) {
-    // One line, whatever the message holds: breaks become spaces, anything else that could
-    // act on the terminal is escaped, and the whole is bounded (an argument echoed by CLI11
-    // may be megabytes long).
-    for (char& c : message)
-        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-    std::fprintf(stderr, "attntrace: error: %s\n", printable(message, max_message_chars).c_str());
-    return code;
-}
-
-int write_to_stdout(const std::function<void(std::ostream&)>& job) { return run(job, std::nullopt); }
-
 Command add_trace_command(CLI::App& app) {
     auto s = std::make_shared<TraceState>();
     add_trace_options(app, *s);
     return {&app, [s] { return s->run(); }};
 }
 
-std::vector<Command> add_subcommands(CLI::App& app) {
-    return {add_similarity(app), add_generate(app), add_bench(app), add_compare(app)};
+}  // namespace
+
+int run_command_line(int argc, char** argv) {
+    if (const auto problem = prepare_output()) return fail(exit_data_error, *problem);
+    CLI::App app{"Trace the attention mechanism step by step: scores, scaling, masking, softmax "
+                 "weights and context vectors, as tables, JSON, markdown or CSV.",
+                 "attntrace"};
+    app.set_version_flag("--version", version);
+    app.get_formatter()->column_width(30);
+    const Command trace = add_trace_command(app);
+    const std::vector<Command> subcommands{add_similarity(app), add_generate(app), add_bench(app), add_compare(app)};
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() != 0) return fail(exit_usage_error, std::string(e.what()) + " (see attntrace --help)");
+        return run([&](std::ostream& out) { app.exit(e, out, out); }, std::nullopt);  // --help, --version
+    }
+    for (const Command& command : subcommands)
+        if (command.app->parsed()) return command.run();
+    return trace.run();
 }
 
 }  // namespace attntrace

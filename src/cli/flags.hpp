@@ -1,13 +1,22 @@
 // Groups of options that several commands share, each added to a CLI11 command and turned
 // into the request's fields after parsing. The lists of values come from the enum tables
-// (core/types.hpp, render/render.hpp), never typed again here.
+// (core/types.hpp, render/render.hpp), never typed again here. Defined here, inline: CLI11
+// is a heavy header, so the command line is one translation unit (cli/commands.cpp).
 #pragma once
 
 #include "attention/trace.hpp"
 #include "render/render.hpp"
 #include "util/memory.hpp"
 
+#include "commands/guards.hpp"
+#include "input/limits.hpp"
+#include "util/duration.hpp"
+#include "util/terminal.hpp"
+#include "util/threads.hpp"
+
 #include <CLI/CLI.hpp>
+
+#include <charconv>
 
 #include <cstdint>
 #include <optional>
@@ -16,10 +25,19 @@
 namespace attntrace {
 
 // A whole number in [0, 2⁶⁴): CLI11 would wrap "-1" and saturate "99999999999999999999".
-extern const CLI::Validator whole_number_u64;
+inline const CLI::Validator whole_number_u64(
+    [](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const char* end = text.data() + text.size();
+        const auto [stop, error] = std::from_chars(text.data(), end, value);
+        if (error != std::errc() || stop != end) return "expected a whole number from 0 to 18446744073709551615, found " + text;
+        return {};
+    },
+    "UINT64");
 
-// -o FILE.
-void add_output_path(CLI::App& app, std::optional<std::string>& path);
+inline void add_output_path(CLI::App& app, std::optional<std::string>& path) {
+    app.add_option("-o,--output", path, "write to FILE instead of stdout (all or nothing: renamed into place when done)");
+}
 
 // `--name VALUE` for a value of enum E, checked against E's names (the default shown).
 template <Named E>
@@ -61,5 +79,74 @@ struct TraceFlags {
     // The options, and the thread count set (prepare_threads).
     TraceOptions apply() const;
 };
+
+inline void OutputFlags::add_to(CLI::App& app) {
+    add_enum<Format>(app, "-f,--format", format, "output format: " + enum_choices<Format>())->capture_default_str();
+    app.add_option("--digits", digits, "decimals in tables")->check(CLI::Range(0, 17))->capture_default_str();
+    app.add_option("--width", width, "table width in columns, 0 for no limit (default: the terminal's)")
+        ->check(CLI::Range(0, 1'000'000));
+    app.add_option("--color", color, "shade scores and weights in tables: auto (a terminal, NO_COLOR unset), always, never")
+        ->check(CLI::IsMember({"auto", "always", "never"}))
+        ->capture_default_str();
+    add_output_path(app, path);
+}
+
+inline void OutputFlags::apply(RenderOptions& render) const {
+    render.format = *parse_enum<Format>(format);
+    render.digits = digits;
+    render.width = width >= 0 ? static_cast<std::size_t>(width) : output_width();
+    render.color = color == "always" || (color == "auto" && color_wanted());
+}
+
+inline void LimitFlags::add_to(CLI::App& app, bool reads_input) {
+    const CLI::Validator size(
+        [](std::string& text) -> std::string {
+            return parse_size(text) ? std::string() : "expected a size such as 512M or 4G, found " + text;
+        },
+        "SIZE");
+    app.add_option("--max-memory", max_memory, "refuse work needing more memory than this, e.g. 4G (default: half the machine's)")
+        ->check(size);
+    if (reads_input) app.add_option("--max-input", max_input, "refuse inputs larger than this (default: 1G)")->check(size);
+    app.add_option("--max-time", max_time,
+                   "refuse work estimated to take longer than this, e.g. 90s, 10m, 2h; 0 for no limit (default: 5m)")
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+                return parse_duration(text) ? std::string() : "expected a duration such as 90s, 10m or 0, found " + text;
+            },
+            "DURATION"));
+}
+
+inline MemoryLimit LimitFlags::memory() const {
+    return max_memory.empty() ? default_memory_limit() : MemoryLimit{*parse_size(max_memory), ""};
+}
+
+inline std::uint64_t LimitFlags::input() const { return max_input.empty() ? default_max_input_bytes : *parse_size(max_input); }
+
+inline double LimitFlags::seconds() const { return max_time.empty() ? default_max_seconds : *parse_duration(max_time); }
+
+inline void TraceFlags::add_to(CLI::App& app) {
+    add_enum<Mode>(app, "-m,--mode", mode, enum_choices<Mode>() + " (default: the input's mode, else plain)");
+    add_enum<Normalization>(app, "--normalize", normalize, "turn scores into weights by softmax, or by dividing by the row sum")
+        ->capture_default_str();
+    add_enum<Score>(app, "--score", score, "bahdanau: additive (v_a·tanh(s·W_a + h·U_a)), Luong's dot (s·h) or general (s·W·h)")
+        ->capture_default_str();
+    app.add_option("--seed", options.seed, "seed for weights the input does not give")->check(whole_number_u64)->capture_default_str();
+    app.add_option("--dim", dim, "d_k = d_v (bahdanau: d_a) of generated weights (default: d_in)")->check(CLI::Range(1LL, 1LL << 20));
+    app.add_option("--threads", threads, "OpenMP threads (default: all cores); the output is the same for any")
+        ->check(CLI::Range(1, max_threads));
+    add_enum<Dtype>(app, "--dtype", dtype, "compute in float64 (default) or float32 (faster for long inputs)")->capture_default_str();
+}
+
+inline std::optional<Mode> TraceFlags::requested_mode() const { return mode.empty() ? std::nullopt : parse_enum<Mode>(mode); }
+
+inline TraceOptions TraceFlags::apply() const {
+    TraceOptions o = options;
+    o.normalization = *parse_enum<Normalization>(normalize);  // CLI11 has checked the names
+    o.score = *parse_enum<Score>(score);
+    if (dim > 0) o.dim = dim;
+    o.dtype = *parse_enum<Dtype>(dtype);
+    prepare_threads(threads > 0 ? std::optional<int>(threads) : std::nullopt);
+    return o;
+}
 
 }  // namespace attntrace

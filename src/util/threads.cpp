@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 
+#include <alloca.h>
 #include <charconv>
 #include <cstdlib>
 
@@ -56,6 +57,21 @@ void ensure_stack() {
     ::pthread_attr_destroy(&attributes);
 }
 
+// Under ulimit -v the main thread's stack may be unable to grow later, once the heap has
+// taken the address space, and a stack that cannot grow is a segmentation fault, not an
+// error attntrace could report. So it is grown now, by what the kernels need (other threads'
+// stacks are mapped whole when they start).
+[[gnu::noinline]] void grow_main_stack() {
+    constexpr std::size_t bytes = 512 << 10;
+    volatile char* block = static_cast<volatile char*>(alloca(bytes));
+    for (std::size_t i = 0; i < bytes; i += 4096) block[i] = 0;
+}
+
+bool address_space_limited() {
+    rlimit limit{};
+    return ::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY;
+}
+
 }  // namespace
 
 std::optional<std::uint64_t> parse_omp_stacksize(std::string_view text) {
@@ -83,6 +99,7 @@ void prepare_threads(std::optional<int> requested) {
     require_stack_variable("OMP_STACKSIZE");
     require_stack_variable("GOMP_STACKSIZE");
     ensure_stack();
+    if (address_space_limited()) grow_main_stack();
     if (requested) omp_set_num_threads(*requested);
 }
 

@@ -1,0 +1,134 @@
+#include "attention/kernels.hpp"
+
+#include "util/parallel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace attntrace {
+namespace {
+
+// out(rows of A) = A·B for each fixed block of rows of A. A: m×k, B: k×n → m×n.
+// Eigen's product may allocate its packing buffers, so a failed allocation is carried out of
+// the parallel region (RegionErrors) and thrown after it.
+template <typename T, typename Rhs>
+MatrixT<T> multiply_by_row_blocks(const MatrixT<T>& a, const Rhs& b) {
+    MatrixT<T> out(a.rows(), b.cols());
+    const Eigen::Index blocks = (a.rows() + kernel_row_block - 1) / kernel_row_block;
+    RegionErrors errors;
+#pragma omp parallel for schedule(static)
+    for (Eigen::Index block = 0; block < blocks; ++block)
+        errors.run([&] {
+            const Eigen::Index first = block * kernel_row_block;
+            const Eigen::Index count = std::min(kernel_row_block, a.rows() - first);
+            out.middleRows(first, count).noalias() = a.middleRows(first, count) * b;
+        });
+    errors.rethrow();
+    return out;
+}
+
+}  // namespace
+
+// Y = X·W. X: n×d_in, W: d_in×d_out → n×d_out (the query, key and value projections).
+template <typename T>
+MatrixT<T> project(const MatrixT<T>& x, const MatrixT<T>& w) {
+    return multiply_by_row_blocks<T>(x, w);
+}
+
+// S = Q·Kᵀ. Q: n_q×d, K: n_k×d → n_q×n_k; S(i, j) = q_i · k_j.
+template <typename T>
+MatrixT<T> dot_scores(const MatrixT<T>& q, const MatrixT<T>& k) {
+    return multiply_by_row_blocks<T>(q, k.transpose());
+}
+
+// S / √d_k: keeps the scores' spread independent of the dimension, so softmax does not
+// saturate as d_k grows.
+template <typename T>
+MatrixT<T> scale_scores(const MatrixT<T>& scores, Eigen::Index d_k) {
+    return scores / std::sqrt(static_cast<T>(d_k));
+}
+
+// allowed(i, j) = (j ≤ i): position i sees itself and the positions before it.
+BoolMatrix causal_mask(Eigen::Index n) {
+    BoolMatrix allowed(n, n);
+#pragma omp parallel for schedule(static)
+    for (Eigen::Index i = 0; i < n; ++i)
+        for (Eigen::Index j = 0; j < n; ++j) allowed(i, j) = j <= i;
+    return allowed;
+}
+
+// Scores with −∞ wherever the mask forbids: softmax then gives those keys weight exactly 0.
+template <typename T>
+MatrixT<T> apply_mask(const MatrixT<T>& scores, const BoolMatrix& allowed) {
+    return allowed.select(scores.array(), -std::numeric_limits<T>::infinity()).matrix();
+}
+
+// A(i, ·) = softmax(S(i, ·)) = exp(S(i, j) − max_j S(i, j)) / Σ_j exp(…).
+// Subtracting the row max changes nothing mathematically and keeps exp from overflowing.
+// −∞ entries get weight exactly 0; a row with no finite entry stays all 0.
+template <typename T>
+MatrixT<T> row_softmax(const MatrixT<T>& scores) {
+    MatrixT<T> weights(scores.rows(), scores.cols());
+#pragma omp parallel for schedule(static)
+    for (Eigen::Index i = 0; i < scores.rows(); ++i) {
+        const T max = scores.row(i).maxCoeff();              // pass 1: the row max
+        if (max == -std::numeric_limits<T>::infinity()) {    // every key masked
+            weights.row(i).setZero();
+            continue;
+        }
+        T sum = 0;
+        for (Eigen::Index j = 0; j < scores.cols(); ++j) {   // pass 2: exp and their sum
+            const T e = std::exp(scores(i, j) - max);
+            weights(i, j) = e;
+            sum += e;
+        }
+        weights.row(i) /= sum;                               // pass 3: normalise
+    }
+    return weights;
+}
+
+// A(i, j) = S(i, j) / Σ_j S(i, j): the first normalisation the lecture shows. −∞ entries
+// count as 0, and a row with no finite entry (every key masked) stays all 0. Returns the
+// first other row whose sum is not a finite positive number (it cannot divide), or -1 when
+// every row was normalised.
+template <typename T>
+Eigen::Index row_sum_normalize(const MatrixT<T>& scores, MatrixT<T>& weights) {
+    weights = MatrixT<T>::Zero(scores.rows(), scores.cols());
+    Eigen::Index first_bad = scores.rows();
+#pragma omp parallel for schedule(static) reduction(min : first_bad)
+    for (Eigen::Index i = 0; i < scores.rows(); ++i) {
+        T sum = 0;
+        bool any = false;
+        for (Eigen::Index j = 0; j < scores.cols(); ++j)
+            if (std::isfinite(scores(i, j))) sum += scores(i, j), any = true;
+        if (!any) continue;
+        if (!(sum > 0) || !std::isfinite(sum)) {
+            first_bad = std::min(first_bad, i);
+            continue;
+        }
+        for (Eigen::Index j = 0; j < scores.cols(); ++j)
+            if (std::isfinite(scores(i, j))) weights(i, j) = scores(i, j) / sum;
+    }
+    return first_bad == scores.rows() ? -1 : first_bad;
+}
+
+// Z = A·V. A: n_q×n_k weights, V: n_k×d_v values → n_q×d_v; z_i = Σ_j A(i, j)·v_j.
+template <typename T>
+MatrixT<T> weighted_sum(const MatrixT<T>& weights, const MatrixT<T>& values) {
+    return multiply_by_row_blocks<T>(weights, values);
+}
+
+#define ATTNTRACE_KERNELS(T)                                                                  \
+    template MatrixT<T> project<T>(const MatrixT<T>&, const MatrixT<T>&);                      \
+    template MatrixT<T> dot_scores<T>(const MatrixT<T>&, const MatrixT<T>&);                   \
+    template MatrixT<T> scale_scores<T>(const MatrixT<T>&, Eigen::Index);                      \
+    template MatrixT<T> apply_mask<T>(const MatrixT<T>&, const BoolMatrix&);                   \
+    template MatrixT<T> row_softmax<T>(const MatrixT<T>&);                                      \
+    template Eigen::Index row_sum_normalize<T>(const MatrixT<T>&, MatrixT<T>&);                \
+    template MatrixT<T> weighted_sum<T>(const MatrixT<T>&, const MatrixT<T>&);
+ATTNTRACE_KERNELS(float)
+ATTNTRACE_KERNELS(double)
+#undef ATTNTRACE_KERNELS
+
+}  // namespace attntrace
