@@ -3,7 +3,7 @@
 #include "attention/kernels.hpp"
 #include "attention/numeric.hpp"
 #include "core/error.hpp"
-#include "input/json_text.hpp"
+#include "util/utf8.hpp"
 
 #include <fmt/format.h>
 

@@ -563,64 +563,75 @@ private:
         return true;
     }
 
-    // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, as a finite double, correctly rounded.
-    double number() {
-        if (double value; simple_number(value)) return value;
-        const std::size_t start = pos_;
-        // The digits as one integer m and a power of ten e, while they are scanned.
+    // A number's text, checked against the grammar, with its digits as one integer m and a
+    // power of ten e (m·10^e, the digits beyond the 19th dropped but counted).
+    struct ScannedNumber {
+        std::size_t start = 0;
         std::uint64_t mantissa = 0;
         int significant = 0, exponent = 0;
+        bool negative = false;
+        bool plain = true;  // no exponent part
+    };
+
+    [[noreturn]] void bad_number(std::size_t start) const {
+        std::size_t end = pos_;
+        while (end < text_.size() && end - start < 24 && std::strchr("0123456789+-.eE", text_[end]) && text_[end] != '\0') ++end;
+        fail(start, fmt::format("invalid number '{}'", printable(text_.substr(start, std::max(end, pos_ + 1) - start))));
+    }
+
+    // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+    ScannedNumber scan_number() {
+        ScannedNumber n;
+        n.start = pos_;
         const auto digits = [&](bool fraction) {
             const std::size_t from = pos_;
             for (; pos_ < text_.size() && is_digit(text_[pos_]); ++pos_) {
-                if (mantissa == 0 && text_[pos_] == '0') {
-                    exponent -= fraction;
+                if (n.mantissa == 0 && text_[pos_] == '0') {
+                    n.exponent -= fraction;
                     continue;
                 }
-                if (++significant <= 19) {
-                    mantissa = mantissa * 10 + static_cast<std::uint64_t>(text_[pos_] - '0');
-                    exponent -= fraction;
+                if (++n.significant <= 19) {
+                    n.mantissa = n.mantissa * 10 + static_cast<std::uint64_t>(text_[pos_] - '0');
+                    n.exponent -= fraction;
                 } else {
-                    exponent += !fraction;  // dropped digits still count in the magnitude
+                    n.exponent += !fraction;  // dropped digits still count in the magnitude
                 }
             }
             return pos_ > from;
         };
-        const auto bad = [&] {
-            std::size_t end = pos_;
-            while (end < text_.size() && end - start < 24 && std::strchr("0123456789+-.eE", text_[end]) && text_[end] != '\0') ++end;
-            fail(start, fmt::format("invalid number '{}'", printable(text_.substr(start, std::max(end, pos_ + 1) - start))));
-        };
-        const bool negative = peek() == '-';
-        if (negative) ++pos_;
-        if (peek() == '0') {
-            ++pos_;
-        } else if (!digits(false)) {
-            bad();
-        }
+        n.negative = peek() == '-';
+        if (n.negative) ++pos_;
+        if (peek() == '0') ++pos_;
+        else if (!digits(false)) bad_number(n.start);
         if (peek() == '.') {
             ++pos_;
-            if (!digits(true)) bad();
+            if (!digits(true)) bad_number(n.start);
         }
-        bool plain = true;  // no exponent part
         if (peek() == 'e' || peek() == 'E') {
-            plain = false;
+            n.plain = false;
             ++pos_;
             if (peek() == '+' || peek() == '-') ++pos_;
             const std::size_t from = pos_;
             while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
-            if (pos_ == from) bad();
+            if (pos_ == from) bad_number(n.start);
         }
-        if (is_digit(peek())) bad();  // "01"
+        if (is_digit(peek())) bad_number(n.start);  // "01"
+        return n;
+    }
+
+    // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, as a finite double, correctly rounded.
+    double number() {
+        if (double value; simple_number(value)) return value;
+        const ScannedNumber n = scan_number();
         // Clinger's fast path: m ≤ 2⁵³ and 10^|e| ≤ 10²² are exact doubles, so one IEEE
         // multiplication or division rounds correctly. It covers most of what simple_number()
         // leaves, such as "4.35e+2".
-        if (plain && significant <= 19 && mantissa <= (std::uint64_t{1} << 53) && exponent >= -22 && exponent <= 22) {
-            const double m = static_cast<double>(mantissa);
-            const double value = exponent < 0 ? m / powers_of_ten[-exponent] : m * powers_of_ten[exponent];
-            return negative ? -value : value;
+        if (n.plain && n.significant <= 19 && n.mantissa <= (std::uint64_t{1} << 53) && n.exponent >= -22 && n.exponent <= 22) {
+            const double m = static_cast<double>(n.mantissa);
+            const double value = n.exponent < 0 ? m / powers_of_ten[-n.exponent] : m * powers_of_ten[n.exponent];
+            return n.negative ? -value : value;
         }
-        const char* first = text_.data() + start;
+        const char* first = text_.data() + n.start;
         const char* last = text_.data() + pos_;
         double value = 0;
         const auto [end, error] = std::from_chars(first, last, value);
@@ -628,10 +639,10 @@ private:
             // Too small underflows to (nearly) 0, which is fine; too large is refused.
             value = std::strtod(std::string(first, last).c_str(), nullptr);
             if (!std::isfinite(value))
-                refuse(start, fmt::format("number out of range: {} does not fit a double",
-                                          std::string_view(first, static_cast<std::size_t>(last - first))));
+                refuse(n.start, fmt::format("number out of range: {} does not fit a double",
+                                            std::string_view(first, static_cast<std::size_t>(last - first))));
         } else if (error != std::errc() || end != last) {
-            bad();
+            bad_number(n.start);
         }
         return value;
     }

@@ -65,54 +65,42 @@ void write_stage(const Stage& stage, const RenderOptions& options, std::ostream&
     for (std::size_t r = 0; r < text.rows.size(); ++r) write_cells(out, text, r);
 }
 
-// CSV: one row per query: index, token, max_weight, entropy, then key/weight pairs.
-void write_summary(const Summary& s, const RenderOptions& options, std::ostream& out) {
-    out << "index,token,max_weight,entropy";
-    for (std::size_t t = 1; t <= s.top; ++t) out << fmt::format(",key{},weight{}", t, t);
-    out << '\n';
-    for (std::size_t i = 0; i < s.queries.size(); ++i) {
-        const QuerySummary& q = s.queries[i];
-        out << fmt::format("{},{},{},{}", i, csv_text(s.tokens[i]), format_significant(q.max_weight, options.digits),
-                           format_fixed(q.entropy, options.digits));
-        for (std::size_t t = 0; t < s.top; ++t)
-            if (t < q.top.size())
-                out << ',' << csv_text(s.tokens[static_cast<std::size_t>(q.top[t].index)]) << ','
-                    << format_significant(q.top[t].weight, options.digits);
-            else
-                out << ",,";
-        out << '\n';
-    }
-}
-
-void write_report(const Report& report, const RenderOptions& options, std::ostream& out) {
-    for (std::size_t i = 0; i < report.tables.size(); ++i) {
-        if (i > 0) out << '\n';
-        write_stage(report.tables[i], options, out);
-    }
-}
-
-class CsvRenderer final : public Renderer {
+class CsvRenderer final : public TextRenderer {
 public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
-    bool first = true;
-    for (const Stage* stage : selected_stages(trace, options)) {
-        if (!first) out << '\n';
-        first = false;
-        write_stage(*stage, options, out);
-    }
-}
-
-    void summary(const Summary& summary, const RenderOptions& options, std::ostream& out) const override {
-        write_summary(summary, options, out);
+        bool first = true;
+        for (const Stage* stage : selected_stages(trace, options)) {
+            if (!first) out << '\n';
+            first = false;
+            write_stage(*stage, options, out);
+        }
     }
 
-    // CSV holds the tables only.
-    void similarity(const Similarity& similarity, const RenderOptions& options, std::ostream& out) const override {
-        write_report(similarity_report(similarity, options.digits), options, out);
+    // One row per query: index, token, max_weight, entropy, then key/weight pairs.
+    void summary(const Summary& s, const RenderOptions& options, std::ostream& out) const override {
+        out << "index,token,max_weight,entropy";
+        for (std::size_t t = 1; t <= s.top; ++t) out << fmt::format(",key{},weight{}", t, t);
+        out << '\n';
+        for (std::size_t i = 0; i < s.queries.size(); ++i) {
+            const QuerySummary& q = s.queries[i];
+            out << fmt::format("{},{},{},{}", i, csv_text(s.tokens[i]), format_significant(q.max_weight, options.digits),
+                               format_fixed(q.entropy, options.digits));
+            for (std::size_t t = 0; t < s.top; ++t)
+                if (t < q.top.size())
+                    out << ',' << csv_text(s.tokens[static_cast<std::size_t>(q.top[t].index)]) << ','
+                        << format_significant(q.top[t].weight, options.digits);
+                else
+                    out << ",,";
+            out << '\n';
+        }
     }
 
-    void comparison(const Comparison& comparison, const RenderOptions& options, std::ostream& out) const override {
-        write_report(comparison_report(comparison, options.digits), options, out);
+    // The report's tables only.
+    void report(const Report& report, const RenderOptions& options, std::ostream& out) const override {
+        for (std::size_t i = 0; i < report.tables.size(); ++i) {
+            if (i > 0) out << '\n';
+            write_stage(report.tables[i], options, out);
+        }
     }
 };
 

@@ -9,7 +9,8 @@ namespace {
 
 std::string shape(const Stage& stage) { return fmt::format("{}×{}", stage.row_count(), stage.col_count()); }
 
-std::vector<std::string> single_sequence(const Trace& trace, const Stage& stage) {
+// inputs, queries, keys and values of a single-sequence mode.
+std::vector<std::string> single_inputs(const Trace& trace, const Stage& stage) {
     const bool plain = !mode_spec(trace.mode).learned_projections;
     const auto& inputs = trace.at(StageId::inputs);
     const auto n = inputs.row_count();
@@ -35,10 +36,16 @@ std::vector<std::string> single_sequence(const Trace& trace, const Stage& stage)
         return {"A key is what a token offers to be found by: a query scores high against keys "
                 "that point the same way. W_k makes the keys from the same embeddings.",
                 projection("K", "W_k")};
-    if (id == StageId::values)
-        return {"A value is the information a token hands on once it is attended to. The key "
-                "decides how much is taken from a token; the value decides what is taken.",
-                projection("V", "W_v")};
+    return {"A value is the information a token hands on once it is attended to. The key "
+            "decides how much is taken from a token; the value decides what is taken.",
+            projection("V", "W_v")};
+}
+
+// scores, scaled, masked, weights and context of a single-sequence mode.
+std::vector<std::string> single_attention(const Trace& trace, const Stage& stage) {
+    const bool plain = !mode_spec(trace.mode).learned_projections;
+    const auto n = trace.at(StageId::inputs).row_count();
+    const StageId id = stage.id;
     const std::string square = shape(stage);
     if (id == StageId::scores)
         return {"Each query meets every key in a dot product, which is large when the two vectors "
@@ -87,13 +94,13 @@ std::vector<std::string> single_sequence(const Trace& trace, const Stage& stage)
             fmt::format("Z = A·{}: ({}×{})·({}×{}) → {}", plain ? "X" : "V", n, n, n, d_v, shape(stage))};
 }
 
-std::vector<std::string> bahdanau(const Trace& trace, const Stage& stage) {
+// encoder states, decoder states and their projections.
+std::vector<std::string> bahdanau_states(const Trace& trace, const Stage& stage) {
     const StageId id = stage.id;
     const auto n_src = trace.at(StageId::encoder_states).row_count();
     const auto n_tgt = trace.at(StageId::decoder_states).row_count();
     const auto d_h = trace.at(StageId::encoder_states).col_count();
     const auto d_s = trace.at(StageId::decoder_states).col_count();
-    const std::string grid = fmt::format("{}×{}", n_tgt, n_src);
     if (id == StageId::encoder_states)
         return {"The encoder has read the source sentence and left one hidden state per word: h_j "
                 "sums up word j in its context. The decoder may look back at all of them.",
@@ -115,13 +122,20 @@ std::vector<std::string> bahdanau(const Trace& trace, const Stage& stage) {
                 fmt::format("{}: ({}×{})·({}×{}) → {}", trace.score == Score::general ? "S·W" : "S·W_a",
                             n_tgt, d_s, d_s, stage.col_count(), shape(stage))};
     }
-    if (id == StageId::projected_encoder) {
-        if (!stage.applied)
-            return {"Luong's scores leave the encoder states as they are.", fmt::format("H: {}", shape(stage))};
-        return {"U_a maps each encoder state into the same alignment space. It does not depend on "
-                "the target step, so it is computed once for the whole sentence.",
-                fmt::format("H·U_a: ({}×{})·({}×{}) → {}", n_src, d_h, d_h, stage.col_count(), shape(stage))};
-    }
+    if (!stage.applied)  // projected_encoder
+        return {"Luong's scores leave the encoder states as they are.", fmt::format("H: {}", shape(stage))};
+    return {"U_a maps each encoder state into the same alignment space. It does not depend on "
+            "the target step, so it is computed once for the whole sentence.",
+            fmt::format("H·U_a: ({}×{})·({}×{}) → {}", n_src, d_h, d_h, stage.col_count(), shape(stage))};
+}
+
+// scores, scaled, masked, weights and context of bahdanau mode.
+std::vector<std::string> bahdanau_attention(const Trace& trace, const Stage& stage) {
+    const StageId id = stage.id;
+    const auto n_src = trace.at(StageId::encoder_states).row_count();
+    const auto n_tgt = trace.at(StageId::decoder_states).row_count();
+    const auto d_h = trace.at(StageId::encoder_states).col_count();
+    const std::string grid = fmt::format("{}×{}", n_tgt, n_src);
     if (id == StageId::scores) {
         if (trace.score == Score::additive)
             return {"For each target step and source word the two projections are added, squashed "
@@ -159,7 +173,18 @@ std::vector<std::string> bahdanau(const Trace& trace, const Stage& stage) {
 }  // namespace
 
 std::vector<std::string> explanation(const Trace& trace, const Stage& stage) {
-    return mode_spec(trace.mode).reads_pair ? bahdanau(trace, stage) : single_sequence(trace, stage);
+    switch (stage.id) {
+    case StageId::inputs:
+    case StageId::queries:
+    case StageId::keys:
+    case StageId::values: return single_inputs(trace, stage);
+    case StageId::encoder_states:
+    case StageId::decoder_states:
+    case StageId::projected_decoder:
+    case StageId::projected_encoder: return bahdanau_states(trace, stage);
+    default: break;
+    }
+    return mode_spec(trace.mode).reads_pair ? bahdanau_attention(trace, stage) : single_attention(trace, stage);
 }
 
 }  // namespace attntrace

@@ -74,30 +74,8 @@ void write_stage(const Stage& stage, const RenderOptions& options, const std::ve
     out << '\n';
 }
 
-void write_summary(const Summary& s, const RenderOptions& options, std::ostream& out) {
-    const std::size_t n = s.queries.size();
-    out << fmt::format("# attntrace: {} mode, summary of {} queries ({})\n\n", to_string(s.mode), n, markdown_cell(s.origin));
-    out << "| # | query | max | entropy | top keys (weight) |\n|---:|---|---:|---:|---|\n";
-    for (std::size_t i = 0; i < n; ++i) {
-        if (!shown(i, n)) {
-            if (i == summary_rows_shown) out << fmt::format("| … | {} more | | | |\n", n - 2 * summary_rows_shown);
-            continue;
-        }
-        out << fmt::format("| {} | {} | {} | {} | {} |\n", i + 1, markdown_cell(s.tokens[i]),
-                           format_significant(s.queries[i].max_weight, options.digits),
-                           format_fixed(s.queries[i].entropy, options.digits),
-                           markdown_cell(top_text(s, s.queries[i], options.digits)));
-    }
-}
 
-void write_report(const Report& report, const RenderOptions& options, std::ostream& out) {
-    out << "# " << markdown_cell(report.title) << "\n\n";
-    for (const auto& line : report.preamble) out << markdown_cell(line) << "\n\n";
-    for (const auto& table : report.tables) write_stage(table, options, {}, out);
-    for (const auto& line : report.footer) out << "- " << markdown_cell(line) << '\n';
-}
-
-class MarkdownRenderer final : public Renderer {
+class MarkdownRenderer final : public TextRenderer {
 public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
     const std::string tokens = mode_spec(trace.mode).reads_pair
@@ -120,16 +98,27 @@ public:
     }
 }
 
-    void summary(const Summary& summary, const RenderOptions& options, std::ostream& out) const override {
-        write_summary(summary, options, out);
+    void summary(const Summary& s, const RenderOptions& options, std::ostream& out) const override {
+        const std::size_t n = s.queries.size();
+        out << fmt::format("# attntrace: {} mode, summary of {} queries ({})\n\n", to_string(s.mode), n, markdown_cell(s.origin));
+        out << "| # | query | max | entropy | top keys (weight) |\n|---:|---|---:|---:|---|\n";
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!shown(i, n)) {
+                if (i == summary_rows_shown) out << fmt::format("| … | {} more | | | |\n", n - 2 * summary_rows_shown);
+                continue;
+            }
+            out << fmt::format("| {} | {} | {} | {} | {} |\n", i + 1, markdown_cell(s.tokens[i]),
+                               format_significant(s.queries[i].max_weight, options.digits),
+                               format_fixed(s.queries[i].entropy, options.digits),
+                               markdown_cell(top_text(s, s.queries[i], options.digits)));
+        }
     }
 
-    void similarity(const Similarity& similarity, const RenderOptions& options, std::ostream& out) const override {
-        write_report(similarity_report(similarity, options.digits), options, out);
-    }
-
-    void comparison(const Comparison& comparison, const RenderOptions& options, std::ostream& out) const override {
-        write_report(comparison_report(comparison, options.digits), options, out);
+    void report(const Report& report, const RenderOptions& options, std::ostream& out) const override {
+        out << "# " << markdown_cell(report.title) << "\n\n";
+        for (const auto& line : report.preamble) out << markdown_cell(line) << "\n\n";
+        for (const auto& table : report.tables) write_stage(table, options, {}, out);
+        for (const auto& line : report.footer) out << "- " << markdown_cell(line) << '\n';
     }
 };
 

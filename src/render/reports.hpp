@@ -6,6 +6,7 @@
 #include "attention/compare.hpp"
 #include "attention/similarity.hpp"
 #include "core/stage.hpp"
+#include "render/render.hpp"
 
 #include <string>
 #include <vector>
@@ -21,5 +22,20 @@ struct Report {
 
 Report similarity_report(const Similarity& similarity, int digits);
 Report comparison_report(const Comparison& comparison, int digits);
+
+// A format that shows similarity and comparisons as a Report (table, markdown, CSV): it
+// renders the report, the rest is done here.
+class TextRenderer : public Renderer {
+public:
+    void similarity(const Similarity& similarity, const RenderOptions& options, std::ostream& out) const final {
+        report(similarity_report(similarity, options.digits), options, out);
+    }
+    void comparison(const Comparison& comparison, const RenderOptions& options, std::ostream& out) const final {
+        report(comparison_report(comparison, options.digits), options, out);
+    }
+
+protected:
+    virtual void report(const Report& report, const RenderOptions& options, std::ostream& out) const = 0;
+};
 
 }  // namespace attntrace

@@ -202,55 +202,8 @@ void write_stage(const Stage& stage, const RenderOptions& options, std::ostream&
     write_matrix(stage, options, out);
 }
 
-void write_summary(const Summary& s, const RenderOptions& options, std::ostream& out) {
-    const std::size_t n = s.queries.size();
-    out << fmt::format("attntrace · {} mode · summary of {} quer{} · {} · {} · {}\n", to_string(s.mode), n,
-                       n == 1 ? "y" : "ies", dims_text(s.dims), to_string(s.dtype), s.origin);
-    if (!s.description.empty()) out << s.description << '\n';
-    for (const auto& note : s.notes) out << "note: " << note << '\n';
-    if (s.weights == WeightsOrigin::generated)
-        out << fmt::format("weights: generated from seed {} (splitmix64), not learned\n", s.seed);
-    out << fmt::format("entropy in nats: 0 = all weight on one key; spread evenly over k keys = ln k (ln {} = {}){}\n\n", n,
-                       format_fixed(std::log(static_cast<double>(n)), options.digits),
-                       mode_spec(s.mode).causal ? "; query i sees i keys" : "");
 
-    std::size_t token_width = display_width("query");
-    for (std::size_t i = 0; i < n; ++i)
-        if (shown(i, n)) token_width = std::max(token_width, display_width(fit_width(s.tokens[i], 24)));
-    const std::size_t index_width = std::max<std::size_t>(1, fmt::formatted_size("{}", n));
-    const int number_width = options.digits + 6;  // room for 1.234e-05
-    out << fmt::format("{:>{}}  {}  {:>{}}  {:>{}}  top keys (weight)\n", "#", index_width, pad_right("query", token_width),
-                       "max", number_width, "entropy", std::max(number_width, 7));
-    for (std::size_t i = 0; i < n; ++i) {
-        if (!shown(i, n)) {
-            if (i == summary_rows_shown)
-                out << fmt::format("{:>{}}  … {} more queries (--format json or csv lists them all)\n", "…", index_width,
-                                   n - 2 * summary_rows_shown);
-            continue;
-        }
-        const QuerySummary& q = s.queries[i];
-        out << fmt::format("{:>{}}  {}  {:>{}}  {:>{}}  {}\n", i + 1, index_width, pad_right(fit_width(s.tokens[i], 24), token_width),
-                           format_significant(q.max_weight, options.digits), number_width,
-                           format_fixed(q.entropy, options.digits), std::max(number_width, 7), top_text(s, q, options.digits));
-    }
-    if (s.context) {
-        out << fmt::format("\ncontext · {}×{}: see --format json or csv for the context vectors\n", s.context->rows(),
-                           s.context->cols());
-    }
-}
-
-void write_report(const Report& report, const RenderOptions& options, std::ostream& out) {
-    out << report.title << '\n';
-    for (const auto& line : report.preamble) out << line << '\n';
-    for (const auto& table : report.tables) {
-        out << '\n';
-        write_stage(table, options, out);
-    }
-    if (!report.footer.empty()) out << '\n';
-    for (const auto& line : report.footer) out << line << '\n';
-}
-
-class TableRenderer final : public Renderer {
+class TableRenderer final : public TextRenderer {
 public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
         write_preamble(trace, out);
@@ -268,16 +221,52 @@ public:
         }
     }
 
-    void summary(const Summary& summary, const RenderOptions& options, std::ostream& out) const override {
-        write_summary(summary, options, out);
+    void summary(const Summary& s, const RenderOptions& options, std::ostream& out) const override {
+        const std::size_t n = s.queries.size();
+        out << fmt::format("attntrace · {} mode · summary of {} quer{} · {} · {} · {}\n", to_string(s.mode), n,
+                           n == 1 ? "y" : "ies", dims_text(s.dims), to_string(s.dtype), s.origin);
+        if (!s.description.empty()) out << s.description << '\n';
+        for (const auto& note : s.notes) out << "note: " << note << '\n';
+        if (s.weights == WeightsOrigin::generated)
+            out << fmt::format("weights: generated from seed {} (splitmix64), not learned\n", s.seed);
+        out << fmt::format("entropy in nats: 0 = all weight on one key; spread evenly over k keys = ln k (ln {} = {}){}\n\n", n,
+                           format_fixed(std::log(static_cast<double>(n)), options.digits),
+                           mode_spec(s.mode).causal ? "; query i sees i keys" : "");
+
+        std::size_t token_width = display_width("query");
+        for (std::size_t i = 0; i < n; ++i)
+            if (shown(i, n)) token_width = std::max(token_width, display_width(fit_width(s.tokens[i], 24)));
+        const std::size_t index_width = std::max<std::size_t>(1, fmt::formatted_size("{}", n));
+        const int number_width = options.digits + 6;  // room for 1.234e-05
+        out << fmt::format("{:>{}}  {}  {:>{}}  {:>{}}  top keys (weight)\n", "#", index_width, pad_right("query", token_width),
+                           "max", number_width, "entropy", std::max(number_width, 7));
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!shown(i, n)) {
+                if (i == summary_rows_shown)
+                    out << fmt::format("{:>{}}  … {} more queries (--format json or csv lists them all)\n", "…", index_width,
+                                       n - 2 * summary_rows_shown);
+                continue;
+            }
+            const QuerySummary& q = s.queries[i];
+            out << fmt::format("{:>{}}  {}  {:>{}}  {:>{}}  {}\n", i + 1, index_width, pad_right(fit_width(s.tokens[i], 24), token_width),
+                               format_significant(q.max_weight, options.digits), number_width,
+                               format_fixed(q.entropy, options.digits), std::max(number_width, 7), top_text(s, q, options.digits));
+        }
+        if (s.context) {
+            out << fmt::format("\ncontext · {}×{}: see --format json or csv for the context vectors\n", s.context->rows(),
+                               s.context->cols());
+        }
     }
 
-    void similarity(const Similarity& similarity, const RenderOptions& options, std::ostream& out) const override {
-        write_report(similarity_report(similarity, options.digits), options, out);
-    }
-
-    void comparison(const Comparison& comparison, const RenderOptions& options, std::ostream& out) const override {
-        write_report(comparison_report(comparison, options.digits), options, out);
+    void report(const Report& report, const RenderOptions& options, std::ostream& out) const override {
+        out << report.title << '\n';
+        for (const auto& line : report.preamble) out << line << '\n';
+        for (const auto& table : report.tables) {
+            out << '\n';
+            write_stage(table, options, out);
+        }
+        if (!report.footer.empty()) out << '\n';
+        for (const auto& line : report.footer) out << line << '\n';
     }
 };
 
