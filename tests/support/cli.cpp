@@ -21,39 +21,12 @@ extern char** environ;
 namespace cli {
 namespace {
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 std::string make_temp_dir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "attntrace-test-XXXXXX").string();
     if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
     return pattern;
 }
 
-// argv and envp for posix_spawn, owning their strings.
-struct Command {
-    std::vector<std::string> argv_storage, env_storage;
-    std::vector<char*> argv, envp;
-
-    Command(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
-        argv_storage.push_back(ATTNTRACE_BINARY);
-        argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-        for (auto& a : argv_storage) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        for (char** e = environ; *e; ++e) {
-            const std::string entry(*e);
-            if (!env.contains(entry.substr(0, entry.find('=')))) env_storage.push_back(entry);
-        }
-        for (const auto& [name, value] : env)
-            if (!value.empty()) env_storage.push_back(name + "=" + value);
-        for (auto& e : env_storage) envp.push_back(e.data());
-        envp.push_back(nullptr);
-    }
-};
 
 // Lowers this process's soft limit on `resource` to `value` while it lives, so that a child
 // spawned meanwhile inherits it.
@@ -81,7 +54,34 @@ int wait_for(pid_t pid) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+std::vector<std::string> with_binary(const std::vector<std::string>& args) {
+    std::vector<std::string> words{ATTNTRACE_BINARY};
+    words.insert(words.end(), args.begin(), args.end());
+    return words;
+}
+
 }  // namespace
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+Command::Command(std::vector<std::string> words, const std::map<std::string, std::string>& env)
+    : argv_storage(std::move(words)) {
+    for (auto& a : argv_storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (char** e = environ; *e; ++e) {
+        const std::string entry(*e);
+        if (!env.contains(entry.substr(0, entry.find('=')))) env_storage.push_back(entry);
+    }
+    for (const auto& [name, value] : env)
+        if (!value.empty()) env_storage.push_back(name + "=" + value);
+    for (auto& e : env_storage) envp.push_back(e.data());
+    envp.push_back(nullptr);
+}
 
 namespace {
 
@@ -90,7 +90,7 @@ namespace {
 Result spawn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
              const std::string& in_path, const std::string& out_path, const std::string& err_path,
              int flags = O_WRONLY | O_CREAT | O_TRUNC) {
-    Command command(args, env);
+    Command command(with_binary(args), env);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
@@ -121,7 +121,7 @@ Result run(const std::vector<std::string>& args, const std::string& input,
 }
 
 Result run_and_signal(const std::vector<std::string>& args, int delay_ms, int signal) {
-    Command command(args, {});
+    Command command(with_binary(args), {});
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
@@ -190,7 +190,7 @@ Result run_into_closed_pipe(const std::vector<std::string>& args, bool ignore_si
     if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
     ::close(fds[0]);  // the reader is gone before the writer starts
 
-    Command command(args, {});
+    Command command(with_binary(args), {});
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -234,7 +234,7 @@ Result run_in_terminal(const std::vector<std::string>& args, const std::map<std:
     size.ws_col = 200;
     size.ws_row = 50;
     ::ioctl(terminal, TIOCSWINSZ, &size);
-    Command command(args, env);
+    Command command(with_binary(args), env);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, terminal, 1);

@@ -84,4 +84,16 @@ private:
 std::string read_file(const std::string& path);  // the whole file, "" when there is none
 std::string data_file(const std::string& name);  // path of data/NAME in the source tree
 
+// The whole of a file.
+std::string slurp(const std::string& path);
+
+// argv and envp for exec, owning their strings: `words` (the program, then its arguments)
+// and this process's environment with `env` applied (an empty value removes a variable).
+struct Command {
+    std::vector<std::string> argv_storage, env_storage;
+    std::vector<char*> argv, envp;
+
+    Command(std::vector<std::string> words, const std::map<std::string, std::string>& env);
+};
+
 }  // namespace cli

@@ -1,49 +1,24 @@
 #include "support/limited.hpp"
 
-#include <cstring>
 #include <fcntl.h>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char** environ;
-
 namespace limited {
-namespace {
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-}  // namespace
 
 Result run(const std::vector<std::string>& args, const Limits& limits, const std::map<std::string, std::string>& env) {
     std::string dir = (std::filesystem::temp_directory_path() / "attntrace-limited-XXXXXX").string();
     if (!::mkdtemp(dir.data())) throw std::runtime_error("mkdtemp failed");
     const std::string out_path = dir + "/stdout", err_path = dir + "/stderr", result_path = dir + "/result";
     // Everything the child needs is made before fork: it only opens and execs the launcher.
-    std::vector<std::string> argv_text{ATTNTRACE_MEASURE, result_path, std::to_string(limits.address_space.value_or(0)),
-                                       std::to_string(limits.stack_soft.value_or(0)),
-                                       std::to_string(limits.stack_hard.value_or(0)), ATTNTRACE_BINARY};
-    argv_text.insert(argv_text.end(), args.begin(), args.end());
-    std::vector<std::string> env_text;
-    for (char** e = environ; *e; ++e) {
-        const std::string entry(*e);
-        if (!env.contains(entry.substr(0, entry.find('=')))) env_text.push_back(entry);
-    }
-    for (const auto& [name, value] : env)
-        if (!value.empty()) env_text.push_back(name + "=" + value);
-    std::vector<char*> argv, envp;
-    for (auto& a : argv_text) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : env_text) envp.push_back(e.data());
-    envp.push_back(nullptr);
+    std::vector<std::string> words{ATTNTRACE_MEASURE, result_path, std::to_string(limits.address_space.value_or(0)),
+                                   std::to_string(limits.stack_soft.value_or(0)),
+                                   std::to_string(limits.stack_hard.value_or(0)), ATTNTRACE_BINARY};
+    words.insert(words.end(), args.begin(), args.end());
+    cli::Command command(std::move(words), env);
 
     const pid_t pid = ::fork();
     if (pid < 0) throw std::runtime_error("fork failed");
@@ -55,7 +30,7 @@ Result run(const std::vector<std::string>& args, const Limits& limits, const std
         ::dup2(in, 0);
         ::dup2(out, 1);
         ::dup2(err, 2);
-        ::execve(argv[0], argv.data(), envp.data());
+        ::execve(command.argv[0], command.argv.data(), command.envp.data());
         ::_exit(127);
     }
     int status = 0;
@@ -63,9 +38,9 @@ Result run(const std::vector<std::string>& args, const Limits& limits, const std
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("the launcher failed");
     Result result;
-    std::istringstream(slurp(result_path)) >> result.exit_code >> result.peak_kib;
-    result.out = slurp(out_path);
-    result.err = slurp(err_path);
+    std::istringstream(cli::slurp(result_path)) >> result.exit_code >> result.peak_kib;
+    result.out = cli::slurp(out_path);
+    result.err = cli::slurp(err_path);
     std::filesystem::remove_all(dir);
     return result;
 }
