@@ -156,99 +156,95 @@ void write_context(JsonWriter& json, const ContextIn& in) {
     json.end().end();
 }
 
+// One document, an object: `body` writes its members (and may flush the buffer as it goes).
+template <typename Body>
+void write_document(std::ostream& os, Body&& body) {
+    fmt::memory_buffer out;
+    JsonWriter json(out);
+    json.object();
+    body(json, out);
+    json.end();
+    out.push_back('\n');
+    flush(out, os);
+}
+
 class JsonRenderer final : public Renderer {
 public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& os) const override {
-        fmt::memory_buffer out;
-        JsonWriter json(out);
-        json.object();
-        write_header(json, trace, "attntrace.trace/1");
-        if (mode_spec(trace.mode).reads_pair) {
-            json.key("score").string(to_string(trace.score));
-            json.key("source_tokens").strings(trace.source_tokens);
-            json.key("target_tokens").strings(trace.target_tokens);
-        } else {
-            json.key("tokens").strings(trace.tokens);
-        }
-        write_dims(json, trace.dims);
-        json.key("stages").array();
-        for (const Stage* stage : selected_stages(trace, options)) {
-            write_stage(json, trace, *stage, options);
-            flush(out, os);  // stage by stage: a large trace never holds two copies of its text
-        }
-        json.end();
-        if (trace.worked) {
-            json.key("worked");
-            write_worked(json, *trace.worked, trace.dtype);
-        }
-        json.end();
-        out.push_back('\n');
-        flush(out, os);
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer& out) {
+            write_header(json, trace, "attntrace.trace/1");
+            if (mode_spec(trace.mode).reads_pair) {
+                json.key("score").string(to_string(trace.score));
+                json.key("source_tokens").strings(trace.source_tokens);
+                json.key("target_tokens").strings(trace.target_tokens);
+            } else {
+                json.key("tokens").strings(trace.tokens);
+            }
+            write_dims(json, trace.dims);
+            json.key("stages").array();
+            for (const Stage* stage : selected_stages(trace, options)) {
+                write_stage(json, trace, *stage, options);
+                flush(out, os);  // stage by stage: a large trace never holds two copies of its text
+            }
+            json.end();
+            if (trace.worked) {
+                json.key("worked");
+                write_worked(json, *trace.worked, trace.dtype);
+            }
+        });
     }
 
     void summary(const Summary& s, const RenderOptions&, std::ostream& os) const override {
-        fmt::memory_buffer out;
-        JsonWriter json(out);
-        json.object();
-        write_header(json, s, "attntrace.summary/1");
-        json.key("n").integer(static_cast<std::int64_t>(s.queries.size()));
-        json.key("top").integer(static_cast<std::int64_t>(s.top));
-        write_dims(json, s.dims);
-        json.key("queries").array();
-        for (std::size_t i = 0; i < s.queries.size(); ++i) {
-            const QuerySummary& q = s.queries[i];
-            json.object(Layout::inline_).key("index").integer(static_cast<std::int64_t>(i)).key("token").string(s.tokens[i]);
-            json.key("top").array(Layout::inline_);
-            for (const auto& key : q.top)
-                json.object(Layout::inline_)
-                    .key("index").integer(key.index)
-                    .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
-                    .key("weight").number(key.weight, s.dtype)
-                    .end();
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer& out) {
+            write_header(json, s, "attntrace.summary/1");
+            json.key("n").integer(static_cast<std::int64_t>(s.queries.size()));
+            json.key("top").integer(static_cast<std::int64_t>(s.top));
+            write_dims(json, s.dims);
+            json.key("queries").array();
+            for (std::size_t i = 0; i < s.queries.size(); ++i) {
+                const QuerySummary& q = s.queries[i];
+                json.object(Layout::inline_).key("index").integer(static_cast<std::int64_t>(i)).key("token").string(s.tokens[i]);
+                json.key("top").array(Layout::inline_);
+                for (const auto& key : q.top)
+                    json.object(Layout::inline_)
+                        .key("index").integer(key.index)
+                        .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
+                        .key("weight").number(key.weight, s.dtype)
+                        .end();
+                json.end();
+                json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype).end();
+                if (out.size() > (1 << 16)) flush(out, os);  // stream long lists instead of holding them
+            }
             json.end();
-            json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype).end();
-            if (out.size() > (1 << 16)) flush(out, os);  // stream long lists instead of holding them
-        }
-        json.end();
-        if (s.context) json.key("context").matrix(*s.context, s.dtype);
-        json.end();
-        out.push_back('\n');
-        flush(out, os);
+            if (s.context) json.key("context").matrix(*s.context, s.dtype);
+        });
     }
 
     void similarity(const Similarity& s, const RenderOptions&, std::ostream& os) const override {
-        fmt::memory_buffer out;
-        JsonWriter json(out);
-        json.object();
-        json.key("schema").string("attntrace.similarity/1");
-        json.key("input").string(s.origin);
-        json.key("description").string(s.description);
-        json.key("words").strings(s.words);
-        json.key("dot").matrix(s.dot, Dtype::float64);
-        json.key("cosine").matrix(s.cosine, Dtype::float64);
-        json.end();
-        out.push_back('\n');
-        flush(out, os);
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) {
+            json.key("schema").string("attntrace.similarity/1");
+            json.key("input").string(s.origin);
+            json.key("description").string(s.description);
+            json.key("words").strings(s.words);
+            json.key("dot").matrix(s.dot, Dtype::float64);
+            json.key("cosine").matrix(s.cosine, Dtype::float64);
+        });
     }
 
     void comparison(const Comparison& c, const RenderOptions&, std::ostream& os) const override {
-        fmt::memory_buffer out;
-        JsonWriter json(out);
-        json.object();
-        json.key("schema").string("attntrace.compare/1");
-        json.key("token").string(c.token);
-        json.key("mode").string(to_string(c.mode));
-        json.key("a");
-        write_context(json, c.a);
-        json.key("b");
-        write_context(json, c.b);
-        json.key("difference").numbers(c.difference, Dtype::float64);
-        json.key("cosine");
-        if (c.cosine) json.number(*c.cosine, Dtype::float64);
-        else json.null();
-        json.end();
-        out.push_back('\n');
-        flush(out, os);
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) {
+            json.key("schema").string("attntrace.compare/1");
+            json.key("token").string(c.token);
+            json.key("mode").string(to_string(c.mode));
+            json.key("a");
+            write_context(json, c.a);
+            json.key("b");
+            write_context(json, c.b);
+            json.key("difference").numbers(c.difference, Dtype::float64);
+            json.key("cosine");
+            if (c.cosine) json.number(*c.cosine, Dtype::float64);
+            else json.null();
+        });
     }
 };
 
