@@ -13,9 +13,11 @@
 #include "util/threads.hpp"
 
 #include <catch2/catch.hpp>
+#include <omp.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -395,4 +397,22 @@ TEST_CASE("every format of every mode passes the output checks on the fuzz corpu
         }
     }
     CHECK(rendered >= 40);
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
+
+TEST_CASE("the fuzz target replays its corpus without a finding", "[robustness][fuzz]") {
+    // tests/fuzz/fuzz_trace.cpp is built into this binary too, so a change that breaks it
+    // breaks the ordinary build, and its checks run on the corpus here (a finding aborts).
+    const std::filesystem::path corpus = std::filesystem::path(ATTNTRACE_SOURCE_DIR) / "tests/fuzz/corpus";
+    const int threads = omp_get_max_threads();
+    std::size_t replayed = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(corpus)) {
+        const std::string text = cli::slurp(entry.path());
+        INFO(entry.path().filename());
+        CHECK(LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()) == 0);
+        ++replayed;
+    }
+    omp_set_num_threads(threads);
+    CHECK(replayed >= 20);
 }

@@ -18,7 +18,6 @@
 #include "input/json_text.hpp"
 #include "input/load.hpp"
 #include "render/render.hpp"
-#include "render/summary.hpp"
 #include "render/svg.hpp"
 #include "support/output_checks.hpp"
 
@@ -107,7 +106,7 @@ void compare_paths(const Problem& problem, const TraceOptions& options, const Tr
     for (const Format format : all_formats) {
         render_options.format = format;
         std::ostringstream out;
-        render_summary(streamed, render_options, out);
+        render(streamed, render_options, out);
         require_clean(out.str(), format, false, labels_look_like_numbers(streamed.tokens));
     }
 }
