@@ -64,7 +64,17 @@ TEST_CASE("the worked example spells out the lecture's arithmetic for 'journey'"
     double sum = 0;
     for (const double s : journey_scores) sum += std::exp(s - 1.4950);
     CHECK(sum == Approx(4.2036).margin(1e-4).epsilon(0));
-    CHECK_THAT(r.out, Contains("softmax: subtract the row max 1.495"));
+    // First as a learner computes it: e^s, their sum 18.7453 (e^1.495 · 4.2036), the same weights.
+    double unshifted = 0;
+    for (const double s : journey_scores) unshifted += std::exp(s);
+    CHECK(unshifted == Approx(18.7453).margin(1e-3).epsilon(0));
+    CHECK_THAT(r.out, Contains("softmax: e^s of each score, divided by their sum"));
+    CHECK_THAT(r.out, Contains("Your     exp(0.9544) = 2.5971"));
+    CHECK_THAT(r.out, Contains("sum = 18.7453"));
+    CHECK_THAT(r.out, Contains("2.5971 ÷ 18.7453 = 0.1385"));
+    // Then with the max subtracted, said to be for numerical safety only.
+    CHECK_THAT(r.out, Contains("the same weights with the row max 1.495 subtracted first"));
+    CHECK_THAT(r.out, Contains("only keeps e^x from overflowing"));
     CHECK_THAT(r.out, Contains("exp(0.9544 − 1.495) = exp(-0.5406) = 0.5824"));
     CHECK_THAT(r.out, Contains("sum = 4.2036"));
     CHECK_THAT(r.out, Contains("0.5824 ÷ 4.2036 = 0.1385"));

@@ -74,7 +74,8 @@ struct BahdanauPass {
 // The decoder looking back: score every (target step, source word) pair, exclude what the
 // source mask hides, softmax over the source, mix the encoder states.
 template <typename T>
-BahdanauPass<T> attend(const EncoderDecoderInput& input, Score score, const ScoreParameters& w, Normalization normalization) {
+BahdanauPass<T> attend(const EncoderDecoderInput& input, Score score, const ScoreParameters& w, Normalization normalization,
+                       double temperature) {
     BahdanauPass<T> p;
     p.h = input.source.vectors.cast<T>();
     p.s = input.target.vectors.cast<T>();
@@ -98,7 +99,7 @@ BahdanauPass<T> attend(const EncoderDecoderInput& input, Score score, const Scor
     }
     if (input.source_mask) p.mask = source_mask(*input.source_mask, p.s.rows());
     p.masked = p.mask ? apply_mask<T>(p.scores, *p.mask) : p.scores;
-    p.weights = normalize_rows<T>(p.masked, normalization);  // α = softmax(e'')
+    p.weights = normalize_rows<T>(p.masked, normalization, temperature);  // α = softmax(e'' / T)
     p.context = weighted_sum<T>(p.weights.weights, p.h);     // c_t = Σ_j α_tj h_j
     return p;
 }
@@ -231,6 +232,24 @@ ScoreParameters parameters_for(const EncoderDecoderInput& input, const TraceOpti
     return w;
 }
 
+// The weights of the score, as the trace shows them (Luong's dot has none).
+void record_parameters(Trace& trace, Score score, const ScoreParameters& w) {
+    switch (score) {
+    case Score::additive: {
+        trace.parameters = {
+            {"W_a", "S·W_a", "s", "a", w.additive.W_a},
+            {"U_a", "H·U_a", "h", "a", w.additive.U_a},
+            {"v_a", "e = v_a · tanh(s·W_a + h·U_a)", "v_a", "a", Matrix(w.additive.v_a), true},
+        };
+        return;
+    }
+    case Score::general:
+        trace.parameters = {{"W", "e = s·W·hᵀ", "s", "h", w.general}};
+        return;
+    case Score::dot: return;
+    }
+}
+
 // --dim only sizes the additive score's generated weights.
 void check_dim(const EncoderDecoderInput& pair, const TraceOptions& options, const std::string& origin) {
     if (!options.dim) return;
@@ -255,12 +274,16 @@ Trace trace_bahdanau(const EncoderDecoderInput& input, const TraceOptions& optio
     trace.target_tokens = input.target.tokens;
     trace.dims = {{"d_h", input.source.vectors.cols()}, {"d_s", input.target.vectors.cols()}};
     const ScoreParameters w = parameters_for(input, options, trace);
+    trace.temperature = options.temperature;
+    record_parameters(trace, options.score, w);
     if (options.dtype == Dtype::float32)
-        BahdanauStages<float>(trace, options.score).record(attend<float>(input, options.score, w, options.normalization));
+        BahdanauStages<float>(trace, options.score)
+            .record(attend<float>(input, options.score, w, options.normalization, options.temperature));
     else
-        BahdanauStages<double>(trace, options.score).record(attend<double>(input, options.score, w, options.normalization));
+        BahdanauStages<double>(trace, options.score)
+            .record(attend<double>(input, options.score, w, options.normalization, options.temperature));
     if (options.query)
-        trace.worked = work_through(trace, find_query_row(trace.target_tokens, *options.query), &w.additive);
+        trace.worked = work_through(trace, find_query_row(trace.target_tokens, *options.query));
     return trace;
 }
 

@@ -42,11 +42,9 @@ MatrixT<T> dot_scores(const MatrixT<T>& q, const MatrixT<T>& k) {
     return multiply_by_row_blocks<T>(q, k.transpose());
 }
 
-// S / √d_k: keeps the scores' spread independent of the dimension, so softmax does not
-// saturate as d_k grows.
 template <typename T>
-MatrixT<T> scale_scores(const MatrixT<T>& scores, Eigen::Index d_k) {
-    return scores / std::sqrt(static_cast<T>(d_k));
+MatrixT<T> scale_scores(const MatrixT<T>& scores, T divisor) {
+    return scores / divisor;
 }
 
 // allowed(i, j) = (j ≤ i): position i sees itself and the positions before it.
@@ -122,7 +120,7 @@ MatrixT<T> weighted_sum(const MatrixT<T>& weights, const MatrixT<T>& values) {
 #define ATTNTRACE_KERNELS(T)                                                                  \
     template MatrixT<T> project<T>(const MatrixT<T>&, const MatrixT<T>&);                      \
     template MatrixT<T> dot_scores<T>(const MatrixT<T>&, const MatrixT<T>&);                   \
-    template MatrixT<T> scale_scores<T>(const MatrixT<T>&, Eigen::Index);                      \
+    template MatrixT<T> scale_scores<T>(const MatrixT<T>&, T);                                 \
     template MatrixT<T> apply_mask<T>(const MatrixT<T>&, const BoolMatrix&);                   \
     template MatrixT<T> row_softmax<T>(const MatrixT<T>&);                                      \
     template Eigen::Index row_sum_normalize<T>(const MatrixT<T>&, MatrixT<T>&);                \

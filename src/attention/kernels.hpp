@@ -22,10 +22,11 @@ MatrixT<T> project(const MatrixT<T>& x, const MatrixT<T>& w);
 template <typename T>
 MatrixT<T> dot_scores(const MatrixT<T>& q, const MatrixT<T>& k);
 
-// S / √d_k: keeps the scores' spread independent of the dimension, so softmax does not
-// saturate as d_k grows.
+// S / c, with c = √d_k by default: that keeps the scores' spread independent of the
+// dimension, so softmax does not saturate as d_k grows. (c is --scale's, 1/T for a
+// temperature T.)
 template <typename T>
-MatrixT<T> scale_scores(const MatrixT<T>& scores, Eigen::Index d_k);
+MatrixT<T> scale_scores(const MatrixT<T>& scores, T divisor);
 
 // pass 3. allowed(i, j) = (j ≤ i): position i sees itself and the positions before it.
 BoolMatrix causal_mask(Eigen::Index n);

@@ -8,23 +8,28 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 namespace attntrace {
 namespace {
 
-constexpr StageId single_sequence_stages[] = {StageId::inputs, StageId::queries, StageId::keys,
-                                              StageId::values, StageId::scores,  StageId::scaled,
-                                              StageId::masked, StageId::weights, StageId::context};
-constexpr StageId encoder_decoder_stages[] = {StageId::encoder_states, StageId::decoder_states, StageId::projected_decoder,
-                                              StageId::projected_encoder, StageId::scores,    StageId::scaled,
-                                              StageId::masked,          StageId::weights,   StageId::context};
+// The parameters (W_q, W_k, W_v; W_a, U_a, v_a) are shown after the inputs, before the
+// projections they make.
+constexpr StageId single_sequence_stages[] = {StageId::inputs, StageId::parameters, StageId::queries,
+                                              StageId::keys,   StageId::values,     StageId::scores,
+                                              StageId::scaled, StageId::masked,     StageId::weights,
+                                              StageId::context};
+constexpr StageId encoder_decoder_stages[] = {StageId::encoder_states, StageId::decoder_states, StageId::parameters,
+                                              StageId::projected_decoder, StageId::projected_encoder, StageId::scores,
+                                              StageId::scaled,          StageId::masked,           StageId::weights,
+                                              StageId::context};
 
-//                        mode            stages                  pair   learned scaled causal stream score  dim
+//                        mode            stages                  pair   learned scaled causal stream score  dim    scale
 const std::array<ModeSpec, 4> table{{
-    {Mode::plain, single_sequence_stages, false, false, false, false, true, false, false, trace_single_problem},
-    {Mode::self, single_sequence_stages, false, true, true, false, true, false, true, trace_single_problem},
-    {Mode::causal, single_sequence_stages, false, true, true, true, true, false, true, trace_single_problem},
-    {Mode::bahdanau, encoder_decoder_stages, true, false, false, false, false, true, true, trace_bahdanau_problem},
+    {Mode::plain, single_sequence_stages, false, false, false, false, true, false, false, true, trace_single_problem},
+    {Mode::self, single_sequence_stages, false, true, true, false, true, false, true, true, trace_single_problem},
+    {Mode::causal, single_sequence_stages, false, true, true, true, true, false, true, true, trace_single_problem},
+    {Mode::bahdanau, encoder_decoder_stages, true, false, false, false, false, true, true, false, trace_bahdanau_problem},
 }};
 
 // "plain, self or causal": the modes that read what this input holds.
@@ -90,7 +95,25 @@ Mode resolve_mode(const Problem& problem, std::optional<Mode> requested) {
     throw std::logic_error("no mode reads this input");
 }
 
+double scale_divisor(ScaleRule rule, double value, Eigen::Index d_k) {
+    switch (rule) {
+    case ScaleRule::sqrt: return std::sqrt(static_cast<double>(d_k));
+    case ScaleRule::none: return 1;
+    case ScaleRule::value: return value;
+    }
+    return 1;
+}
+
+void check_options_for_mode(const TraceOptions& options) {
+    const ModeSpec& mode = mode_spec(options.mode);
+    if (options.scale && !mode.takes_scale)
+        throw UsageError(fmt::format("--scale: {} mode's scores are used as they are (additive scores pass through tanh); "
+                                     "--scale applies to modes {}",
+                                     mode.name(), modes_reading(false)));
+}
+
 Trace trace(const Problem& problem, const TraceOptions& options) {
+    check_options_for_mode(options);
     Trace result = mode_spec(options.mode).trace(problem, options);
     result.description = problem.description;
     return result;

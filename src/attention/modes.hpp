@@ -18,14 +18,17 @@ struct ModeSpec {
     std::span<const StageId> stages;  // in pipeline order
     bool reads_pair;           // a source and a target (encoder–decoder), else one sentence
     bool learned_projections;  // Q, K, V from W_q, W_k, W_v (else Q = K = V = X)
-    bool scaled;               // scores ÷ √d_k
+    bool scaled;               // scores ÷ √d_k unless --scale says otherwise
     bool causal;               // key j after query i is hidden
     bool streams;              // --summary: the streaming path without n×n matrices
     bool takes_score;          // --score chooses how scores are made
     bool takes_dim;            // --dim sizes generated weights
+    bool takes_scale;          // --scale chooses what the scores are divided by
     Trace (*trace)(const Problem& problem, const TraceOptions& options);
 
     std::string_view name() const { return to_string(mode); }
+    // What the scores are divided by when --scale does not say.
+    ScaleRule default_scale() const { return scaled ? ScaleRule::sqrt : ScaleRule::none; }
 };
 
 const ModeSpec& mode_spec(Mode mode);
@@ -37,6 +40,9 @@ std::vector<std::string> all_stage_names();
 // Throws DataError at /mode when the file's own "mode" does not read the file's shape (a
 // sentence in a file that says bahdanau, say).
 void check_file_mode(const Problem& problem);
+
+// Throws UsageError for an option the mode does not take (--scale in bahdanau mode).
+void check_options_for_mode(const TraceOptions& options);
 
 // Throws the DataError for an input that `mode` cannot read (one sentence for a mode that
 // reads a source and a target, or the other way round), naming the modes that can.

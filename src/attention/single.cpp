@@ -10,8 +10,15 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 namespace attntrace {
 namespace {
+
+struct ScaleSetting {
+    ScaleRule rule;
+    double value;  // the divisor of ScaleRule::value
+};
 
 // Every matrix of single-sequence attention, in pipeline order, in the working precision T.
 template <typename T>
@@ -22,21 +29,29 @@ struct SinglePass {
     std::optional<BoolMatrix> mask;
 };
 
+// What the scores are divided by, in the working precision (the square root rounded once:
+// double rounding of a square root to float is exact).
+template <typename T>
+T divisor_for(const ScaleSetting& scale, Eigen::Index d_k) {
+    return static_cast<T>(scale_divisor(scale.rule, scale.value, d_k));
+}
+
 // Attention itself, as the second lecture lists it: project, score, scale, exclude, softmax,
 // mix. (attention/reference.hpp says the same in plain loops; kernels.hpp holds each step.)
 template <typename T>
-SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const ModeSpec& mode, Normalization normalization) {
+SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const ModeSpec& mode, const ScaleSetting& scale,
+                     Normalization normalization, double temperature) {
     SinglePass<T> p;
     p.x = embeddings.cast<T>();
     p.q = w ? project<T>(p.x, w->query.cast<T>()) : p.x;  // Q = X·W_q
     p.k = w ? project<T>(p.x, w->key.cast<T>()) : p.x;    // K = X·W_k
     p.v = w ? project<T>(p.x, w->value.cast<T>()) : p.x;  // V = X·W_v
     p.scores = dot_scores<T>(p.q, p.k);                   // S = Q·Kᵀ
-    p.scaled = mode.scaled ? scale_scores<T>(p.scores, p.q.cols()) : p.scores;  // S' = S / √d_k
+    p.scaled = scale.rule == ScaleRule::none ? p.scores : scale_scores<T>(p.scores, divisor_for<T>(scale, p.q.cols()));  // S' = S / √d_k
     if (mode.causal) p.mask = causal_mask(p.x.rows());
-    p.masked = p.mask ? apply_mask<T>(p.scaled, *p.mask) : p.scaled;           // −∞ where hidden
-    p.weights = normalize_rows<T>(p.masked, normalization);                      // A = softmax(S'')
-    p.context = weighted_sum<T>(p.weights.weights, p.v);                         // Z = A·V
+    p.masked = p.mask ? apply_mask<T>(p.scaled, *p.mask) : p.scaled;     // −∞ where hidden
+    p.weights = normalize_rows<T>(p.masked, normalization, temperature);  // A = softmax(S'' / T)
+    p.context = weighted_sum<T>(p.weights.weights, p.v);                 // Z = A·V
     return p;
 }
 
@@ -44,15 +59,20 @@ SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const ModeS
 template <typename T>
 class SingleStages {
 public:
-    SingleStages(Trace& trace, const ModeSpec& mode) : trace_(trace), mode_(mode), stages_(trace), tokens_(trace.tokens) {}
+    SingleStages(Trace& trace, const ModeSpec& mode, const ScaleSetting& scale)
+        : trace_(trace), mode_(mode), scale_(scale), stages_(trace), tokens_(trace.tokens) {}
 
-    void record(SinglePass<T> p) {
+    // `w`, when the mode has weights, moves into the trace's parameters.
+    void record(SinglePass<T> p, Projections* w) {
         const Eigen::Index d_in = p.x.cols();
         trace_.dims = {{"d_in", d_in}, {"d_k", p.q.cols()}, {"d_v", p.v.cols()}};
+        trace_.scale_rule = scale_.rule;
+        trace_.scale = static_cast<double>(divisor_for<T>(scale_, p.q.cols()));
         stages_.add(StageId::inputs, "Inputs: one embedding per token", "X", tokens_, numbered("x", d_in), p.x);
+        if (w) record_parameters(std::move(*w));
         record_projections(p);
         record_scores(p);
-        const std::string_view scores_name = !mode_.scaled ? "S" : "S'";
+        const std::string_view scores_name = scale_.rule == ScaleRule::none ? "S" : "S'";
         const MatrixT<T> masked = p.masked;  // the weights' message quotes it
         record_mask(std::move(p.masked), p.mask, scores_name);
         record_weights<T>(stages_, trace_, std::move(p.weights), masked, p.mask ? &*p.mask : nullptr,
@@ -63,6 +83,13 @@ public:
     }
 
 private:
+    void record_parameters(Projections&& w) {
+        trace_.parameters.reserve(3);
+        trace_.parameters.push_back({"W_q", "Q = X·W_q", "x", "q", std::move(w.query)});
+        trace_.parameters.push_back({"W_k", "K = X·W_k", "x", "k", std::move(w.key)});
+        trace_.parameters.push_back({"W_v", "V = X·W_v", "x", "v", std::move(w.value)});
+    }
+
     void record_projections(SinglePass<T>& p) {
         if (!mode_.learned_projections) {
             const auto same = [&](StageId id, std::string_view title, std::string_view formula, std::string_view role) {
@@ -87,12 +114,21 @@ private:
         const Eigen::Index d_k = p.q.cols();
         stages_.add(StageId::scores, "Attention scores: query · key",
                     mode_.learned_projections ? "S = Q·Kᵀ" : "S = X·Xᵀ", tokens_, tokens_, std::move(p.scores));
-        if (!mode_.scaled)
+        switch (scale_.rule) {
+        case ScaleRule::none:
             stages_.skip(StageId::scaled, "Scaled scores", "S' = S", tokens_, tokens_, std::move(p.scaled),
-                         "no scaling: the simplified version uses raw dot products");
-        else
+                         mode_.scaled ? "no scaling: --scale none leaves the scores as they are (the Transformer divides by √d_k)"
+                                      : "no scaling: the simplified version uses raw dot products");
+            return;
+        case ScaleRule::sqrt:
             stages_.add(StageId::scaled, fmt::format("Scaled scores: divided by √d_k = √{}", d_k), "S' = S / √d_k",
                         tokens_, tokens_, std::move(p.scaled));
+            return;
+        case ScaleRule::value:
+            stages_.add(StageId::scaled, fmt::format("Scaled scores: divided by {} (--scale)", scale_.value),
+                        fmt::format("S' = S / {}", scale_.value), tokens_, tokens_, std::move(p.scaled));
+            return;
+        }
     }
 
     void record_mask(MatrixT<T> masked, const std::optional<BoolMatrix>& mask, std::string_view scores_name) {
@@ -106,6 +142,7 @@ private:
 
     Trace& trace_;
     const ModeSpec& mode_;
+    const ScaleSetting& scale_;
     StageBuilder stages_;
     const Labels tokens_;  // shared by every stage
 };
@@ -137,7 +174,8 @@ SingleWeights weights_for(const Sequence& sequence, const std::optional<Projecti
     return w;
 }
 
-Trace trace_with(const Sequence& sequence, const SingleWeights& w, const TraceOptions& options, const std::string& origin) {
+// `w` moves into the trace.
+Trace trace_with(const Sequence& sequence, SingleWeights w, const TraceOptions& options, const std::string& origin) {
     const ModeSpec& mode = mode_spec(options.mode);
     Trace trace;
     trace.origin = origin;
@@ -148,12 +186,16 @@ Trace trace_with(const Sequence& sequence, const SingleWeights& w, const TraceOp
     trace.seed = options.seed;
     trace.notes = w.notes;
     trace.tokens = sequence.tokens;
-    const Projections* projections = w.projections ? &*w.projections : nullptr;
+    trace.temperature = options.temperature;
+    Projections* p = w.projections ? &*w.projections : nullptr;
+    const ScaleSetting scale{options.scale.value_or(mode.default_scale()), options.scale_value};
     if (options.dtype == Dtype::float32)
-        SingleStages<float>(trace, mode).record(attend<float>(sequence.vectors, projections, mode, options.normalization));
+        SingleStages<float>(trace, mode, scale)
+            .record(attend<float>(sequence.vectors, p, mode, scale, options.normalization, options.temperature), p);
     else
-        SingleStages<double>(trace, mode).record(attend<double>(sequence.vectors, projections, mode, options.normalization));
-    if (options.query) trace.worked = work_through(trace, find_query_row(trace.tokens, *options.query), nullptr);
+        SingleStages<double>(trace, mode, scale)
+            .record(attend<double>(sequence.vectors, p, mode, scale, options.normalization, options.temperature), p);
+    if (options.query) trace.worked = work_through(trace, find_query_row(trace.tokens, *options.query));
     return trace;
 }
 
@@ -169,8 +211,8 @@ SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
 }
 
 Trace trace_single_problem(const Problem& problem, const TraceOptions& options) {
-    const SingleSetup setup = setup_single(problem, options);
-    return trace_with(*setup.sequence, setup.weights, options, problem.origin);
+    SingleSetup setup = setup_single(problem, options);
+    return trace_with(*setup.sequence, std::move(setup.weights), options, problem.origin);
 }
 
 Trace trace_single(const Sequence& sequence, const Projections* weights, const TraceOptions& options,

@@ -75,7 +75,8 @@ private:
         if (first == rows * cols) return;
         const Eigen::Index r = first / cols, c = first % cols;
         throw_overflow(trace_.origin, stage.id, stage.rows[static_cast<std::size_t>(r)], r,
-                       stage.cols[static_cast<std::size_t>(c)], c, stage.data(r, c));
+                       stage.cols[static_cast<std::size_t>(c)], c, stage.data(r, c), "the entry",
+                       stage.id == StageId::scaled ? division_overflow_cause(trace_.scale, 1) : std::string(input_too_large));
     }
 
     Trace& trace_;

@@ -39,8 +39,10 @@ void require_finite(const MatrixT<T>& m, StageId stage, const Labels& tokens, st
 // A query row whose summary is not finite had a score that overflowed: find the first such
 // key by recomputing that row's scores, and name the pair as the trace path would.
 template <typename T>
-void require_finite_scores(const StreamResult& result, const MatrixT<T>& q, const MatrixT<T>& k, double scale,
-                           bool causal, const Labels& tokens, const std::string& origin) {
+void require_finite_scores(const StreamResult& result, const MatrixT<T>& q, const MatrixT<T>& k, const Summary& summary,
+                           double scale, bool causal) {
+    const Labels& tokens = summary.tokens;
+    const std::string& origin = summary.origin;
     for (std::size_t i = 0; i < result.queries.size(); ++i) {
         const QuerySummary& s = result.queries[i];
         if (std::isfinite(s.max_weight) && std::isfinite(s.entropy) &&
@@ -49,9 +51,11 @@ void require_finite_scores(const StreamResult& result, const MatrixT<T>& q, cons
             continue;
         const auto row = static_cast<Eigen::Index>(i);
         for (Eigen::Index j = 0; j < (causal ? row + 1 : k.rows()); ++j) {
-            const double score = static_cast<double>(q.row(row).dot(k.row(j))) * scale;
-            if (!std::isfinite(score))
-                throw_overflow(origin, StageId::scores, tokens[i], row, tokens[static_cast<std::size_t>(j)], j, score);
+            const double dot = static_cast<double>(q.row(row).dot(k.row(j)));
+            if (!std::isfinite(dot * scale))
+                throw_overflow(origin, StageId::scores, tokens[i], row, tokens[static_cast<std::size_t>(j)], j, dot * scale,
+                               "the entry", std::isfinite(dot) ? division_overflow_cause(summary.scale, summary.temperature)
+                                                               : std::string(input_too_large));
         }
         throw DataError(fmt::format("{}: the summary of \"{}\" (row {}) is not finite; the input numbers are too large",
                                     origin, printable(tokens[i]), i + 1));
@@ -106,14 +110,17 @@ StreamResult stream(const Sequence& sequence, const std::optional<Projections>& 
     summary.dims = {{"d_in", sequence.vectors.cols()}, {"d_k", keys.cols()}, {"d_v", values.cols()}};
     StreamOptions stream_options;
     const ModeSpec& mode = mode_spec(trace_options.mode);
+    summary.scale_rule = trace_options.scale.value_or(mode.default_scale());
+    summary.scale = scale_divisor(summary.scale_rule, trace_options.scale_value, keys.cols());
+    summary.temperature = trace_options.temperature;
     stream_options.causal = mode.causal;
-    stream_options.scale = mode.scaled ? 1.0 / std::sqrt(static_cast<double>(keys.cols())) : 1.0;
+    // softmax(S / (divisor · T)), as one factor on the scores
+    stream_options.scale = 1.0 / summary.scale / summary.temperature;
     stream_options.top = options.top;
     stream_options.context = options.context;
     stream_options.progress = options.progress;
     StreamResult result = stream_attention<T>(queries, keys, values, stream_options);
-    require_finite_scores<T>(result, queries, keys, stream_options.scale, stream_options.causal, summary.tokens,
-                             summary.origin);
+    require_finite_scores<T>(result, queries, keys, summary, stream_options.scale, stream_options.causal);
     return result;
 }
 

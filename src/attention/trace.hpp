@@ -20,7 +20,13 @@ struct TraceOptions {
     Dtype dtype = Dtype::float64;
     Score score = Score::additive;      // bahdanau mode only
     std::optional<std::string> query;   // --query: work through this row (token or 1-based position)
+    std::optional<ScaleRule> scale;     // --scale; absent: the mode's own (√d_k, or none)
+    double scale_value = 1;             // the divisor of ScaleRule::value
+    double temperature = 1;             // --temperature: softmax(S / T)
 };
+
+// The divisor of the scores: √d_k, 1, or the number given.
+double scale_divisor(ScaleRule rule, double value, Eigen::Index d_k);
 
 // The mode the user meant: --mode, else the file's "mode", else the first mode of the table
 // that reads this input (plain for one sentence, bahdanau for a source and a target). A file

@@ -4,7 +4,9 @@
 #include "attention/kernels.hpp"
 #include "attention/stage_builder.hpp"
 
+#include <cmath>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -12,17 +14,34 @@ namespace attntrace {
 
 // Each row of the scores normalised: softmax, or division by the row sum. `bad_row` is the
 // first row whose sum cannot divide (sum normalisation only); its weights are left at 0.
+// `overflow` is the first finite score that S / T made infinite (a temperature below 1).
 template <typename T>
 struct Normalized {
     MatrixT<T> weights;
     std::optional<Eigen::Index> bad_row;
+    std::optional<std::pair<Eigen::Index, Eigen::Index>> overflow;
 };
 
+// The first entry that is finite in `before` but not in `after`.
 template <typename T>
-Normalized<T> normalize_rows(const MatrixT<T>& scores, Normalization normalization) {
+std::optional<std::pair<Eigen::Index, Eigen::Index>> first_new_infinity(const MatrixT<T>& before, const MatrixT<T>& after) {
+    for (Eigen::Index r = 0; r < before.rows(); ++r)
+        for (Eigen::Index c = 0; c < before.cols(); ++c)
+            if (std::isfinite(before(r, c)) && !std::isfinite(after(r, c))) return std::pair{r, c};
+    return std::nullopt;
+}
+
+// Softmax divides the scores by the temperature T first (softmax(S / T)); dividing by the
+// row sum is the same for any T, so it ignores it.
+template <typename T>
+Normalized<T> normalize_rows(const MatrixT<T>& scores, Normalization normalization, double temperature) {
     Normalized<T> out;
-    if (normalization == Normalization::softmax) {
+    if (normalization == Normalization::softmax && temperature == 1) {
         out.weights = row_softmax<T>(scores);
+    } else if (normalization == Normalization::softmax) {
+        const MatrixT<T> tempered = scale_scores<T>(scores, static_cast<T>(temperature));
+        out.overflow = first_new_infinity<T>(scores, tempered);
+        if (!out.overflow) out.weights = row_softmax<T>(tempered);
     } else if (const Eigen::Index bad = row_sum_normalize<T>(scores, out.weights); bad >= 0) {
         out.bad_row = bad;
     }
@@ -43,6 +62,12 @@ struct WeightsNames {
 template <typename T>
 void record_weights(StageBuilder& stages, Trace& trace, Normalized<T> normalized, const MatrixT<T>& scores,
                     const BoolMatrix* mask, const WeightsNames& names, Labels rows, Labels cols) {
+    if (normalized.overflow) {
+        const auto [r, c] = *normalized.overflow;
+        throw_overflow(trace.origin, StageId::weights, rows[static_cast<std::size_t>(r)], r, cols[static_cast<std::size_t>(c)],
+                       c, static_cast<double>(scores(r, c) / static_cast<T>(trace.temperature)),
+                       fmt::format("{} / T", names.scores), division_overflow_cause(1, trace.temperature));
+    }
     if (normalized.bad_row) {
         const Eigen::Index bad = *normalized.bad_row;
         const auto finite = scores.row(bad).unaryExpr([](T s) { return std::isfinite(s) ? s : T(0); });
@@ -52,10 +77,17 @@ void record_weights(StageBuilder& stages, Trace& trace, Normalized<T> normalized
             trace.origin, rows[static_cast<std::size_t>(bad)], bad + 1, static_cast<double>(finite.sum())));
     }
     const bool softmax = trace.normalization == Normalization::softmax;
+    const bool tempered = softmax && trace.temperature != 1;
     std::string title = softmax ? "Attention weights: softmax of each row" : "Attention weights: each row divided by its sum";
+    if (tempered) title += fmt::format(" at temperature T = {}", trace.temperature);
     if (!names.title_detail.empty()) title += " — " + names.title_detail;
-    const std::string formula = softmax ? fmt::format("{} = softmax({}) per row", names.weights, names.scores)
-                                        : fmt::format("{} = {} / (row sum of {})", names.weights, names.scores, names.scores);
+    const std::string formula = !softmax  ? fmt::format("{} = {} / (row sum of {})", names.weights, names.scores, names.scores)
+                                : tempered ? fmt::format("{} = softmax({} / T) per row", names.weights, names.scores)
+                                           : fmt::format("{} = softmax({}) per row", names.weights, names.scores);
+    if (!softmax && trace.temperature != 1)
+        trace.notes.push_back(fmt::format("--temperature {} changes nothing here: dividing by the row sum gives the "
+                                          "same weights for scores divided by any T (softmax is the one that changes)",
+                                          trace.temperature));
     if (!softmax && (normalized.weights.array() < 0).any())
         trace.notes.push_back("some scores are negative, so dividing by the row sum gives negative "
                               "weights; softmax (the default) always gives weights in [0, 1]");

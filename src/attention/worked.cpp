@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -27,8 +28,23 @@ std::vector<LabelledVector> labelled_rows(const Stage& stage, std::string_view s
     return out;
 }
 
-// Softmax written out over the visible entries of `scores`, and the other way to mask:
-// softmax over every entry of `unmasked`, zero the hidden ones, divide by what is left.
+// e^x of each visible entry and their sum; none when one of them overflows.
+std::optional<std::vector<double>> plain_exps(const std::vector<double>& scores, const std::vector<bool>& allowed, double& sum) {
+    std::vector<double> exps(scores.size(), 0.0);
+    sum = 0;
+    for (std::size_t j = 0; j < scores.size(); ++j)
+        if (allowed.empty() || allowed[j]) {
+            exps[j] = std::exp(scores[j]);
+            if (!std::isfinite(exps[j])) return std::nullopt;
+            sum += exps[j];
+        }
+    if (!std::isfinite(sum)) return std::nullopt;
+    return exps;
+}
+
+// Softmax written out over the visible entries of `scores`: as a learner computes it (e^s)
+// and as attntrace does (e^(s − max)); and the other way to mask: softmax over every entry of
+// `unmasked`, zero the hidden ones, divide by what is left.
 void work_normalisation(WorkedExample& w, const std::vector<double>& scores,
                         const std::vector<double>& unmasked) {
     const auto visible = [&](std::size_t j) { return w.allowed.empty() || w.allowed[j]; };
@@ -39,6 +55,7 @@ void work_normalisation(WorkedExample& w, const std::vector<double>& scores,
             if (visible(j)) w.sum += scores[j];
         return;
     }
+    w.exps_unshifted = plain_exps(scores, w.allowed, w.sum_unshifted);
     w.max = -std::numeric_limits<double>::infinity();
     for (std::size_t j = 0; j < n; ++j)
         if (visible(j)) w.max = std::max(w.max, scores[j]);
@@ -63,6 +80,12 @@ void work_normalisation(WorkedExample& w, const std::vector<double>& scores,
             if (visible(j)) w.zeroed_then_renormalised[j] = all[j] / all_sum / kept;
 }
 
+// Each entry ÷ T (the softmax temperature).
+std::vector<double> divided(std::vector<double> values, double t) {
+    for (double& v : values) v /= t;
+    return values;
+}
+
 // The mask of the row (when the mode applies one, with why) and the normalisation after it.
 void work_mask_and_weights(WorkedExample& w, const Stage& masked, std::string_view reason) {
     if (masked.applied) {
@@ -70,7 +93,36 @@ void work_mask_and_weights(WorkedExample& w, const Stage& masked, std::string_vi
         w.allowed.assign(allowed.begin(), allowed.end());
         w.mask_reason = reason;
     }
-    work_normalisation(w, row_of(masked, w.row), w.scaled);
+    if (w.normalization == Normalization::softmax && w.temperature != 1) {
+        w.tempered = divided(row_of(masked, w.row), w.temperature);
+        work_normalisation(w, w.tempered, divided(w.scaled, w.temperature));
+    } else {
+        work_normalisation(w, row_of(masked, w.row), w.scaled);
+    }
+}
+
+// output = input·W, column by column, with W the trace's parameter `name`; appended to the
+// inputs as "output = input·W" too.
+void add_projection(WorkedExample& w, const Trace& trace, const std::string& output, std::string_view name,
+                    std::vector<double> result) {
+    const Matrix& m = trace.parameter(name).data;
+    const LabelledVector input = w.inputs.front();
+    const std::string product = fmt::format("{}·{}", input.label, name);
+    w.inputs.push_back({output == product ? product : fmt::format("{} = {}", output, product), result});
+    WorkedProjection out{output, input.label, std::string(name), input.values, {}, std::move(result)};
+    for (Eigen::Index k = 0; k < m.cols(); ++k) {
+        const auto column = m.col(k);
+        out.columns.emplace_back(column.begin(), column.end());
+    }
+    w.projections.push_back(std::move(out));
+}
+
+// How this run scaled its scores (the mode's own rule or --scale's).
+void work_scale(WorkedExample& w, const Trace& trace, Eigen::Index d_k) {
+    w.scale_rule = trace.scale_rule;
+    w.scale_given = trace.scale_rule != mode_spec(trace.mode).default_scale() || trace.scale_rule == ScaleRule::value;
+    w.divisor = trace.scale;
+    if (trace.scale_rule == ScaleRule::sqrt) w.d_k = d_k;
 }
 
 void work_single(WorkedExample& w, const Trace& trace) {
@@ -79,17 +131,19 @@ void work_single(WorkedExample& w, const Trace& trace) {
     const Stage& keys = trace.at(StageId::keys);
     const Stage& queries = trace.at(StageId::queries);
     w.inputs.push_back({fmt::format("x_{}", w.query), row_of(trace.at(StageId::inputs), i)});
-    if (!plain) w.inputs.push_back({fmt::format("q_{} = x_{}·W_q", w.query, w.query), row_of(queries, i)});
+    if (!plain) {
+        add_projection(w, trace, fmt::format("q_{}", w.query), "W_q", row_of(queries, i));
+    }
     for (Eigen::Index j = 0; j < keys.row_count(); ++j)
         w.dots.push_back({w.keys[static_cast<std::size_t>(j)], row_of(queries, i), row_of(keys, j),
                           trace.at(StageId::scores).data(i, j)});
-    if (!plain) w.d_k = queries.col_count();
+    work_scale(w, trace, queries.col_count());
     w.scaled = row_of(trace.at(StageId::scaled), i);
     work_mask_and_weights(w, trace.at(StageId::masked), "they come after it, and a causal model must not see the future");
     w.values = labelled_rows(trace.at(StageId::values), plain ? "x" : "v");
 }
 
-void work_bahdanau(WorkedExample& w, const Trace& trace, const AdditiveWeights* additive) {
+void work_bahdanau(WorkedExample& w, const Trace& trace) {
     const Eigen::Index t = w.row;
     const Stage& decoder = trace.at(StageId::decoder_states);
     const Stage& encoder = trace.at(StageId::encoder_states);
@@ -98,9 +152,9 @@ void work_bahdanau(WorkedExample& w, const Trace& trace, const AdditiveWeights* 
     w.inputs.push_back({fmt::format("s_{}", w.query), row_of(decoder, t)});
     switch (trace.score) {
     case Score::additive: {
-        w.inputs.push_back({fmt::format("s_{}·W_a", w.query), row_of(projected_decoder, t)});
+        add_projection(w, trace, fmt::format("s_{}·W_a", w.query), "W_a", row_of(projected_decoder, t));
         const Stage& projected_encoder = trace.at(StageId::projected_encoder);
-        const auto v = additive->v_a;
+        const auto v = trace.parameter("v_a").data.row(0);
         w.v_a.assign(v.begin(), v.end());
         for (Eigen::Index j = 0; j < encoder.row_count(); ++j) {
             WorkedAdditive a{w.keys[static_cast<std::size_t>(j)], row_of(projected_encoder, j), {}, {}, scores.data(t, j)};
@@ -114,13 +168,15 @@ void work_bahdanau(WorkedExample& w, const Trace& trace, const AdditiveWeights* 
     }
     case Score::dot:
     case Score::general:
-        if (trace.score == Score::general)
-            w.inputs.push_back({fmt::format("s_{}·W", w.query), row_of(projected_decoder, t)});
+        if (trace.score == Score::general) {
+            add_projection(w, trace, fmt::format("s_{}·W", w.query), "W", row_of(projected_decoder, t));
+        }
         for (Eigen::Index j = 0; j < encoder.row_count(); ++j)
             w.dots.push_back({w.keys[static_cast<std::size_t>(j)], w.inputs.back().values,
                               row_of(encoder, j), scores.data(t, j)});
         break;
     }
+    work_scale(w, trace, 0);
     w.scaled = row_of(scores, t);
     work_mask_and_weights(w, trace.at(StageId::masked), "source.mask hides them");
     w.values = labelled_rows(encoder, "h");
@@ -128,16 +184,17 @@ void work_bahdanau(WorkedExample& w, const Trace& trace, const AdditiveWeights* 
 
 }  // namespace
 
-WorkedExample work_through(const Trace& trace, Eigen::Index row, const AdditiveWeights* additive) {
+WorkedExample work_through(const Trace& trace, Eigen::Index row) {
     WorkedExample w;
     w.mode = trace.mode;
     w.score = trace.score;
     w.normalization = trace.normalization;
+    w.temperature = trace.temperature;
     w.row = row;
     const Stage& weights = trace.at(StageId::weights);
     w.query = weights.rows[static_cast<std::size_t>(row)];
     w.keys = weights.cols;
-    if (mode_spec(trace.mode).reads_pair) work_bahdanau(w, trace, additive);
+    if (mode_spec(trace.mode).reads_pair) work_bahdanau(w, trace);
     else work_single(w, trace);
     w.weights = row_of(weights, row);
     w.context = row_of(trace.at(StageId::context), row);
@@ -147,6 +204,21 @@ WorkedExample work_through(const Trace& trace, Eigen::Index row, const AdditiveW
 Eigen::Index find_query_row(const std::vector<std::string>& tokens, const std::string& spec) {
     for (std::size_t i = 0; i < tokens.size(); ++i)
         if (tokens[i] == spec) return static_cast<Eigen::Index>(i);
+    // Ignoring case: the first token of one spelling; two spellings ("The", "the") are ambiguous.
+    const std::string folded = fold_case(spec);
+    std::vector<std::size_t> matches;
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+        if (fold_case(tokens[i]) == folded &&
+            std::none_of(matches.begin(), matches.end(), [&](std::size_t m) { return tokens[m] == tokens[i]; }))
+            matches.push_back(i);
+    if (matches.size() == 1) return static_cast<Eigen::Index>(matches.front());
+    if (matches.size() > 1) {
+        std::string found;
+        for (std::size_t k = 0; k < matches.size() && k < 8; ++k)
+            found += fmt::format("{}\"{}\" (position {})", k ? ", " : "", printable(tokens[matches[k]], 24), matches[k] + 1);
+        throw UsageError(fmt::format("--query: \"{}\" matches {}{} when case is ignored; give one as spelled, or its position",
+                                     printable(spec, 24), found, matches.size() > 8 ? ", …" : ""));
+    }
     std::size_t position = 0;
     const char* end = spec.data() + spec.size();
     if (const auto [stop, error] = std::from_chars(spec.data(), end, position);

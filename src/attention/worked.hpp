@@ -10,11 +10,9 @@
 
 namespace attntrace {
 
-struct AdditiveWeights;
-
-// The worked example of `row` in a traced single-sequence or bahdanau problem. The trace
-// supplies every matrix; `additive` supplies v_a for bahdanau's additive score.
-WorkedExample work_through(const Trace& trace, Eigen::Index row, const AdditiveWeights* additive);
+// The worked example of `row` in a traced single-sequence or bahdanau problem: the trace
+// supplies every matrix, its parameters included.
+WorkedExample work_through(const Trace& trace, Eigen::Index row);
 
 // Finds the query row: the first token spelled exactly `spec`, else a 1-based position.
 // Throws UsageError naming the tokens when neither fits.

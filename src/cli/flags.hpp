@@ -17,12 +17,31 @@
 #include <CLI/CLI.hpp>
 
 #include <charconv>
+#include <cmath>
+#include <tuple>
+#include <utility>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
 namespace attntrace {
+
+// A finite number > 0, written in full ("0.5", "2", "1e-3").
+inline std::optional<double> positive_number(const std::string& text) {
+    double value = 0;
+    const char* end = text.data() + text.size();
+    const auto [stop, error] = std::from_chars(text.data(), end, value);
+    if (error != std::errc() || stop != end || !std::isfinite(value) || !(value > 0)) return std::nullopt;
+    return value;
+}
+
+// --scale: "sqrt", "none" or a positive number (the divisor).
+inline std::optional<std::pair<ScaleRule, double>> parse_scale(const std::string& text) {
+    if (const auto rule = parse_enum<ScaleRule>(text); rule && *rule != ScaleRule::value) return std::pair{*rule, 1.0};
+    if (const auto value = positive_number(text)) return std::pair{ScaleRule::value, *value};
+    return std::nullopt;
+}
 
 // A whole number in [0, 2⁶⁴): CLI11 would wrap "-1" and saturate "99999999999999999999".
 inline const CLI::Validator whole_number_u64(
@@ -49,6 +68,7 @@ CLI::Option* add_enum(CLI::App& app, const std::string& flags, std::string& valu
 struct OutputFlags {
     std::string format = "table";
     std::string color = "auto";
+    std::string shade = "row";
     int width = -1;
     int digits = 4;
     std::optional<std::string> path;  // -o FILE
@@ -69,7 +89,7 @@ struct LimitFlags {
 
 // How attention is computed: shared by the trace and compare commands.
 struct TraceFlags {
-    std::string mode, normalize = "softmax", score = "additive", dtype = "float64";
+    std::string mode, normalize = "softmax", score = "additive", dtype = "float64", scale;
     long long dim = 0;
     int threads = 0;
     TraceOptions options;
@@ -88,6 +108,9 @@ inline void OutputFlags::add_to(CLI::App& app) {
     app.add_option("--color", color, "shade scores and weights in tables: auto (a terminal, NO_COLOR unset), always, never")
         ->check(CLI::IsMember({"auto", "always", "never"}))
         ->capture_default_str();
+    add_enum<Shade>(app, "--shade", shade,
+                    "shade each weight against its own row (a row is one distribution) or the whole table")
+        ->capture_default_str();
     add_output_path(app, path);
 }
 
@@ -96,6 +119,7 @@ inline void OutputFlags::apply(RenderOptions& render) const {
     render.digits = digits;
     render.width = width >= 0 ? static_cast<std::size_t>(width) : output_width();
     render.color = color == "always" || (color == "auto" && color_wanted());
+    render.shade = *parse_enum<Shade>(shade);
 }
 
 inline void LimitFlags::add_to(CLI::App& app, bool reads_input) {
@@ -135,12 +159,30 @@ inline void TraceFlags::add_to(CLI::App& app) {
     app.add_option("--threads", threads, "OpenMP threads (default: all cores); the output is the same for any")
         ->check(CLI::Range(1, max_threads));
     add_enum<Dtype>(app, "--dtype", dtype, "compute in float64 (default) or float32 (faster for long inputs)")->capture_default_str();
+    app.add_option("--scale", scale,
+                   "divide the scores by sqrt (√d_k), none, or a positive number (default: sqrt in self and causal "
+                   "modes, none in plain)")
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+                return parse_scale(text) ? std::string()
+                                         : "expected sqrt, none or a positive number such as 8, found " + text;
+            },
+            "SCALE"));
+    app.add_option("--temperature", options.temperature,
+                   "softmax of scores ÷ T: T < 1 sharpens the weights, T > 1 flattens them")
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+                return positive_number(text) ? std::string() : "expected a positive number such as 0.5 or 2, found " + text;
+            },
+            "T"))
+        ->capture_default_str();
 }
 
 inline std::optional<Mode> TraceFlags::requested_mode() const { return mode.empty() ? std::nullopt : parse_enum<Mode>(mode); }
 
 inline TraceOptions TraceFlags::apply() const {
     TraceOptions o = options;
+    if (!scale.empty()) std::tie(o.scale, o.scale_value) = *parse_scale(scale);
     o.normalization = *parse_enum<Normalization>(normalize);  // CLI11 has checked the names
     o.score = *parse_enum<Score>(score);
     if (dim > 0) o.dim = dim;

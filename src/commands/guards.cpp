@@ -75,9 +75,11 @@ std::uint64_t trace_bytes(const WorkShape& s, Dtype dtype, const RenderOptions& 
     const double stages = 4 * cells * 8 + matrix_bytes(s) * 8;                       // stored as double
     const double working = 3 * cells * element_size(dtype) + matrix_bytes(s) * element_size(dtype);
     const double masks = 3 * cells;
-    const double weights = 3 * s.d_in * std::max(s.d_k, s.d_v) * 8 * 2;
+    // W_q, W_k, W_v: generated or copied from the input, converted for the products, and kept
+    // by the trace to show them
+    const double weights = 3 * s.d_in * std::max(s.d_k, s.d_v) * 8 * 3;
     const double text = widest * text_per_cell(render) + rendered_label_bytes(s, render);
-    const double output = (4 * cells + matrix_bytes(s)) * 26 +
+    const double output = (4 * cells + matrix_bytes(s) + 3 * s.d_in * std::max(s.d_k, s.d_v)) * 26 +
                           (render.format == Format::json ? 2 * s.label_bytes * stages_with_labels : 0);
     return static_cast<std::uint64_t>(stages + working + masks + weights + s.label_bytes * label_copies + text +
                                       std::min(held_output, output) + (svg ? cells * svg_per_cell : 0));

@@ -24,9 +24,10 @@ enum class StageId {
     encoder_states, decoder_states, projected_decoder, projected_encoder,       // bahdanau
     scores, scaled, masked, weights, context,                                   // every mode
     dot, cosine,                                                                // similarity's tables
+    parameters,  // the weights a run uses: a section of their own, not a stage of the trace
 };
 
-inline constexpr NameTable<StageId, 15> stage_names{{
+inline constexpr NameTable<StageId, 16> stage_names{{
     {StageId::inputs, "inputs"},
     {StageId::queries, "queries"},
     {StageId::keys, "keys"},
@@ -42,6 +43,7 @@ inline constexpr NameTable<StageId, 15> stage_names{{
     {StageId::context, "context"},
     {StageId::dot, "dot"},
     {StageId::cosine, "cosine"},
+    {StageId::parameters, "parameters"},
 }};
 constexpr const auto& names_of(StageId) { return stage_names; }
 
@@ -66,6 +68,18 @@ struct Stage {
     bool is_masked(Eigen::Index r, Eigen::Index c) const { return allowed && !(*allowed)(r, c); }
 };
 
+// A learned matrix a run uses (W_q, W_a, …), as given in the input or generated: rows as in
+// the input (d_in × d_k, the row-vector convention).
+struct Parameter {
+    std::string name;     // "W_q"
+    std::string formula;  // where it is used: "Q = X·W_q"
+    // The rows and columns are labelled "x1" … and "q1" …: the prefixes, the labels being made
+    // only when a table shows them (a wide matrix has many).
+    std::string row_prefix, col_prefix;
+    Matrix data;         // one row for a vector
+    bool vector = false;  // a vector in the input (v_a): one row labelled with the name
+};
+
 // What a run is: shared by the products that describe one (a trace, a summary) and written
 // once by each format's heading.
 struct RunHeader {
@@ -80,6 +94,9 @@ struct RunHeader {
     // Things the learner should know about this run that no single stage shows (one line each).
     std::vector<std::string> notes;
     Dims dims;                // ("d_in", 3), ("d_k", 2), …
+    ScaleRule scale_rule = ScaleRule::none;  // what the scores are divided by
+    double scale = 1;                        // that divisor (√d_k, 1 or the number given)
+    double temperature = 1;                  // softmax(S / T)
 };
 
 struct Trace : RunHeader {
@@ -88,8 +105,15 @@ struct Trace : RunHeader {
     Labels source_tokens;
     Labels target_tokens;
     std::vector<Stage> stages;
+    std::vector<Parameter> parameters;    // the weights the run uses (none in plain mode)
     std::optional<WorkedExample> worked;  // --query: one row's arithmetic
 
+    // The parameter called `name` ("W_q"); std::out_of_range when the run has none by that name.
+    const Parameter& parameter(std::string_view name) const {
+        for (const auto& p : parameters)
+            if (p.name == name) return p;
+        throw std::out_of_range("no parameter " + std::string(name));
+    }
     const Stage* find(StageId id) const {
         for (const auto& stage : stages)
             if (stage.id == id) return &stage;

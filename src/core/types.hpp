@@ -21,6 +21,8 @@ enum class Dtype { float64, float32 };
 enum class Score { additive, dot, general };
 // Where the projection weights of a run came from.
 enum class WeightsOrigin { none, file, generated };
+// What the scores are divided by (--scale): √d_k, nothing, or a number given.
+enum class ScaleRule { sqrt, none, value };
 
 template <typename E, std::size_t N>
 using NameTable = std::array<std::pair<E, std::string_view>, N>;
@@ -30,12 +32,14 @@ inline constexpr NameTable<Mode, 4> mode_names{{
 inline constexpr NameTable<Normalization, 2> normalization_names{{{Normalization::softmax, "softmax"}, {Normalization::sum, "sum"}}};
 inline constexpr NameTable<Dtype, 2> dtype_names{{{Dtype::float64, "float64"}, {Dtype::float32, "float32"}}};
 inline constexpr NameTable<Score, 3> score_names{{{Score::additive, "additive"}, {Score::dot, "dot"}, {Score::general, "general"}}};
+inline constexpr NameTable<ScaleRule, 3> scale_rule_names{{{ScaleRule::sqrt, "sqrt"}, {ScaleRule::none, "none"}, {ScaleRule::value, "value"}}};
 
 // The table of an enum, found by overload.
 constexpr const auto& names_of(Mode) { return mode_names; }
 constexpr const auto& names_of(Normalization) { return normalization_names; }
 constexpr const auto& names_of(Dtype) { return dtype_names; }
 constexpr const auto& names_of(Score) { return score_names; }
+constexpr const auto& names_of(ScaleRule) { return scale_rule_names; }
 
 // An enum with a table of names (found by names_of).
 template <typename E>

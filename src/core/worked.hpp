@@ -16,6 +16,17 @@ struct LabelledVector {
     std::vector<double> values;
 };
 
+// A projected vector written out column by column: result_k = Σ_i input_i·W_ik, the input
+// row times column k of W (Q = X·W_q, row by row).
+struct WorkedProjection {
+    std::string output;                        // "q_journey"
+    std::string input_label;                   // "x_journey"
+    std::string matrix;                        // "W_q"
+    std::vector<double> input;
+    std::vector<std::vector<double>> columns;  // column k of the matrix
+    std::vector<double> result;                // as the trace holds it
+};
+
 // One score written out: a · b = Σ_k a_k·b_k (single-sequence modes, Luong's dot and general).
 struct WorkedDot {
     std::string key;
@@ -42,17 +53,28 @@ struct WorkedExample {
     std::vector<std::string> keys;  // the column labels (keys, or source tokens)
 
     std::vector<LabelledVector> inputs;  // vectors the query side starts from (x_i, q_i, s_t, s·W_a)
+    std::vector<WorkedProjection> projections;  // q_i = x_i·W_q (or s·W_a, s·W) column by column
     std::vector<WorkedDot> dots;          // scores as sums of products
     std::vector<WorkedAdditive> additive;  // bahdanau's additive scores
     std::vector<double> v_a;               // additive: the vector that weighs the features
 
-    std::optional<std::int64_t> d_k;  // scaling: divided by √d_k
+    ScaleRule scale_rule = ScaleRule::none;  // what the scores were divided by
+    bool scale_given = false;         // by --scale rather than the mode's own rule
+    double divisor = 1;               // √d_k, the number given, or 1
+    std::optional<std::int64_t> d_k;  // the d_k under the root (ScaleRule::sqrt)
     std::vector<double> scaled;       // scores after scaling (equal to the scores when none)
+    double temperature = 1;           // softmax(scaled / T)
+    std::vector<double> tempered;     // scaled / T, when T ≠ 1 (softmax only)
 
     std::vector<bool> allowed;  // empty: no mask
     std::string mask_reason;    // why the excluded keys are excluded
 
-    // softmax: the row max, each score minus it, each exp, their sum, the weights
+    // softmax as a learner computes it by hand: e^s of each visible score and their sum;
+    // none when some e^s overflows (a score above about 709)
+    std::optional<std::vector<double>> exps_unshifted;
+    double sum_unshifted = 0;
+    // softmax as computed, for numerical safety: the row max, each score minus it, each exp,
+    // their sum, the weights
     double max = 0;
     std::vector<double> shifted, exps;
     double sum = 0;  // Σ exp (softmax) or Σ scores (sum normalisation)

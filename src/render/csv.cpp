@@ -65,14 +65,32 @@ void write_stage(const Stage& stage, const RenderOptions& options, std::ostream&
     for (std::size_t r = 0; r < text.rows.size(); ++r) write_cells(out, text, r);
 }
 
+// A block per matrix, like a stage's: `stage,parameters`, `formula,NAME: …`, then the table;
+// a mode without parameters says so in one block.
+void write_parameters(const Trace& trace, const RenderOptions& options, std::ostream& out) {
+    if (trace.parameters.empty()) {
+        write_row(out, "stage", {"parameters"});
+        write_row(out, "formula", {""});
+        write_row(out, "applied", {"false", parameters_heading(trace)});
+        return;
+    }
+    for (std::size_t i = 0; i < trace.parameters.size(); ++i) {
+        if (i > 0) out << '\n';
+        Stage table = parameter_table(trace.parameters[i]);
+        table.formula = trace.parameters[i].name + ": " + table.formula;
+        write_stage(table, options, out);
+    }
+}
+
 class CsvRenderer final : public TextRenderer {
 public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
         bool first = true;
-        for (const Stage* stage : selected_stages(trace, options)) {
+        for (const StageId id : shown_stages(trace, options)) {
             if (!first) out << '\n';
             first = false;
-            write_stage(*stage, options, out);
+            if (id == StageId::parameters) write_parameters(trace, options, out);
+            else write_stage(trace.at(id), options, out);
         }
     }
 

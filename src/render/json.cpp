@@ -33,10 +33,13 @@ void write_header(JsonWriter& json, const RunHeader& run, std::string_view schem
     json.key("notes").strings(run.notes);
 }
 
-void write_dims(JsonWriter& json, const Dims& dims) {
+// The dims, and how the scores were scaled and the weights tempered.
+void write_dims(JsonWriter& json, const RunHeader& run) {
     json.key("dims").object(Layout::inline_);
-    for (const auto& [name, value] : dims) json.key(name).integer(value);
+    for (const auto& [name, value] : run.dims) json.key(name).integer(value);
     json.end();
+    json.key("scale").object(Layout::inline_).key("rule").string(to_string(run.scale_rule)).key("divisor").number(run.scale, Dtype::float64).end();
+    json.key("temperature").number(run.temperature, Dtype::float64);
 }
 
 void write_labelled(JsonWriter& json, const std::vector<LabelledVector>& vectors, Dtype dtype) {
@@ -76,6 +79,12 @@ void write_worked_scores(JsonWriter& json, const WorkedExample& w, Dtype dtype) 
 void write_worked_weights(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
     json.key("normalize").string(to_string(w.normalization));
     if (w.normalization == Normalization::softmax) {
+        json.key("exp_unshifted");  // e^s as by hand; null when one overflows
+        if (w.exps_unshifted) json.numbers(*w.exps_unshifted, dtype);
+        else json.null();
+        json.key("sum_unshifted");
+        if (w.exps_unshifted) json.number(w.sum_unshifted, dtype);
+        else json.null();
         json.key("max").number(w.max, dtype);  // −∞ (null) when every key is masked
         json.key("shifted").numbers(w.shifted, dtype);
         json.key("exp").numbers(w.exps, dtype);
@@ -93,11 +102,25 @@ void write_worked(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
     json.key("keys").strings(w.keys);
     json.key("inputs");
     write_labelled(json, w.inputs, dtype);
+    json.key("projections").array();
+    for (const auto& p : w.projections) {
+        json.object(Layout::inline_).key("output").string(p.output).key("input").string(p.input_label);
+        json.key("matrix").string(p.matrix).key("columns").array(Layout::inline_);
+        for (const auto& column : p.columns) json.numbers(column, Dtype::float64);  // as given
+        json.end().key("result").numbers(p.result, dtype).end();
+    }
+    json.end();
     write_worked_scores(json, w, dtype);
+    json.key("scale").object(Layout::inline_).key("rule").string(to_string(w.scale_rule));
+    json.key("divisor").number(w.divisor, Dtype::float64).end();
     json.key("d_k");
     if (w.d_k) json.integer(*w.d_k);
     else json.null();
     json.key("scaled").numbers(w.scaled, dtype);
+    json.key("temperature").number(w.temperature, Dtype::float64);
+    json.key("tempered");
+    if (w.tempered.empty()) json.null();
+    else json.numbers(w.tempered, dtype);
     json.key("mask");
     if (w.allowed.empty()) {
         json.null();
@@ -180,10 +203,21 @@ public:
             } else {
                 json.key("tokens").strings(trace.tokens);
             }
-            write_dims(json, trace.dims);
+            write_dims(json, trace);
+            const std::vector<StageId> shown = shown_stages(trace, options);
+            if (std::find(shown.begin(), shown.end(), StageId::parameters) != shown.end()) {
+                json.key("parameters").object();
+                for (const auto& p : trace.parameters) {  // as given: exact, a vector as a vector
+                    json.key(p.name);
+                    if (p.vector) json.numbers(p.data.row(0), Dtype::float64);
+                    else json.matrix(p.data, Dtype::float64);
+                }
+                json.end();
+            }
             json.key("stages").array();
-            for (const Stage* stage : selected_stages(trace, options)) {
-                write_stage(json, trace, *stage, options);
+            for (const StageId id : shown) {
+                if (id == StageId::parameters) continue;  // the "parameters" object above
+                write_stage(json, trace, trace.at(id), options);
                 flush(out, os);  // stage by stage: a large trace never holds two copies of its text
             }
             json.end();
@@ -199,7 +233,7 @@ public:
             write_header(json, s, "attntrace.summary/1");
             json.key("n").integer(static_cast<std::int64_t>(s.queries.size()));
             json.key("top").integer(static_cast<std::int64_t>(s.top));
-            write_dims(json, s.dims);
+            write_dims(json, s);
             json.key("queries").array();
             for (std::size_t i = 0; i < s.queries.size(); ++i) {
                 const QuerySummary& q = s.queries[i];

@@ -75,28 +75,44 @@ void write_stage(const Stage& stage, const RenderOptions& options, const std::ve
 }
 
 
+// "## parameters", where they came from, then each matrix as a pipe table.
+void write_parameters(const Trace& trace, const RenderOptions& options, std::ostream& out) {
+    out << "## parameters\n\n" << markdown_cell(parameters_heading(trace)) << "\n\n";
+    for (const auto& p : trace.parameters) {
+        out << fmt::format("`{}` — {}\n\n", p.formula, p.name);
+        write_table(parameter_table(p), options, out);
+        out << '\n';
+    }
+}
+
 class MarkdownRenderer final : public TextRenderer {
 public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
-    const std::string tokens = mode_spec(trace.mode).reads_pair
-                                   ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(),
-                                                 trace.target_tokens.size())
-                                   : fmt::format("{} tokens", trace.tokens.size());
-    out << fmt::format("# attntrace: {} mode, {} ({})\n\n", to_string(trace.mode), tokens, markdown_cell(trace.origin));
-    if (!trace.description.empty()) out << '*' << markdown_cell(trace.description) << "*\n\n";
-    for (const auto& note : trace.notes) out << "> Note: " << markdown_cell(note) << "\n\n";
-    if (trace.weights == WeightsOrigin::generated)
-        out << fmt::format("> Weights generated from seed {} (splitmix64), not learned.\n\n", trace.seed);
-    for (const Stage* stage : selected_stages(trace, options))
-        write_stage(*stage, options, options.explain ? explanation(trace, *stage) : std::vector<std::string>{}, out);
-    if (trace.worked) {
-        const auto lines = worked_lines(*trace.worked, options.digits);
-        const std::string fence = code_fence(lines);
-        out << "## worked example\n\n" << fence << "text\n";
-        for (const auto& line : lines) out << line << '\n';
-        out << fence << '\n';
+        const std::string tokens = mode_spec(trace.mode).reads_pair
+                                       ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(),
+                                                     trace.target_tokens.size())
+                                       : fmt::format("{} tokens", trace.tokens.size());
+        out << fmt::format("# attntrace: {} mode, {} ({})\n\n", to_string(trace.mode), tokens, markdown_cell(trace.origin));
+        if (!trace.description.empty()) out << '*' << markdown_cell(trace.description) << "*\n\n";
+        for (const auto& note : trace.notes) out << "> Note: " << markdown_cell(note) << "\n\n";
+        if (trace.weights == WeightsOrigin::generated)
+            out << fmt::format("> Weights generated from seed {} (splitmix64), not learned.\n\n", trace.seed);
+        for (const StageId id : shown_stages(trace, options)) {
+            if (id == StageId::parameters) {
+                write_parameters(trace, options, out);
+                continue;
+            }
+            const Stage& stage = trace.at(id);
+            write_stage(stage, options, options.explain ? explanation(trace, stage) : std::vector<std::string>{}, out);
+        }
+        if (trace.worked) {
+            const auto lines = worked_lines(*trace.worked, options.digits);
+            const std::string fence = code_fence(lines);
+            out << "## worked example\n\n" << fence << "text\n";
+            for (const auto& line : lines) out << line << '\n';
+            out << fence << '\n';
+        }
     }
-}
 
     void summary(const Summary& s, const RenderOptions& options, std::ostream& out) const override {
         const std::size_t n = s.queries.size();

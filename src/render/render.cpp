@@ -1,5 +1,6 @@
 #include "render/render.hpp"
 
+#include "attention/modes.hpp"
 #include "render/formats.hpp"
 
 #include <algorithm>
@@ -29,11 +30,11 @@ void render(const Comparison& comparison, const RenderOptions& options, std::ost
     renderer(options.format).comparison(comparison, options, out);
 }
 
-std::vector<const Stage*> selected_stages(const Trace& trace, const RenderOptions& options) {
-    std::vector<const Stage*> out;
-    for (const auto& stage : trace.stages)
-        if (options.stages.empty() || std::find(options.stages.begin(), options.stages.end(), stage.id) != options.stages.end())
-            out.push_back(&stage);
+std::vector<StageId> shown_stages(const Trace& trace, const RenderOptions& options) {
+    std::vector<StageId> out;
+    for (const StageId id : mode_spec(trace.mode).stages)
+        if (options.stages.empty() || std::find(options.stages.begin(), options.stages.end(), id) != options.stages.end())
+            out.push_back(id);
     return out;
 }
 

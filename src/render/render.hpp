@@ -21,12 +21,19 @@ inline constexpr NameTable<Format, 4> format_names{
     {{Format::table, "table"}, {Format::json, "json"}, {Format::markdown, "markdown"}, {Format::csv, "csv"}}};
 constexpr const auto& names_of(Format) { return format_names; }
 
+// How tables and pictures shade a weight: against its own row (each row is one distribution
+// over the keys) or against the whole table.
+enum class Shade { row, table };
+inline constexpr NameTable<Shade, 2> shade_names{{{Shade::row, "row"}, {Shade::table, "table"}}};
+constexpr const auto& names_of(Shade) { return shade_names; }
+
 struct RenderOptions {
     Format format = Format::table;
     int digits = 4;                // decimals in tables
     std::size_t width = 0;         // terminal columns for tables; 0: no limit
     std::vector<StageId> stages;   // the stages to show, empty: all
     bool color = false;            // tables: shade scores and weights (ANSI 256 colours)
+    Shade shade = Shade::row;      // the range a weight is shaded against
     bool explain = false;          // a few sentences and the shapes before each stage
 };
 
@@ -48,7 +55,8 @@ void render(const Summary& summary, const RenderOptions& options, std::ostream& 
 void render(const Similarity& similarity, const RenderOptions& options, std::ostream& out);
 void render(const Comparison& comparison, const RenderOptions& options, std::ostream& out);
 
-// The stages `options` selects, in pipeline order.
-std::vector<const Stage*> selected_stages(const Trace& trace, const RenderOptions& options);
+// What a trace shows, in its mode's pipeline order: the stages `options` selects (all when
+// none is named), and StageId::parameters where the parameters section goes.
+std::vector<StageId> shown_stages(const Trace& trace, const RenderOptions& options);
 
 }  // namespace attntrace

@@ -1,7 +1,9 @@
 #include "render/reports.hpp"
 
+#include "attention/modes.hpp"
 #include "attention/stage_builder.hpp"
 #include "render/number.hpp"
+#include <cmath>
 #include "render/text.hpp"
 
 #include <fmt/format.h>
@@ -44,6 +46,47 @@ std::vector<std::string> moved_lines(const ContextIn& in, int digits) {
 }
 
 }  // namespace
+
+std::string mode_text(const RunHeader& run) {
+    return mode_spec(run.mode).takes_score ? fmt::format("{} mode ({} score)", to_string(run.mode), to_string(run.score))
+                                           : fmt::format("{} mode", to_string(run.mode));
+}
+
+std::string weighting_text(const RunHeader& run) {
+    std::string text(to_string(run.normalization));
+    if (run.normalization == Normalization::softmax && run.temperature != 1)
+        text += fmt::format(" at T = {}", run.temperature);
+    if (run.scale_rule != mode_spec(run.mode).default_scale() || run.scale_rule == ScaleRule::value)
+        text += run.scale_rule == ScaleRule::none ? " · scores unscaled"
+                : run.scale_rule == ScaleRule::sqrt ? fmt::format(" · scores ÷ √{}", std::lround(run.scale * run.scale))
+                                                    : fmt::format(" · scores ÷ {}", run.scale);
+    return text;
+}
+
+std::string parameters_heading(const Trace& trace) {
+    if (trace.parameters.empty())
+        return mode_spec(trace.mode).reads_pair
+                   ? "none · Luong's dot score compares decoder and encoder states as they are"
+                   : "none · plain attention has no trainable weights: the embeddings themselves are the queries, keys and values";
+    std::vector<std::string_view> names;
+    for (const auto& p : trace.parameters) names.push_back(p.name);
+    return fmt::format("{} · {}", fmt::join(names, ", "),
+                       trace.weights == WeightsOrigin::generated
+                           ? fmt::format("generated from seed {} (splitmix64), not learned", trace.seed)
+                           : std::string("given in the input"));
+}
+
+Stage parameter_table(const Parameter& p) {
+    Stage stage;
+    stage.id = StageId::parameters;
+    stage.title = p.name;
+    stage.formula = p.formula;
+    if (p.vector) stage.rows = Labels{p.name};
+    else stage.rows = numbered(p.row_prefix, p.data.rows());
+    stage.cols = numbered(p.col_prefix, p.data.cols());
+    stage.data = p.data;
+    return stage;
+}
 
 Report similarity_report(const Similarity& s, int digits) {
     Report report;

@@ -20,6 +20,18 @@ struct Report {
     std::vector<std::string> footer;
 };
 
+// "self mode", "bahdanau mode (dot score)": the mode as the headings name it.
+std::string mode_text(const RunHeader& run);
+// How scores became weights: "softmax", "softmax at T = 0.5" or "sum", followed by
+// " · scores ÷ 8" or " · scores unscaled" when --scale changed the mode's own scaling.
+std::string weighting_text(const RunHeader& run);
+
+// The parameters section of the text formats: which matrices and where they came from
+// ("W_q, W_k, W_v · generated from seed 123 (splitmix64)"), or why there are none; and each
+// matrix as a table to print.
+std::string parameters_heading(const Trace& trace);
+Stage parameter_table(const Parameter& parameter);
+
 Report similarity_report(const Similarity& similarity, int digits);
 Report comparison_report(const Comparison& comparison, int digits);
 

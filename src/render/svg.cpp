@@ -2,6 +2,7 @@
 // to measure with, so every position is computed here from text widths estimated by display
 // width; the estimates are generous so that labels are never clipped.
 #include "render/svg.hpp"
+#include "render/reports.hpp"
 
 #include "attention/modes.hpp"
 
@@ -175,11 +176,8 @@ std::vector<std::string> cut_labels(const std::vector<std::string>& labels) {
 
 Content content_of(const Trace& trace, const Stage& stage) {
     const bool bahdanau = mode_spec(trace.mode).reads_pair;
-    const std::string mode = mode_spec(trace.mode).takes_score
-                                 ? fmt::format("{} mode ({} score)", to_string(trace.mode), to_string(trace.score))
-                                 : fmt::format("{} mode", to_string(trace.mode));
     Content content;
-    content.title = fmt::format("Attention weights · {} · {}", mode, trace.origin);
+    content.title = fmt::format("Attention weights · {} · {}", mode_text(trace), trace.origin);
     content.subtitle = stage.formula;
     content.row_axis = bahdanau ? "target" : "query";
     content.col_axis = bahdanau ? "source" : "key";

@@ -175,11 +175,8 @@ void write_preamble(const Trace& trace, std::ostream& out) {
     const std::string tokens =
         pair ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(), trace.target_tokens.size())
              : fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
-    const std::string mode = mode_spec(trace.mode).takes_score
-                                 ? fmt::format("{} mode ({} score)", to_string(trace.mode), to_string(trace.score))
-                                 : fmt::format("{} mode", to_string(trace.mode));
-    out << fmt::format("attntrace · {} · {} · {} · {} · {}\n", mode, tokens, dims_text(trace.dims),
-                       to_string(trace.normalization), trace.origin);
+    out << fmt::format("attntrace · {} · {} · {} · {} · {}\n", mode_text(trace), tokens, dims_text(trace.dims),
+                       weighting_text(trace), trace.origin);
     if (!trace.description.empty()) out << trace.description << '\n';
     for (const auto& note : trace.notes) out << "note: " << note << '\n';
     if (trace.weights == WeightsOrigin::generated)
@@ -203,17 +200,32 @@ void write_stage(const Stage& stage, const RenderOptions& options, std::ostream&
 }
 
 
+// "parameters · W_q, W_k, W_v · given in the input", then each matrix with its heading.
+void write_parameters(const Trace& trace, const RenderOptions& options, std::ostream& out) {
+    out << "parameters · " << parameters_heading(trace) << '\n';
+    for (const auto& p : trace.parameters) {
+        const Stage table = parameter_table(p);
+        out << fmt::format("{} · {}×{} · {}\n", p.name, table.row_count(), table.col_count(), p.formula);
+        write_matrix(table, options, out);
+    }
+}
+
 class TableRenderer final : public TextRenderer {
 public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
         write_preamble(trace, out);
         bool first = true;
-        for (const Stage* stage : selected_stages(trace, options)) {
+        for (const StageId id : shown_stages(trace, options)) {
             if (!first) out << '\n';
             first = false;
+            if (id == StageId::parameters) {
+                write_parameters(trace, options, out);
+                continue;
+            }
+            const Stage& stage = trace.at(id);
             if (options.explain)
-                for (const auto& line : explanation(trace, *stage)) out << "  " << line << '\n';
-            write_stage(*stage, options, out);
+                for (const auto& line : explanation(trace, stage)) out << "  " << line << '\n';
+            write_stage(stage, options, out);
         }
         if (trace.worked) {
             out << '\n';
@@ -223,8 +235,10 @@ public:
 
     void summary(const Summary& s, const RenderOptions& options, std::ostream& out) const override {
         const std::size_t n = s.queries.size();
-        out << fmt::format("attntrace · {} mode · summary of {} quer{} · {} · {} · {}\n", to_string(s.mode), n,
-                           n == 1 ? "y" : "ies", dims_text(s.dims), to_string(s.dtype), s.origin);
+        const std::string weighting = weighting_text(s);
+        out << fmt::format("attntrace · {} mode · summary of {} quer{} · {} · {}{} · {}\n", to_string(s.mode), n,
+                           n == 1 ? "y" : "ies", dims_text(s.dims), to_string(s.dtype),
+                           weighting == "softmax" ? "" : " · " + weighting, s.origin);
         if (!s.description.empty()) out << s.description << '\n';
         for (const auto& note : s.notes) out << "note: " << note << '\n';
         if (s.weights == WeightsOrigin::generated)

@@ -74,16 +74,52 @@ void write_scores(Writer& out, const WorkedExample& w) {
                              out.products(w.dots[j].query, w.dots[j].key_vector), out.number(w.dots[j].value)));
 }
 
-void write_scaling(Writer& out, const WorkedExample& w) {
-    if (!w.d_k) {
-        out.line(mode_spec(w.mode).reads_pair ? "scaling: none (the scores are used as they are)"
-                                          : "scaling: none (the simplified version uses raw dot products)");
-        return;
+// Each projected vector entry as the input row times a column of the matrix.
+void write_projections(Writer& out, const WorkedExample& w) {
+    for (const auto& p : w.projections) {
+        out.line(fmt::format("  entry k of {} is {} times column k of {}:", p.output, p.input_label, p.matrix));
+        for (std::size_t k = 0; k < p.columns.size(); ++k)
+            out.line(fmt::format("  entry {} = {} = {}   (column {} of {}: {})", k + 1, out.products(p.input, p.columns[k]),
+                                 out.number(p.result[k]), k + 1, p.matrix, out.vector(p.columns[k])));
     }
-    const double root = std::sqrt(static_cast<double>(*w.d_k));
-    out.line(fmt::format("scaling: each score ÷ √d_k = ÷ √{} = ÷ {}", *w.d_k, out.number(root)));
-    for (std::size_t j = 0; j < w.dots.size(); ++j)
-        out.line(fmt::format("  {} ÷ {} = {}", out.number(w.dots[j].value), out.number(root), out.number(w.scaled[j])));
+}
+
+void write_scaling(Writer& out, const WorkedExample& w) {
+    const std::vector<double> scores = w.additive.empty() ? [&] {
+        std::vector<double> v;
+        for (const auto& d : w.dots) v.push_back(d.value);
+        return v;
+    }() : [&] {
+        std::vector<double> v;
+        for (const auto& a : w.additive) v.push_back(a.value);
+        return v;
+    }();
+    switch (w.scale_rule) {
+    case ScaleRule::none:
+        out.line(w.scale_given            ? "scaling: none (--scale none; the Transformer divides by √d_k)"
+                 : mode_spec(w.mode).reads_pair ? "scaling: none (the scores are used as they are)"
+                                                 : "scaling: none (the simplified version uses raw dot products)");
+        return;
+    case ScaleRule::sqrt:
+        out.line(fmt::format("scaling: each score ÷ √d_k = ÷ √{} = ÷ {}", *w.d_k, out.number(w.divisor)));
+        break;
+    case ScaleRule::value:
+        out.line(fmt::format("scaling: each score ÷ {} (--scale)", out.number(w.divisor)));
+        break;
+    }
+    for (std::size_t j = 0; j < scores.size(); ++j)
+        out.line(fmt::format("  {} ÷ {} = {}", out.number(scores[j]), out.number(w.divisor), out.number(w.scaled[j])));
+}
+
+// Softmax at a temperature: the scores ÷ T first.
+void write_temperature(Writer& out, const WorkedExample& w) {
+    if (w.tempered.empty()) return;
+    out.line(fmt::format("temperature: each score ÷ T = ÷ {} ({})", out.number(w.temperature),
+                         w.temperature < 1 ? "T < 1 widens the gaps: sharper weights" : "T > 1 narrows the gaps: flatter weights"));
+    const auto visible = [&](std::size_t j) { return w.allowed.empty() || w.allowed[j]; };
+    for (std::size_t j = 0; j < w.keys.size(); ++j)
+        if (visible(j))
+            out.line(fmt::format("  {} ÷ {} = {}", out.number(w.scaled[j]), out.number(w.temperature), out.number(w.tempered[j])));
 }
 
 void write_mask(Writer& out, const WorkedExample& w) {
@@ -108,7 +144,7 @@ void write_weights(Writer& out, const WorkedExample& w) {
         return;
     }
     const std::size_t width = widest(w.keys);
-    const std::vector<double>& scores = w.scaled;
+    const std::vector<double>& scores = w.tempered.empty() ? w.scaled : w.tempered;
     if (w.normalization == Normalization::sum) {
         out.line(fmt::format("weights: each score ÷ their sum {}", out.number(w.sum)));
         for (std::size_t j = 0; j < w.keys.size(); ++j)
@@ -117,7 +153,28 @@ void write_weights(Writer& out, const WorkedExample& w) {
                                 : fmt::format("  {}  excluded: 0", pad_right(w.keys[j], width)));
         return;
     }
-    out.line(fmt::format("softmax: subtract the row max {}, exponentiate, divide by the sum", out.number(w.max)));
+    const std::string s = w.tempered.empty() ? "s" : "(s/T)";
+    if (w.exps_unshifted) {
+        const auto& e = *w.exps_unshifted;
+        out.line(fmt::format("softmax: e^{} of each score, divided by their sum", s));
+        for (std::size_t j = 0; j < w.keys.size(); ++j)
+            out.line(visible(j) ? fmt::format("  {}  exp({}) = {}", pad_right(w.keys[j], width), out.number(scores[j]),
+                                              out.number(e[j]))
+                                : fmt::format("  {}  excluded: exp(−∞) = 0", pad_right(w.keys[j], width)));
+        out.line(fmt::format("  sum = {}", out.number(w.sum_unshifted)));
+        for (std::size_t j = 0; j < w.keys.size(); ++j)
+            if (visible(j))
+                out.line(fmt::format("  {}  {} ÷ {} = {}", pad_right(w.keys[j], width), out.number(e[j]),
+                                     out.number(w.sum_unshifted), out.number(w.weights[j])));
+        out.line(fmt::format("  the same weights with the row max {} subtracted first, which is how attntrace computes "
+                             "them: e^(−max) multiplies every term and cancels in the division; it only keeps e^x from "
+                             "overflowing when scores are large",
+                             out.number(w.max)));
+    } else {
+        out.line(fmt::format("softmax: e^{} would overflow for a score this large (e^710 is beyond the largest double), "
+                             "so subtract the row max {} first: e^(−max) multiplies every term and cancels in the division",
+                             s, out.number(w.max)));
+    }
     for (std::size_t j = 0; j < w.keys.size(); ++j)
         out.line(visible(j) ? fmt::format("  {}  exp({} − {}) = exp({}) = {}", pad_right(w.keys[j], width),
                                           out.number(scores[j]), out.factor(w.max), out.number(w.shifted[j]),
@@ -155,9 +212,11 @@ std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
     out.line(fmt::format("worked example · {} \"{}\" (row {}) · {} mode", mode_spec(w.mode).reads_pair ? "target" : "query",
                          w.query, w.row + 1, to_string(w.mode)));
     for (const auto& input : w.inputs) out.line(fmt::format("{} = {}", input.label, out.vector(input.values)));
+    write_projections(out, w);
     write_scores(out, w);
     write_scaling(out, w);
     write_mask(out, w);
+    write_temperature(out, w);
     write_weights(out, w);
     write_context(out, w);
     return out.take();

@@ -10,6 +10,7 @@
 // {"tokens": [...], "embeddings": [ROW, ROW, …, MIDDLE, …, ROW]} of about 1.2 MiB, which
 // must parse the same on one thread and on two.
 #include "attention/check.hpp"
+#include "attention/modes.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
 #include "commands/compare_command.hpp"
@@ -188,6 +189,12 @@ void trace_every_way(const Problem& problem) {
         options.normalization = Normalization::softmax;
         options.dtype = Dtype::float32;
         run(problem, options);
+        options.dtype = Dtype::float64;
+        options.temperature = 0.3;  // softmax(S / T), and a scale of its own where the mode takes one
+        if (mode_spec(mode).takes_scale) options.scale = ScaleRule::value, options.scale_value = 0.5;
+        run(problem, options);
+        options.temperature = 1;
+        options.scale.reset();
     }
     if (std::holds_alternative<SingleSequenceInput>(problem.input)) similarity(problem);
 }
