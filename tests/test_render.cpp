@@ -111,19 +111,20 @@ TEST_CASE("shading copes with scores spanning the whole double range", "[render]
     // Found by the fuzzer (tests/fuzz/corpus/regression-shading-range-overflow.json): scores
     // near ±1e308 made high − low overflow and the shade level NaN.
     cli::TempFile file(R"({"sentence":"x y","embeddings":{"x":[0e077,2e154],"y":[-2e154,1e144]}})");
-    for (const char* mode : {"plain", "self", "causal"}) {
-        const auto r = cli::run({file.path(), "-m", mode, "--color", "always"});
-        INFO(mode << ": " << r.err);
-        CHECK((r.exit_code == 0 || r.exit_code == 1));  // a trace, or a clear overflow error
-        if (r.exit_code == 0) CHECK_THAT(r.out, Contains("shading:"));
-        else CHECK_THAT(r.err, Contains("overflows"));
-    }
+    for (const char* mode : {"plain", "self", "causal"})
+        for (const char* shade : {"row", "table"}) {
+            const auto r = cli::run({file.path(), "-m", mode, "--color", "always", "--shade", shade});
+            INFO(mode << ", --shade " << shade << ": " << r.err);
+            CHECK((r.exit_code == 0 || r.exit_code == 1));  // a trace, or a clear overflow error
+            if (r.exit_code == 0) CHECK_THAT(r.out, Contains(std::string(shade) == "row" ? "shading per row" : "shading:"));
+            else CHECK_THAT(r.err, Contains("overflows"));
+        }
 }
 
 TEST_CASE("the shading legend stays finite for scores near the ends of the double range", "[render]") {
     // Plain scores a·a = b·b = 1.69e308 and a·b = −1.69e308: high − low would overflow.
     cli::TempFile file(R"({"sentence":"a b","embeddings":{"a":[1.3e154],"b":[-1.3e154]}})");
-    const auto r = cli::run({file.path(), "-s", "scores", "--color", "always"});
+    const auto r = cli::run({file.path(), "-s", "scores", "--color", "always", "--shade", "table"});
     REQUIRE(r.exit_code == 0);
     const auto at = r.out.find("shading:");
     REQUIRE(at != std::string::npos);

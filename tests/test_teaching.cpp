@@ -10,11 +10,13 @@
 #include "attention/reference.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 using Catch::Contains;
@@ -170,7 +172,7 @@ TEST_CASE("colour: always, never, NO_COLOR, and none when stdout is not a termin
     CHECK_THAT(cli::run({"-s", "weights"}).out, !Contains(escape));  // auto, stdout a file
     CHECK_THAT(cli::run({"-s", "weights", "--color", "never"}).out, !Contains(escape));
     const auto always = cli::run({"-s", "weights", "--color", "always"}, "", {{"NO_COLOR", "1"}});
-    CHECK_THAT(always.out, Contains("\x1b[48;5;") && Contains("shading:"));
+    CHECK_THAT(always.out, Contains("\x1b[48;5;") && Contains("shading per row"));
     CHECK_THAT(cli::run({"-s", "inputs", "--color", "always"}).out, !Contains(escape));  // only scores and weights
     CHECK_THAT(cli::run({"-f", "json", "--color", "always"}).out, !Contains(escape));
     // auto on a terminal colours, unless NO_COLOR is set.
@@ -183,11 +185,49 @@ TEST_CASE("colour: always, never, NO_COLOR, and none when stdout is not a termin
 }
 
 TEST_CASE("the darkest shade marks the largest weight", "[teaching][color]") {
-    const auto r = cli::run({"-s", "weights", "--color", "always"});
-    // Row "journey": its largest weight 0.2379 gets the darkest background (17), the smallest
-    // in the table (0.0988, row "step") the lightest (231).
-    CHECK_THAT(r.out, Contains("\x1b[48;5;17m\x1b[38;5;231m 0.2379\x1b[0m"));
-    CHECK_THAT(r.out, Contains("\x1b[48;5;231m\x1b[38;5;16m0.0988\x1b[0m"));
+    const auto table = cli::run({"-s", "weights", "--color", "always", "--shade", "table"});
+    // One scale for the table: row "journey"'s largest weight 0.2379 gets the darkest
+    // background (17), the smallest in the table (0.0988, row "step") the lightest (231).
+    CHECK_THAT(table.out, Contains("\x1b[48;5;17m\x1b[38;5;231m 0.2379\x1b[0m"));
+    CHECK_THAT(table.out, Contains("\x1b[48;5;231m\x1b[38;5;16m0.0988\x1b[0m"));
+    CHECK_THAT(table.out, Contains("shading: "));
+}
+
+TEST_CASE("weights are shaded row by row unless --shade table asks for one scale", "[teaching][color]") {
+    // The xterm colours of the eight steps, lightest first (render/table.cpp's scale, written
+    // down again here): a weight w of a row whose largest is m takes step floor(8·w/m), the
+    // largest step 7; with one scale, step floor(8·(w − low)/(high − low)) over the table.
+    const int backgrounds[] = {231, 189, 147, 105, 63, 21, 19, 17};
+    const json doc = json::parse(cli::run({"-m", "causal", "-f", "json", "-s", "weights"}).out);
+    const auto& weights = doc["stages"][0]["data"];
+    double low = 1, high = 0;
+    for (const auto& row : weights)
+        for (const auto& w : row)
+            if (w.get<double>() > 0) low = std::min(low, w.get<double>()), high = std::max(high, w.get<double>());
+    const auto cell = [](const std::string& text, int background, double w) {
+        return std::regex_search(text, std::regex(fmt::format("\x1b\\[48;5;{}m\x1b\\[38;5;\\d+m *{:.4f}\x1b\\[0m", background, w)));
+    };
+    const auto row_shaded = cli::run({"-m", "causal", "-s", "weights", "--color", "always"}).out;
+    const auto one_scale = cli::run({"-m", "causal", "-s", "weights", "--color", "always", "--shade", "table"}).out;
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+        double m = 0;
+        for (const auto& w : weights[i]) m = std::max(m, w.get<double>());
+        for (std::size_t j = 0; j <= i; ++j) {  // the visible keys
+            const double w = weights[i][j];
+            const int by_row = std::min(7, static_cast<int>(8 * w / m));
+            const int by_table = std::min(7, static_cast<int>(8 * (w - low) / (high - low)));
+            INFO("row " << i + 1 << ", key " << j + 1 << ": " << w);
+            CHECK(cell(row_shaded, backgrounds[by_row], w));
+            CHECK(cell(one_scale, backgrounds[by_table], w));
+            differ += by_row != by_table;
+        }
+    }
+    CHECK(differ >= 5);  // the first row's 1.0 no longer washes out the rest
+    CHECK_THAT(row_shaded, Contains("shading per row, as a share of the row's largest weight:"));
+    CHECK_THAT(row_shaded, Contains("(--shade table: one scale for the whole table)"));
+    CHECK_THAT(cli::run({"-m", "causal", "-s", "scores", "--color", "always"}).out,
+               Contains("shading per row, from the row's smallest entry to its largest:"));
 }
 
 TEST_CASE("markdown and CSV hold the JSON numbers at the printed precision", "[teaching][formats]") {

@@ -25,11 +25,11 @@ constexpr std::string_view ellipsis = "…";
 
 // Shading: backgrounds from the xterm 256-colour cube, white to dark blue. Light cells get
 // black text, dark cells white text.
-struct Shade {
+struct Colour {
     int background;
     int foreground;
 };
-constexpr Shade shades[] = {{231, 16}, {189, 16}, {147, 16}, {105, 16},
+constexpr Colour shades[] = {{231, 16}, {189, 16}, {147, 16}, {105, 16},
                             {63, 231}, {21, 231}, {19, 231}, {17, 231}};
 constexpr int shade_count = static_cast<int>(std::size(shades));
 
@@ -51,7 +51,32 @@ Range finite_range(const Stage& stage) {
 
 int level_of(double value, Range range) { return shade_level(value, range.low, range.high, shade_count); }
 
-std::string painted(std::string_view text, Shade shade) {
+// Stages over (query, key) pairs, whose rows are each one query's distribution (or what
+// becomes one): --shade row shades them row by row.
+bool per_row(const Stage& stage, const RenderOptions& options) {
+    return options.shade == Shade::row && (stage.id == StageId::scores || stage.id == StageId::scaled ||
+                                           stage.id == StageId::masked || stage.id == StageId::weights);
+}
+
+// The range each row is shaded against: the whole stage's, or the row's own: 0 to its largest
+// weight (a weight's share of the largest), its smallest to its largest score.
+std::vector<Range> shading_ranges(const Stage& stage, const RenderOptions& options) {
+    if (!per_row(stage, options)) return std::vector<Range>(static_cast<std::size_t>(stage.row_count()), finite_range(stage));
+    std::vector<Range> ranges;
+    for (Eigen::Index r = 0; r < stage.row_count(); ++r) {
+        Range range{INFINITY, -INFINITY};
+        for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+            if (!stage.is_masked(r, c)) {
+                range.low = std::min(range.low, stage.data(r, c));
+                range.high = std::max(range.high, stage.data(r, c));
+            }
+        if (stage.id == StageId::weights) range.low = std::min(range.low, 0.0);
+        ranges.push_back(range);
+    }
+    return ranges;
+}
+
+std::string painted(std::string_view text, Colour shade) {
     return fmt::format("\x1b[48;5;{}m\x1b[38;5;{}m{}\x1b[0m", shade.background, shade.foreground, text);
 }
 
@@ -109,6 +134,29 @@ ColumnWindow fit_columns(const std::vector<Column>& data, std::size_t fixed_widt
     return window;
 }
 
+// The colour scale under a shaded table: the values of its steps, or, shaded row by row, the
+// share of each row's range.
+void write_legend(const Stage& stage, const RenderOptions& options, const std::vector<Range>& ranges, std::ostream& out) {
+    if (per_row(stage, options)) {
+        std::string legend = stage.id == StageId::weights ? "shading per row, as a share of the row's largest weight:"
+                                                           : "shading per row, from the row's smallest entry to its largest:";
+        for (int level = 0; level < shade_count; ++level)
+            legend += fmt::format(" {}", painted(fmt::format(" {}% ", level * 100 / shade_count), shades[level]));
+        out << legend << "  (--shade table: one scale for the whole table)\n";
+        return;
+    }
+    const Range range = ranges.empty() ? Range{} : ranges.front();
+    if (!(range.high > range.low)) return;
+    std::string legend = "shading:";
+    for (int level = 0; level < shade_count; ++level) {
+        // Between low and high without forming high − low, which overflows near ±1e308.
+        const double f = static_cast<double>(level) / shade_count;
+        const double from = range.low * (1 - f) + range.high * f;
+        legend += fmt::format(" {}", painted(fmt::format(" {} ", format_fixed(from, options.digits)), shades[level]));
+    }
+    out << legend << fmt::format("  (up to {})\n", format_fixed(range.high, options.digits));
+}
+
 void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream& out) {
     const StageText text = stage_text(stage, options.digits);
     Column labels{"", {}, true};
@@ -126,7 +174,7 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
     const ColumnWindow window = fit_columns(data, fixed, options.width);
 
     const bool shade = options.color && is_shaded(stage);
-    const Range range = shade ? finite_range(stage) : Range{};
+    const std::vector<Range> ranges = shade ? shading_ranges(stage, options) : std::vector<Range>{};
     // row < 0: the header line.
     const auto write_row = [&](long row) {
         const auto cell_of = [row](const Column& column) -> const std::string& {
@@ -144,7 +192,7 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
             const std::string cell = data[i].pad(cell_of(data[i]));
             const auto r = static_cast<Eigen::Index>(row), c = static_cast<Eigen::Index>(i);
             if (shade && row >= 0 && !stage.is_masked(r, c))
-                line += painted(cell, shades[level_of(stage.data(r, c), range)]);
+                line += painted(cell, shades[level_of(stage.data(r, c), ranges[static_cast<std::size_t>(row)])]);
             else
                 line += cell;
         }
@@ -157,18 +205,8 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
     };
     for (long row = -1; row < static_cast<long>(text.rows.size()); ++row) write_row(row);
 
-    if (shade && range.high > range.low) {
-        std::string legend = "shading:";
-        for (int level = 0; level < shade_count; ++level) {
-            // Between low and high without forming high − low, which overflows near ±1e308.
-            const double f = static_cast<double>(level) / shade_count;
-            const double from = range.low * (1 - f) + range.high * f;
-            legend += fmt::format(" {}", painted(fmt::format(" {} ", format_fixed(from, options.digits)), shades[level]));
-        }
-        out << legend << fmt::format("  (up to {})\n", format_fixed(range.high, options.digits));
-    }
+    if (shade) write_legend(stage, options, ranges, out);
 }
-
 
 void write_preamble(const Trace& trace, std::ostream& out) {
     const bool pair = mode_spec(trace.mode).reads_pair;
