@@ -5,6 +5,7 @@
 #include "attention/stage_builder.hpp"
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <utility>
 #include <string>
@@ -56,6 +57,11 @@ struct WeightsNames {
     std::string title_detail;
 };
 
+// Weights within this fraction of each other tie: equal up to the rounding of the working
+// precision (keys with equal scores get exactly equal weights; a few ulps cover the rest).
+template <typename T>
+inline constexpr double tie_tolerance = 4 * std::numeric_limits<T>::epsilon();
+
 // Appends the `weights` stage with each row's sum and strongest key, and notes what the
 // learner should know (negative weights, rows whose every key is masked). A row whose sum
 // could not divide is refused here, in pipeline order, after the stages before it.
@@ -102,8 +108,9 @@ void record_weights(StageBuilder& stages, Trace& trace, Normalized<T> normalized
             continue;
         }
         Eigen::Index column = 0;
-        stage.data.row(r).maxCoeff(&column);  // the first of equal maxima
+        const double top = stage.data.row(r).maxCoeff(&column);  // the first of equal maxima
         stage.strongest.push_back(column);
+        stage.tied.push_back((stage.data.row(r).array() >= top - std::abs(top) * tie_tolerance<T>).count());
     }
     if (!blind.empty())
         trace.notes.push_back(fmt::format("every key is masked for {}: their weights are all 0 (a softmax over "

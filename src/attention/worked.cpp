@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 namespace attntrace {
 namespace {
@@ -197,6 +198,16 @@ WorkedExample work_through(const Trace& trace, Eigen::Index row) {
     if (mode_spec(trace.mode).reads_pair) work_bahdanau(w, trace);
     else work_single(w, trace);
     w.weights = row_of(weights, row);
+    // The `tied` largest weights of the row, in key order.
+    const auto r = static_cast<std::size_t>(row);
+    if (weights.strongest[r] >= 0) {
+        std::vector<std::size_t> order(w.weights.size());
+        std::iota(order.begin(), order.end(), std::size_t{0});
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return w.weights[a] > w.weights[b]; });
+        order.resize(static_cast<std::size_t>(weights.tied[r]));
+        std::sort(order.begin(), order.end());
+        for (const std::size_t j : order) w.strongest.push_back(w.keys[j]);
+    }
     w.context = row_of(trace.at(StageId::context), row);
     return w;
 }

@@ -61,6 +61,7 @@ struct Stage {
     std::optional<BoolMatrix> allowed;  // where a mask is in play: may row i use column j
     std::optional<Vector> row_sums;     // weights: each row's sum, shown beside the table
     std::vector<Eigen::Index> strongest;  // weights: per row, the column of the largest weight (-1: all masked)
+    std::vector<Eigen::Index> tied;       // weights: per row, how many keys share that largest weight
 
     std::string_view name() const { return to_string(id); }
     Eigen::Index row_count() const { return data.rows(); }

@@ -79,6 +79,7 @@ struct WorkedExample {
     std::vector<double> shifted, exps;
     double sum = 0;  // Σ exp (softmax) or Σ scores (sum normalisation)
     std::vector<double> weights;
+    std::vector<std::string> strongest;  // the keys with the largest weight (several when tied)
     // causal/masked rows: the other way to mask (softmax over all, zero the hidden, renormalise)
     std::vector<double> zeroed_then_renormalised;
 

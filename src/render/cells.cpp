@@ -2,6 +2,8 @@
 
 #include "render/number.hpp"
 
+#include <fmt/format.h>
+
 namespace attntrace {
 namespace {
 
@@ -26,7 +28,10 @@ StageText stage_text(const Stage& stage, int digits) {
         if (stage.row_sums) row.push_back(format_fixed((*stage.row_sums)(r), digits));
         if (!stage.strongest.empty()) {
             const Eigen::Index column = stage.strongest[static_cast<std::size_t>(r)];
-            row.push_back(column < 0 ? "—" : stage.cols[static_cast<std::size_t>(column)]);  // all masked
+            const Eigen::Index tied = stage.tied.empty() ? 1 : stage.tied[static_cast<std::size_t>(r)];
+            row.push_back(column < 0   ? "—"  // all masked
+                          : tied > 1 ? fmt::format("{} ({} tied)", stage.cols[static_cast<std::size_t>(column)], tied)
+                                     : stage.cols[static_cast<std::size_t>(column)]);
         }
         text.rows.push_back(std::move(row));
     }

@@ -91,6 +91,7 @@ void write_worked_weights(JsonWriter& json, const WorkedExample& w, Dtype dtype)
     }
     json.key("sum").number(w.sum, dtype);
     json.key("weights").numbers(w.weights, dtype);
+    json.key("strongest").strings(w.strongest);
     if (!w.zeroed_then_renormalised.empty()) json.key("zeroed_then_renormalised").numbers(w.zeroed_then_renormalised, dtype);
 }
 

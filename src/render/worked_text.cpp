@@ -195,6 +195,17 @@ void write_weights(Writer& out, const WorkedExample& w) {
     }
 }
 
+// The key or keys with the largest weight.
+void write_strongest(Writer& out, const WorkedExample& w) {
+    if (w.strongest.empty()) return;
+    const auto top = std::max_element(w.weights.begin(), w.weights.end());
+    if (w.strongest.size() == 1)
+        out.line(fmt::format("largest weight: {} on {}", out.number(*top), w.strongest.front()));
+    else
+        out.line(fmt::format("largest weight: {} on each of {} ({} tied)", out.number(*top), fmt::join(w.strongest, ", "),
+                             w.strongest.size()));
+}
+
 void write_context(Writer& out, const WorkedExample& w) {
     const std::string name = mode_spec(w.mode).reads_pair ? fmt::format("c_{}", w.query) : fmt::format("z_{}", w.query);
     out.line(fmt::format("context: the weighted sum of the {}", mode_spec(w.mode).reads_pair ? "encoder states" : "values"));
@@ -218,6 +229,7 @@ std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
     write_mask(out, w);
     write_temperature(out, w);
     write_weights(out, w);
+    write_strongest(out, w);
     write_context(out, w);
     return out.take();
 }
