@@ -68,3 +68,81 @@ TEST_CASE("the worked example names every key that ties for the largest weight",
     CHECK(std::exp(1.0) / (std::exp(1.0) + 2) == Approx(0.5761).margin(5e-5));
     CHECK(run_json({two.path(), "-q", "b"})["worked"]["strongest"] == json::parse(R"(["a", "b"])"));
 }
+
+namespace {
+
+using Rows = std::vector<std::vector<double>>;
+
+Rows rows_of(const json& data) {
+    Rows out;
+    for (const auto& row : data) {
+        out.emplace_back();
+        for (const auto& v : row) out.back().push_back(v.is_null() ? -INFINITY : v.get<double>());
+    }
+    return out;
+}
+
+const json& stage_of(const json& trace, const std::string& name) {
+    for (const auto& s : trace["stages"])
+        if (s["name"] == name) return s;
+    throw std::runtime_error("no stage " + name);
+}
+
+}  // namespace
+
+TEST_CASE("the check prints each invariant with the figure measured on this run", "[claims][check]") {
+    const json t = run_json({"-m", "causal"});
+    // Worked out here from the JSON (exact numbers): how many numbers, how many masked, the
+    // largest |row sum − 1| summed left to right, the largest |context − weights·values|.
+    std::size_t numbers = 0;
+    for (const auto& s : t["stages"]) numbers += s["shape"][0].get<std::size_t>() * s["shape"][1].get<std::size_t>();
+    const Rows weights = rows_of(stage_of(t, "weights")["data"]);
+    const Rows values = rows_of(stage_of(t, "values")["data"]);
+    const Rows context = rows_of(stage_of(t, "context")["data"]);
+    double row_gap = 0, context_gap = 0;
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+        double sum = 0;
+        for (const double w : weights[i]) sum += w;
+        row_gap = std::max(row_gap, std::abs(sum - 1));
+        for (std::size_t k = 0; k < context[i].size(); ++k) {
+            double z = 0;
+            for (std::size_t j = 0; j < weights[i].size(); ++j) z += weights[i][j] * values[j][k];
+            context_gap = std::max(context_gap, std::abs(context[i][k] - z));
+        }
+    }
+    const auto r = cli::run({"-m", "causal", "--check"});
+    REQUIRE(r.exit_code == 0);
+    const auto lines = text::lines_of(r.out);
+    REQUIRE(lines.size() == 5);
+    // 6 tokens, causal: 5 + 4 + 3 + 2 + 1 = 15 hidden pairs, −∞ in the masked stage.
+    CHECK(lines[0] == fmt::format("ok       every number is finite: {} numbers, none infinite or NaN but the 15 masked "
+                                  "scores, −∞ by design",
+                                  numbers));
+    CHECK(lines[1] == "ok       masked weights are exactly 0: largest |masked weight| = 0 over 15 masked entries");
+    CHECK(lines[2] == fmt::format("ok       each row of weights sums to 1: largest |row sum − 1| = {:.2g} (tolerance 1e-12)", row_gap));
+    CHECK(lines[3] == fmt::format("ok       context = weights · values: largest |context − weights·values| = {:.2g}, "
+                                  "recomputed with plain loops (tolerance 1e-12 × (1 + Σ|a·v|))",
+                                  context_gap));
+    CHECK(lines[4] == "all 4 checks passed");
+    CHECK_THAT(cli::run({"--check"}).out, Contains("masked weights are exactly 0: nothing is masked in this run"));
+    // The same as JSON, for a grader's script.
+    const json j = run_json({"-m", "causal", "--check"});
+    CHECK(j["schema"] == "attntrace.check/1");
+    CHECK(j["passed"] == true);
+    CHECK(j["checks"].size() == 4);
+    CHECK(j["checks"][2]["measured"] == fmt::format("largest |row sum − 1| = {:.2g} (tolerance 1e-12)", row_gap));
+    CHECK(j["warnings"].empty());
+}
+
+TEST_CASE("the check warns when dividing by the row sum gives negative weights", "[claims][check]") {
+    // Plain scores: a·a = 1, a·b = −0.5, b·b = 1.25. Row a sums to 0.5: weights 2 and −1;
+    // row b sums to 0.75: weights −2/3 and 5/3. Two weights are negative, the smallest −1.
+    const cli::TempFile input(R"({"tokens": ["a", "b"], "embeddings": [[1, 0], [-0.5, 1]]})");
+    const auto r = cli::run({input.path(), "--normalize", "sum", "--check"});
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("\nwarning  2 weights are negative (the smallest -1): dividing by the row sum keeps the sign "
+                               "of each score"));
+    CHECK(r.out.ends_with("\nall 4 checks passed, with 1 warning\n"));
+    CHECK(run_json({input.path(), "--normalize", "sum", "--check"})["warnings"].size() == 1);
+    CHECK_THAT(cli::run({input.path(), "--check"}).out, !Contains("warning"));  // softmax: never negative
+}

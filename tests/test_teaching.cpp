@@ -304,7 +304,8 @@ TEST_CASE("check passes on every example in every fitting mode", "[teaching][che
                 if (std::string(normalize) == "sum" && r.exit_code == 1 && r.err.find("cannot normalise by the sum") != std::string::npos)
                     continue;
                 CHECK(r.exit_code == 0);
-                CHECK(r.out == "all checks passed\n");
+                CHECK((r.out.ends_with("\nall 4 checks passed\n") || r.out.ends_with(" warning\n")));
+                CHECK(r.out.starts_with("ok       every number is finite: "));
             }
         }
     }

@@ -149,9 +149,10 @@ void run_full_trace(const Problem& problem, const TraceRequest& request, std::os
     const Trace result = trace(problem, request.trace);
     if (svg) render_svg(result, *svg);
     if (request.check) {
-        if (const auto failure = first_failed_check(result))
+        const CheckReport report = check_trace(result);
+        if (const auto failure = report.first_failure())
             throw DataError(fmt::format("{}: check failed: {}", result.origin, *failure));
-        out << "all checks passed\n";
+        render(result, report, request.render, out);
         return;
     }
     render(result, request.render, out);

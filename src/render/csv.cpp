@@ -114,6 +114,12 @@ public:
     }
 
     // The report's tables only.
+    void check(const Trace&, const CheckReport& report, const RenderOptions&, std::ostream& out) const override {
+        write_row(out, "check", {"result", "measured"});
+        for (const auto& c : report.checks) write_row(out, c.name, {"ok", c.measured});
+        for (const auto& w : report.warnings) write_row(out, "warning", {"warning", w});
+    }
+
     void report(const Report& report, const RenderOptions& options, std::ostream& out) const override {
         for (std::size_t i = 0; i < report.tables.size(); ++i) {
             if (i > 0) out << '\n';

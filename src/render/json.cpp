@@ -266,6 +266,21 @@ public:
         });
     }
 
+    void check(const Trace& trace, const CheckReport& report, const RenderOptions&, std::ostream& os) const override {
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) {
+            json.key("schema").string("attntrace.check/1");
+            json.key("mode").string(to_string(trace.mode));
+            json.key("input").string(trace.origin);
+            json.key("passed").boolean(report.passed());
+            json.key("checks").array();
+            for (const auto& c : report.checks)
+                json.object(Layout::inline_).key("name").string(c.name).key("passed").boolean(c.passed)
+                    .key("measured").string(c.measured).end();
+            json.end();
+            json.key("warnings").strings(report.warnings);
+        });
+    }
+
     void comparison(const Comparison& c, const RenderOptions&, std::ostream& os) const override {
         write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) {
             json.key("schema").string("attntrace.compare/1");

@@ -130,6 +130,13 @@ public:
         }
     }
 
+    void check(const Trace& trace, const CheckReport& report, const RenderOptions&, std::ostream& out) const override {
+        out << fmt::format("# attntrace check: {} ({})\n\n", markdown_cell(mode_text(trace)), markdown_cell(trace.origin));
+        for (const auto& c : report.checks) out << "- **ok** " << markdown_cell(c.name + ": " + c.measured) << '\n';
+        for (const auto& w : report.warnings) out << "- **warning** " << markdown_cell(w) << '\n';
+        out << '\n' << check_verdict(report) << '\n';
+    }
+
     void report(const Report& report, const RenderOptions& options, std::ostream& out) const override {
         out << "# " << markdown_cell(report.title) << "\n\n";
         for (const auto& line : report.preamble) out << markdown_cell(line) << "\n\n";

@@ -30,6 +30,10 @@ void render(const Comparison& comparison, const RenderOptions& options, std::ost
     renderer(options.format).comparison(comparison, options, out);
 }
 
+void render(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out) {
+    renderer(options.format).check(trace, report, options, out);
+}
+
 std::vector<StageId> shown_stages(const Trace& trace, const RenderOptions& options) {
     std::vector<StageId> out;
     for (const StageId id : mode_spec(trace.mode).stages)

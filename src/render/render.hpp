@@ -5,6 +5,7 @@
 // weights rather than a format of every product, is render/svg.hpp.)
 #pragma once
 
+#include "attention/check.hpp"
 #include "attention/compare.hpp"
 #include "attention/similarity.hpp"
 #include "attention/summary.hpp"
@@ -44,6 +45,8 @@ public:
     virtual void summary(const Summary& summary, const RenderOptions& options, std::ostream& out) const = 0;
     virtual void similarity(const Similarity& similarity, const RenderOptions& options, std::ostream& out) const = 0;
     virtual void comparison(const Comparison& comparison, const RenderOptions& options, std::ostream& out) const = 0;
+    // --check's verdict on a trace that passed: each invariant with its measured figure.
+    virtual void check(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out) const = 0;
 };
 
 // The registry: the renderer of each format.
@@ -54,6 +57,7 @@ void render(const Trace& trace, const RenderOptions& options, std::ostream& out)
 void render(const Summary& summary, const RenderOptions& options, std::ostream& out);
 void render(const Similarity& similarity, const RenderOptions& options, std::ostream& out);
 void render(const Comparison& comparison, const RenderOptions& options, std::ostream& out);
+void render(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out);
 
 // What a trace shows, in its mode's pipeline order: the stages `options` selects (all when
 // none is named), and StageId::parameters where the parameters section goes.

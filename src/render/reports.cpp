@@ -63,6 +63,12 @@ std::string weighting_text(const RunHeader& run) {
     return text;
 }
 
+std::string check_verdict(const CheckReport& report) {
+    const std::size_t n = report.warnings.size();
+    return fmt::format("all {} checks passed{}", report.checks.size(),
+                       n == 0 ? "" : fmt::format(", with {} warning{}", n, n == 1 ? "" : "s"));
+}
+
 std::string parameters_heading(const Trace& trace) {
     if (trace.parameters.empty())
         return mode_spec(trace.mode).reads_pair

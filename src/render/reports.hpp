@@ -32,6 +32,9 @@ std::string weighting_text(const RunHeader& run);
 std::string parameters_heading(const Trace& trace);
 Stage parameter_table(const Parameter& parameter);
 
+// "all 4 checks passed" (", with 1 warning"): --check's last line.
+std::string check_verdict(const CheckReport& report);
+
 Report similarity_report(const Similarity& similarity, int digits);
 Report comparison_report(const Comparison& comparison, int digits);
 

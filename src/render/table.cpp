@@ -310,6 +310,12 @@ public:
         }
     }
 
+    void check(const Trace&, const CheckReport& report, const RenderOptions&, std::ostream& out) const override {
+        for (const auto& c : report.checks) out << fmt::format("ok       {}: {}\n", c.name, c.measured);
+        for (const auto& w : report.warnings) out << fmt::format("warning  {}\n", w);
+        out << check_verdict(report) << '\n';
+    }
+
     void report(const Report& report, const RenderOptions& options, std::ostream& out) const override {
         out << report.title << '\n';
         for (const auto& line : report.preamble) out << line << '\n';
