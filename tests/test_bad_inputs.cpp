@@ -48,7 +48,24 @@ const std::vector<BadInput> cases = {
     {"empty file", "", {}, 1, "empty input"},
     {"only white space", " \n\t ", {}, 1, "empty input"},
     {"top level array", "[1, 2, 3]", {}, 1, "/: expected an object"},
-    {"trailing comma", R"({"sentence": "a", "embeddings": {"a": [1],}})", {}, 1, "invalid JSON: expected a string key"},
+    {"trailing comma", R"({"sentence": "a", "embeddings": {"a": [1],}})", {}, 1,
+     ":1:42: invalid JSON: trailing comma: JSON allows no comma before the closing '}', so remove this one"},
+    {"trailing comma before a bracket on the next line", "{\"tokens\": [\"a\"],\n \"embeddings\": [[1, 2],\n]}", {}, 1,
+     ":2:23: invalid JSON: trailing comma: JSON allows no comma before the closing ']'"},
+    {"single quotes", R"({"sentence": 'a', "embeddings": {"a": [1]}})", {}, 1,
+     ":1:14: invalid JSON: expected a value (object, array, string, number, true, false or null), found a single quote: "
+     "JSON strings and keys use double quotes, as in \"a\""},
+    {"a comment", "{\"sentence\": \"a\", // the lecture's sentence\n \"embeddings\": {\"a\": [1]}}", {}, 1,
+     ":1:19: invalid JSON: expected a string key, found '//': JSON has no comments, so remove it (a note for the learner can go in \"description\")"},
+    {"a number without a digit before its point", R"({"sentence": "a", "embeddings": {"a": [.5]}})", {}, 1,
+     ":1:40: invalid JSON: expected a value (object, array, string, number, true, false or null), found '.5': write 0.5 "
+     "(a JSON number needs a digit on both sides of the point)"},
+    {"typographic quotes", "{\"sentence\": \u201ca\u201d, " + ok_embeddings + "}", {}, 1,
+     ":1:14: invalid JSON: expected a value (object, array, string, number, true, false or null), found '\u201c': "
+     "a typographic quote, as word processors write them; JSON needs straight double quotes (\")"},
+    {"Python's True", R"({"sentence": "a", "embeddings": {"a": [True]}})", {}, 1,
+     ":1:40: invalid JSON: expected a value (object, array, string, number, true, false or null), found 'True': "
+     "write true, as JSON spells true, false and null in lower case"},
     {"NaN", R"({"sentence": "a", "embeddings": {"a": [NaN]}})", {}, 1, "NaN and Infinity are not JSON numbers"},
     {"1e400", R"({"sentence": "a", "embeddings": {"a": [1e400]}})", {}, 1, ":1:40: number out of range: 1e400 does not fit a double"},
     {"deep nesting", std::string(100000, '['), {}, 1, "JSON nested deeper than 64 levels"},
