@@ -88,7 +88,11 @@ const std::vector<BadInput> cases = {
     {"unknown field", R"({"sentence": "a", "embedings": {"a": [1]}})", {}, 1, "unknown field \"embedings\" (did you mean \"embeddings\"?"},
     {"unknown field too long to suggest for", R"({"sentence": "a", ")" + std::string(100, 'x') + R"(": 1})", {}, 1,
      "xxx…\" (known fields: description, mode,"},
-    {"ragged vectors", R"({"sentence": "a b", "embeddings": {"a": [1, 2], "b": [3]}})", {}, 1, "/embeddings/b: vector of 1 number, expected 2"},
+    {"ragged vectors", R"({"sentence": "a b", "embeddings": {"a": [1, 2], "b": [3]}})", {}, 1,
+     "/embeddings: the vectors differ in length and no length is the most common, so none can be taken as right: "
+     "2 numbers in \"a\"; 1 number in \"b\""},
+    {"the first vector of the wrong length", R"({"tokens": ["a", "b", "c"], "embeddings": [[1], [2, 3], [4, 5]]})", {}, 1,
+     "/embeddings/0 (row 1): vector of 1 number, expected 2 like the other 2 rows"},
     {"zero-length vector", R"({"sentence": "a", "embeddings": {"a": []}})", {}, 1, "/embeddings/a: empty vector"},
     {"string for a number", R"({"sentence": "a", "embeddings": {"a": [1, "x"]}})", {}, 1, "/embeddings/a/1: expected a number, found string \"x\""},
     {"count mismatch", R"({"sentence": "a b c", "embeddings": [[1], [2]]})", {}, 1, "/embeddings: 2 vectors for 3 tokens"},

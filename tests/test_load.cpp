@@ -106,7 +106,8 @@ TEST_CASE("data errors name the input, the JSON pointer, what was expected and f
     fails_with(R"({"sentence": "Your jurney", "embeddings": {"Your": [1], "journey": [2]}})",
                "/sentence: unknown word \"jurney\" (token 2 of 2): /embeddings has no vector for it; closest known words: journey, Your");
     fails_with(R"({"tokens": ["a", "zz"], "embeddings": {"a": [1]}})", "/tokens/1: unknown word \"zz\"");
-    fails_with(R"({"sentence": "a b", "embeddings": {"a": [1, 2], "b": [1]}})", "/embeddings/b: vector of 1 number, expected 2 (like \"a\")");
+    fails_with(R"({"sentence": "a b c", "embeddings": {"a": [1, 2], "b": [1], "c": [3, 4]}})",
+               "/embeddings/b: vector of 1 number, expected 2 like the other 2 vectors");
     fails_with(R"({"sentence": "a", "embeddings": {"a": []}})", "/embeddings/a: empty vector");
     fails_with(R"({"sentence": "a", "embeddings": {"a": [1, "2"]}})", "/embeddings/a/1: expected a number, found string \"2\"");
     fails_with(R"({"sentence": "a", "embeddings": {"a": [true]}})", "/embeddings/a/0: expected a number, found boolean true");
@@ -132,8 +133,50 @@ TEST_CASE("weight shapes must fit d_in and each other", "[load][errors]") {
     fails_with(R"({"query": [[1], [1], [1]], "key": [[1], [1], [1]], "value": [[1], [1]]})",
                "/weights/value: shape 2×1 does not fit: expected 3×…");
     fails_with(R"({"query": [[1], [1], [1]], "key": [[1], [1], [1]]})", "/weights: missing \"value\"");
-    fails_with(R"({"query": [[1, 2], [1], [1]], "key": [[1], [1], [1]], "value": [[1], [1], [1]]})",
-               "/weights/query/1: vector of 1 number, expected 2 (like row 0)");
+    fails_with(R"({"query": [[1], [1, 2], [1]], "key": [[1], [1], [1]], "value": [[1], [1], [1]]})",
+               "/weights/query/1 (row 2): vector of 2 numbers, expected 1 like the other 2 rows");
+}
+
+namespace {
+
+// The message load_problem refuses `json` with, read as in.json ("" when it loads).
+std::string refusal(const std::string& json) {
+    try {
+        load_problem(json, "in.json");
+    } catch (const DataError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("vectors of unequal length: the most common length is taken as right, and the others are named", "[load][errors]") {
+    // The first vector is the odd one out: it is blamed, not the two after it.
+    CHECK(refusal(R"({"sentence": "a b c", "embeddings": {"a": [1], "b": [1, 2], "c": [3, 4]}})") ==
+          "in.json: /embeddings/a: vector of 1 number, expected 2 like the other 2 vectors");
+    // In an array the row is named twice: by its JSON pointer, which counts from 0, and in
+    // words, from 1.
+    CHECK(refusal(R"({"tokens": ["a", "b", "c"], "embeddings": [[1], [1, 2], [3, 4]]})") ==
+          "in.json: /embeddings/0 (row 1): vector of 1 number, expected 2 like the other 2 rows");
+    CHECK(refusal(R"({"source": {"tokens": ["a", "b", "c"], "states": [[1, 2], [3, 4], [5, 6, 7]]},
+                      "target": {"tokens": ["x"], "states": [[1]]}})") ==
+          "in.json: /source/states/2 (row 3): vector of 3 numbers, expected 2 like the other 2 rows");
+    // Several odd ones: 2 numbers is the most common length (a, c, e), though not half.
+    CHECK(refusal(R"({"sentence": "a", "embeddings": {"a": [1, 2], "b": [1], "c": [3, 4], "d": [5], "e": [1, 2], "f": [1, 2, 3]}})") ==
+          "in.json: /embeddings: the most common length is 2 numbers (3 of 6 vectors), and 3 vectors differ: "
+          "\"b\" has 1, \"d\" has 1, \"f\" has 3");
+    // A tie: no length can be taken as right, so each is named with the vectors that have it.
+    CHECK(refusal(R"({"sentence": "a", "embeddings": {"a": [1, 2], "b": [1], "c": [3, 4], "d": [5]}})") ==
+          "in.json: /embeddings: the vectors differ in length and no length is the most common, so none can be taken "
+          "as right: 2 numbers in \"a\", \"c\"; 1 number in \"b\", \"d\"");
+    // Long lists are cut: 30 rows of 2 numbers, then 20 of 1; eight of those are named.
+    std::string rows;
+    for (int r = 0; r < 50; ++r) rows += std::string(r ? ", " : "") + (r < 30 ? "[1, 2]" : "[1]");
+    std::string named;
+    for (int r = 31; r <= 38; ++r) named += "row " + std::to_string(r) + " has 1, ";
+    CHECK(refusal(R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"key": [[1]], "value": [[1]], "query": [)" + rows + "]}}") ==
+          "in.json: /weights/query: the most common length is 2 numbers (30 of 50 rows), and 20 rows differ: " + named + "… (12 more)");
 }
 
 TEST_CASE("invalid JSON is located by line and column", "[load][errors]") {

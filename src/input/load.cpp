@@ -12,9 +12,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <optional>
 
 namespace attntrace {
 namespace {
+
+std::string numbers(std::size_t count) { return fmt::format("{} number{}", count, count == 1 ? "" : "s"); }
+
+// "/embeddings/1 (row 2)": a JSON pointer counts from 0, and a row in words from 1.
+std::string row_place(std::string_view pointer, std::size_t row) {
+    return fmt::format("{} (row {})", pointer_child(pointer, row), row + 1);
+}
 
 // Where we are while reading: the input's name, for every message.
 class Reader {
@@ -54,9 +63,9 @@ public:
         return x;
     }
 
-    // A non-empty array of numbers; `expected` > 0 fixes its length.
-    Vector vector(const Json& value, std::string_view pointer, Eigen::Index expected,
-                  std::string_view expected_why) const {
+    // How many numbers a vector (an array, or the parser's packed form) holds; refuses
+    // anything else, an empty one and one beyond the limit. Its numbers are checked by vector().
+    std::size_t vector_length(const Json& value, std::string_view pointer) const {
         const bool packed = is_packed_numbers(value);  // the parser's fast form: only numbers, all finite
         if (!packed) {
             if (!value.is_array())
@@ -65,12 +74,18 @@ public:
         }
         const std::size_t count = packed ? packed_size(value) : value.size();
         if (count > max_dimension) too_long(pointer, count);
-        const auto size = static_cast<Eigen::Index>(count);
+        return count;
+    }
+
+    // A non-empty array of numbers; `expected` > 0 fixes its length.
+    Vector vector(const Json& value, std::string_view pointer, Eigen::Index expected,
+                  std::string_view expected_why) const {
+        const auto size = static_cast<Eigen::Index>(vector_length(value, pointer));
         if (expected > 0 && size != expected)
             fail(pointer, fmt::format("vector of {} number{}, expected {} ({})", size,
                                       size == 1 ? "" : "s", expected, expected_why));
         Vector v(size);
-        if (packed) {
+        if (is_packed_numbers(value)) {
             copy_packed(value, v.data());
         } else {
             for (Eigen::Index i = 0; i < size; ++i)
@@ -90,15 +105,29 @@ public:
         }
         if (!value.is_array() || value.empty())
             fail(pointer, "expected a matrix (an array of rows), found " + describe(value));
-        Matrix m;
-        for (std::size_t r = 0; r < value.size(); ++r) {
-            const auto row_pointer = pointer_child(pointer, r);
-            const Vector row = vector(value[r], row_pointer, r == 0 ? 0 : m.cols(), "like row 0");
-            if (r == 0) m.resize(static_cast<Eigen::Index>(value.size()), row.size());
-            m.row(static_cast<Eigen::Index>(r)) = row;
-        }
+        std::vector<std::size_t> lengths;
+        for (std::size_t r = 0; r < value.size(); ++r) lengths.push_back(vector_length(value[r], pointer_child(pointer, r)));
+        const VectorNames rows{"row", [](std::size_t r) { return fmt::format("row {}", r + 1); },
+                               [&](std::size_t r) { return row_place(pointer, r); }};
+        const std::size_t width = common_length(pointer, lengths, rows);
+        Matrix m(static_cast<Eigen::Index>(value.size()), static_cast<Eigen::Index>(width));
+        for (std::size_t r = 0; r < value.size(); ++r)
+            m.row(static_cast<Eigen::Index>(r)) = vector(value[r], pointer_child(pointer, r), 0, "");
         return m;
     }
+
+    // How a message names the vectors of one matrix or one object of word vectors: `noun`
+    // ("row", "vector"), one of them in a list (`name`: row 2, "journey"), and where one
+    // stands (`place`: /embeddings/1 (row 2), /embeddings/journey).
+    struct VectorNames {
+        std::string_view noun;
+        std::function<std::string(std::size_t)> name, place;
+    };
+
+    // The length that vectors meant to have one length have. When they disagree, the length
+    // most of them have is taken as right and the others are refused by name; when no length
+    // is the most common, every length is named with the vectors that have it.
+    std::size_t common_length(std::string_view pointer, const std::vector<std::size_t>& lengths, const VectorNames& names) const;
 
     // A matrix of exactly rows × cols (cols ≤ 0: any); `names` reads like "d_in × d_k".
     Matrix matrix_of_shape(const Json& value, std::string_view pointer, Eigen::Index rows,
@@ -158,6 +187,44 @@ private:
     std::string origin_;
     MemoryBudget* budget_;
 };
+
+std::size_t Reader::common_length(std::string_view pointer, const std::vector<std::size_t>& lengths,
+                                  const VectorNames& names) const {
+    std::vector<std::pair<std::size_t, std::size_t>> counts;  // (length, how many), in order of first use
+    for (const std::size_t length : lengths) {
+        const auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == length; });
+        if (it == counts.end()) counts.emplace_back(length, 1);
+        else ++it->second;
+    }
+    if (counts.size() == 1) return counts.front().first;
+    const auto most = std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    const bool clear_majority = std::count_if(counts.begin(), counts.end(), [&](const auto& c) { return c.second == most->second; }) == 1;
+    if (!clear_majority) {
+        std::vector<std::string> groups;
+        for (const auto& [length, count] : counts) {
+            if (groups.size() == 8) break;
+            std::vector<std::string> holders;
+            for (std::size_t i = 0; i < lengths.size() && holders.size() < 3; ++i)
+                if (lengths[i] == length) holders.push_back(names.name(i));
+            groups.push_back(fmt::format("{} in {}", numbers(length), bounded_join(holders, count)));
+        }
+        fail(pointer, fmt::format("the {}s differ in length and no length is the most common, so none can be taken as "
+                                  "right: {}",
+                                  names.noun, bounded_join(groups, counts.size(), "; ")));
+    }
+    const std::size_t right = most->first;
+    const std::size_t odd = lengths.size() - most->second;
+    if (odd == 1) {
+        const std::size_t i = static_cast<std::size_t>(std::find_if(lengths.begin(), lengths.end(), [&](std::size_t n) { return n != right; }) - lengths.begin());
+        fail(names.place(i), fmt::format("vector of {}, expected {} like the other {} {}s", numbers(lengths[i]), right,
+                                         most->second, names.noun));
+    }
+    std::vector<std::string> odd_ones;
+    for (std::size_t i = 0; i < lengths.size() && odd_ones.size() < 8; ++i)
+        if (lengths[i] != right) odd_ones.push_back(fmt::format("{} has {}", names.name(i), lengths[i]));
+    fail(pointer, fmt::format("the most common length is {} ({} of {} {}s), and {} {}s differ: {}", numbers(right),
+                              most->second, lengths.size(), names.noun, odd, names.noun, bounded_join(odd_ones, odd)));
+}
 
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
     std::string out;
@@ -222,12 +289,19 @@ private:
 
     void read_members(const Reader& in, const Json& object, const std::string& pointer) {
         if (object.empty()) in.fail(pointer, "no word vectors: the object is empty");
-        std::string first_word;
+        std::vector<std::string_view> keys;
+        std::vector<std::size_t> lengths;
         for (const auto& [key, value] : object.items()) {
             const auto word_pointer = pointer_child(pointer, key);
             in.plain_text(key, word_pointer);
-            const Vector v = in.vector(value, word_pointer, width(), fmt::format("like \"{}\"", printable(first_word)));
-            if (own_ends_.empty()) words_.width = static_cast<std::size_t>(v.size()), first_word = key;
+            keys.push_back(key);
+            lengths.push_back(in.vector_length(value, word_pointer));
+        }
+        const Reader::VectorNames vectors{"vector", [&](std::size_t i) { return fmt::format("\"{}\"", printable(keys[i], 24)); },
+                                          [&](std::size_t i) { return pointer_child(pointer, keys[i]); }};
+        words_.width = in.common_length(pointer, lengths, vectors);
+        for (const auto& [key, value] : object.items()) {
+            const Vector v = in.vector(value, pointer_child(pointer, key), 0, "");
             own_keys_ += key;
             own_ends_.push_back(own_keys_.size());
             own_rows_.insert(own_rows_.end(), v.begin(), v.end());
