@@ -85,6 +85,8 @@ const std::vector<BadInput> cases = {
     {"empty sentence", R"({"sentence": "", )" + ok_embeddings + "}", {}, 1, "/sentence: the sentence has no words"},
     {"only punctuation", R"({"sentence": "?!", )" + ok_embeddings + "}", {}, 1, "no words left after dropping punctuation"},
     {"unknown word", R"({"sentence": "a c", )" + ok_embeddings + "}", {}, 1, "unknown word \"c\" (token 2 of 2)"},
+    {"unknown words", R"({"sentence": "a c b d", )" + ok_embeddings + "}", {}, 1,
+     "/sentence: 2 unknown words: /embeddings has no vector for \"c\" (token 2, closest known word: a), \"d\" (token 4, closest known word: a)"},
     {"unknown field", R"({"sentence": "a", "embedings": {"a": [1]}})", {}, 1, "unknown field \"embedings\" (did you mean \"embeddings\"?"},
     {"unknown field too long to suggest for", R"({"sentence": "a", ")" + std::string(100, 'x') + R"(": 1})", {}, 1,
      "xxx…\" (known fields: description, mode,"},

@@ -105,7 +105,8 @@ TEST_CASE("data errors name the input, the JSON pointer, what was expected and f
     fails_with(R"({"sentence": " ?! ", "embeddings": {"a": [1]}})", "/sentence: no words left after dropping punctuation");
     fails_with(R"({"sentence": "Your jurney", "embeddings": {"Your": [1], "journey": [2]}})",
                "/sentence: unknown word \"jurney\" (token 2 of 2): /embeddings has no vector for it; closest known words: journey, Your");
-    fails_with(R"({"tokens": ["a", "zz"], "embeddings": {"a": [1]}})", "/tokens/1: unknown word \"zz\"");
+    fails_with(R"({"tokens": ["a", "zz"], "embeddings": {"a": [1]}})",
+               "/tokens/1 (token 2 of 2): unknown word \"zz\": /embeddings has no vector for it; closest known words: a");
     fails_with(R"({"sentence": "a b c", "embeddings": {"a": [1, 2], "b": [1], "c": [3, 4]}})",
                "/embeddings/b: vector of 1 number, expected 2 like the other 2 vectors");
     fails_with(R"({"sentence": "a", "embeddings": {"a": []}})", "/embeddings/a: empty vector");
@@ -177,6 +178,28 @@ TEST_CASE("vectors of unequal length: the most common length is taken as right, 
     for (int r = 31; r <= 38; ++r) named += "row " + std::to_string(r) + " has 1, ";
     CHECK(refusal(R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"key": [[1]], "value": [[1]], "query": [)" + rows + "]}}") ==
           "in.json: /weights/query: the most common length is 2 numbers (30 of 50 rows), and 20 rows differ: " + named + "… (12 more)");
+}
+
+TEST_CASE("every unknown word of a sentence is named in one message", "[load][errors]") {
+    const std::string lecture = R"("embeddings": {"Your": [1], "journey": [2], "starts": [3], "with": [4], "one": [5], "step": [6]})";
+    // Each word with its closest known word (one edit away here).
+    CHECK(refusal(R"({"sentence": "Your jurney strts with one stepp", )" + lecture + "}") ==
+          "in.json: /sentence: 3 unknown words: /embeddings has no vector for \"jurney\" (token 2, closest known word: "
+          "journey), \"strts\" (token 3, closest known word: starts), \"stepp\" (token 6, closest known word: step)");
+    // A word that comes back is named once, at its first place: one unknown word.
+    CHECK(refusal(R"({"sentence": "Your stepp with one stepp", )" + lecture + "}") ==
+          "in.json: /sentence: unknown word \"stepp\" (token 2 of 5): /embeddings has no vector for it; closest known "
+          "words: step, starts, one");
+    // Tokens: the place is the array; each word says which token it is, counting from 1.
+    CHECK(refusal(R"({"tokens": ["a", "zz", "yy", "zz"], "embeddings": {"a": [1], "zzz": [2]}})") ==
+          "in.json: /tokens: 2 unknown words: /embeddings has no vector for \"zz\" (token 2, closest known word: zzz), "
+          "\"yy\" (token 3, closest known word: a)");
+    // Twelve unknown words: eight are named, then how many more.
+    std::string sentence, named;
+    for (int w = 1; w <= 12; ++w) sentence += " u" + std::to_string(w);
+    for (int w = 1; w <= 8; ++w) named += "\"u" + std::to_string(w) + "\" (token " + std::to_string(w) + ", closest known word: a), ";
+    CHECK(refusal(R"({"sentence": ")" + sentence + R"(", "embeddings": {"a": [1]}})") ==
+          "in.json: /sentence: 12 unknown words: /embeddings has no vector for " + named + "… (4 more)");
 }
 
 TEST_CASE("invalid JSON is located by line and column", "[load][errors]") {

@@ -338,29 +338,6 @@ private:
     mutable HashIndex folded_;
 };
 
-// The row of `table` for `word`: exact spelling first, then case-insensitive.
-std::size_t look_up(const Reader& in, const WordVectors& table, const std::string& word, std::string_view where_pointer,
-                    std::size_t position, std::size_t count, std::string_view vectors_pointer) {
-    const auto found = table.find(in, word);
-    if (found.size() == 1) return found.front();
-    if (found.size() > 1) {
-        std::vector<std::string> spellings;
-        for (const auto index : found) spellings.emplace_back(table.word(index));
-        in.fail(where_pointer,
-                fmt::format("word \"{}\" (token {} of {}) matches several entries of {} that "
-                            "differ only in case: {}",
-                            printable(word), position, count, show_pointer(vectors_pointer),
-                            bounded_list(spellings)));
-    }
-    std::vector<std::string> suggestions;
-    for (const auto index : closest(word, table.size(), [&](std::size_t i) { return table.word(i); }, 3))
-        suggestions.emplace_back(table.word(index));
-    in.fail(where_pointer, fmt::format("unknown word \"{}\" (token {} of {}): {} has no vector "
-                                       "for it{}{}",
-                                       printable(word), position, count, show_pointer(vectors_pointer),
-                                       suggestions.empty() ? "" : "; closest known words: ", bounded_list(suggestions)));
-}
-
 // What a list of words holds: each string, its text beyond the string's own small buffer,
 // and a bit for whether it is punctuation.
 std::uint64_t words_bytes(const SplitWords& words) {
@@ -374,6 +351,78 @@ struct Labels {
     std::string pointer;        // "/sentence" or "/tokens"
     bool from_sentence = false;
 };
+
+// Where token i (from 0) of `count` stands, as a message shows it: in a sentence, the
+// pointer "/sentence" and " (token 2 of 6)" after the word; in an array, the place
+// "/tokens/1 (token 2 of 6)", since a JSON pointer counts from 0 and a token in words from 1.
+struct TokenPlace {
+    std::string place, after_word;
+};
+
+TokenPlace token_place(const Labels& labels, std::size_t i, std::size_t count) {
+    const auto token = fmt::format("(token {} of {})", i + 1, count);
+    if (labels.from_sentence) return {labels.pointer, " " + token};
+    return {fmt::format("{} {}", pointer_child(labels.pointer, i), token), ""};
+}
+
+// The row of `table` for `word`, by exact spelling first, then case-insensitively; none when
+// the table has no vector for it. Refuses a word that matches several spellings.
+std::optional<std::size_t> look_up(const Reader& in, const WordVectors& table, const std::string& word,
+                                   const TokenPlace& where, std::string_view vectors_pointer) {
+    const auto found = table.find(in, word);
+    if (found.size() == 1) return found.front();
+    if (found.empty()) return std::nullopt;
+    std::vector<std::string> spellings;
+    for (const auto index : found) spellings.emplace_back(table.word(index));
+    in.fail(where.place, fmt::format("word \"{}\"{} matches several entries of {} that differ only in case: {}",
+                                     printable(word), where.after_word, show_pointer(vectors_pointer),
+                                     bounded_list(spellings)));
+}
+
+// The known words closest to `word`, at most `count`, within `pairs` steps of edit distance.
+std::vector<std::string> closest_words(const WordVectors& table, std::string_view word, std::size_t count, std::size_t pairs) {
+    std::vector<std::string> words;
+    for (const auto index : closest(word, table.size(), [&](std::size_t i) { return table.word(i); }, count, pairs))
+        words.emplace_back(table.word(index));
+    return words;
+}
+
+// The distinct words at `positions` (in sentence order), each at the first position it has.
+std::vector<std::size_t> first_occurrences(const std::vector<std::string>& texts, std::vector<std::size_t> positions) {
+    std::stable_sort(positions.begin(), positions.end(), [&](std::size_t a, std::size_t b) { return texts[a] < texts[b]; });
+    std::vector<std::size_t> firsts;
+    for (std::size_t i = 0; i < positions.size(); ++i)
+        if (i == 0 || texts[positions[i]] != texts[positions[i - 1]]) firsts.push_back(positions[i]);
+    std::sort(firsts.begin(), firsts.end());
+    return firsts;
+}
+
+// Refuses the tokens at `missing` (positions, in order), which have no vector: all their words
+// in one message, each once, at most 8 of them with their closest known word.
+[[noreturn]] void refuse_unknown_words(const Reader& in, const WordVectors& table, const Labels& labels,
+                                       const std::vector<std::size_t>& missing, std::string_view vectors_pointer) {
+    const auto& texts = labels.words.texts;
+    const std::size_t count = texts.size();
+    in.charge(2 * missing.size() * sizeof(std::size_t));
+    const auto words = first_occurrences(texts, missing);
+    if (words.size() == 1) {
+        const auto where = token_place(labels, words.front(), count);
+        const auto suggestions = closest_words(table, texts[words.front()], 3, suggestion_pairs);
+        in.fail(where.place, fmt::format("unknown word \"{}\"{}: {} has no vector for it{}{}", printable(texts[words.front()]),
+                                         where.after_word, show_pointer(vectors_pointer),
+                                         suggestions.empty() ? "" : "; closest known words: ", bounded_list(suggestions)));
+    }
+    const std::size_t shown = std::min<std::size_t>(words.size(), 8);
+    std::vector<std::string> items;
+    for (std::size_t w = 0; w < shown; ++w) {
+        const std::string& word = texts[words[w]];
+        const auto suggestion = closest_words(table, word, 1, suggestion_pairs / shown);
+        items.push_back(fmt::format("\"{}\" (token {}{})", printable(word, 24), words[w] + 1,
+                                    suggestion.empty() ? "" : ", closest known word: " + printable(suggestion.front(), 24)));
+    }
+    in.fail(labels.pointer, fmt::format("{} unknown words: {} has no vector for {}", words.size(),
+                                        show_pointer(vectors_pointer), bounded_join(items, words.size())));
+}
 
 Labels read_labels(const Reader& in, const Json& object, const std::string& pointer) {
     const bool has_sentence = object.contains("sentence");
@@ -454,11 +503,13 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
         const auto count = words.size();
         in.charge(count * static_cast<std::size_t>(table.width()) * sizeof(double));
         seq.vectors.resize(static_cast<Eigen::Index>(count), table.width());
+        std::vector<std::size_t> missing;  // tokens without a vector, refused together
         for (std::size_t i = 0; i < count; ++i) {
-            const auto where = labels.from_sentence ? labels.pointer : pointer_child(labels.pointer, i);
-            table.copy_vector(look_up(in, table, words.texts[i], where, i + 1, count, vectors_pointer),
-                              &seq.vectors(static_cast<Eigen::Index>(i), 0));
+            const auto row = look_up(in, table, words.texts[i], token_place(labels, i, count), vectors_pointer);
+            if (row) table.copy_vector(*row, &seq.vectors(static_cast<Eigen::Index>(i), 0));
+            else missing.push_back(i);
         }
+        if (!missing.empty()) refuse_unknown_words(in, table, labels, missing, vectors_pointer);
         seq.tokens = std::move(words.texts);
         if (vocabulary) *vocabulary = vocabulary_of(in, table);
         return seq;
