@@ -202,6 +202,52 @@ TEST_CASE("every unknown word of a sentence is named in one message", "[load][er
           "in.json: /sentence: 12 unknown words: /embeddings has no vector for " + named + "… (4 more)");
 }
 
+TEST_CASE("field names learners try are pointed to the field they mean", "[load][errors]") {
+    const std::string one = R"({"sentence": "a", "embeddings": {"a": [1]}, )";
+    const std::string projections = " (known fields: query, key, value)";
+    for (const std::string name : {"W_q", "Wq", "w_q", "WQ", "W_query", "Q", "q", "query_weights"}) {
+        INFO(name);
+        CHECK(refusal(one + R"("weights": {")" + name + R"(": [[1]]}})") ==
+              "in.json: /weights/" + name + ": unknown field \"" + name + "\": the query projection W_q goes under \"query\"" + projections);
+    }
+    CHECK(refusal(one + R"("weights": {"query": [[1]], "W_K": [[1]]}})") ==
+          "in.json: /weights/W_K: unknown field \"W_K\": the key projection W_k goes under \"key\"" + projections);
+    CHECK(refusal(one + R"("weights": {"query": [[1]], "key": [[1]], "V": [[1]]}})") ==
+          "in.json: /weights/V: unknown field \"V\": the value projection W_v goes under \"value\"" + projections);
+    // A misspelling that is no alias still gets the closest field.
+    CHECK(refusal(one + R"("weights": {"querry": [[1]]}})") ==
+          "in.json: /weights/querry: unknown field \"querry\" (did you mean \"query\"? known fields: query, key, value)");
+
+    const std::string top = " (known fields: description, mode, sentence, tokens, embeddings, weights, source, target)";
+    CHECK(refusal(one + R"("W_q": [[1]]})") ==
+          "in.json: /W_q: unknown field \"W_q\": the query projection W_q goes inside \"weights\", under \"query\"" + top);
+    CHECK(refusal(R"({"sentence": "a", "embedding": {"a": [1]}})") ==
+          "in.json: /embedding: unknown field \"embedding\": the word vectors go under \"embeddings\"" + top);
+    CHECK(refusal(R"({"words": ["a"], "embeddings": {"a": [1]}})") ==
+          "in.json: /words: unknown field \"words\": the words go under \"sentence\" (one string) or \"tokens\" (an array of "
+          "strings)" + top);
+    CHECK(refusal(R"({"comment": "x", "sentence": "a", "embeddings": {"a": [1]}})") ==
+          "in.json: /comment: unknown field \"comment\": a note for the learner goes under \"description\"" + top);
+
+    // Bahdanau's weights, under the names of TensorFlow's tutorial (W1, W2, V) among others.
+    const std::string pair = R"({"source": {"tokens": ["a"], "states": [[1]]}, "target": {"tokens": ["x"], "states": [[1]]}, )";
+    const std::string alignment = " (known fields: W_a, U_a, v_a, W)";
+    CHECK(refusal(pair + R"("weights": {"W1": [[1]], "U_a": [[1]], "v_a": [1]}})") ==
+          "in.json: /weights/W1: unknown field \"W1\": the decoder-side weight W_a (s_t·W_a) goes under \"W_a\"" + alignment);
+    CHECK(refusal(pair + R"("weights": {"W_a": [[1]], "W2": [[1]], "v_a": [1]}})") ==
+          "in.json: /weights/W2: unknown field \"W2\": the encoder-side weight U_a (h_j·U_a) goes under \"U_a\"" + alignment);
+    CHECK(refusal(pair + R"("weights": {"W_a": [[1]], "U_a": [[1]], "V": [1]}})") ==
+          "in.json: /weights/V: unknown field \"V\": the vector v_a goes under \"v_a\"" + alignment);
+    CHECK(refusal(R"({"encoder": {"tokens": ["a"], "states": [[1]]}, "target": {"tokens": ["x"], "states": [[1]]}})") ==
+          "in.json: /encoder: unknown field \"encoder\": the encoder side (its tokens and states) goes under \"source\"" + top);
+    CHECK(refusal(R"({"source": {"tokens": ["a"], "embeddings": [[1]]}, "target": {"tokens": ["x"], "states": [[1]]}})") ==
+          "in.json: /source/embeddings: unknown field \"embeddings\": the encoder states h_j go under \"states\" (known fields: "
+          "sentence, tokens, states, mask)");
+    CHECK(refusal(R"({"source": {"tokens": ["a"], "states": [[1]]}, "target": {"tokens": ["x"], "states": [[1]], "mask": [true]}})") ==
+          "in.json: /target/mask: unknown field \"mask\": a mask belongs in \"source\", where it hides encoder positions (known "
+          "fields: sentence, tokens, states)");
+}
+
 TEST_CASE("invalid JSON is located by line and column", "[load][errors]") {
     // Line 3 is `  "embeddings": {"a": [NaN]}`: the N is column 24.
     REQUIRE_THROWS_WITH(load_problem("{\n  \"sentence\": \"a\",\n  \"embeddings\": {\"a\": [NaN]}\n}", "in.json"),

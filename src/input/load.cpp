@@ -1,6 +1,7 @@
 #include "input/load.hpp"
 
 #include "core/error.hpp"
+#include "input/aliases.hpp"
 #include "input/json_text.hpp"
 #include "input/limits.hpp"
 #include "input/tokenize.hpp"
@@ -52,9 +53,10 @@ public:
                                           fmt::join(names, ", ")));
     }
 
-    // Refuses keys we do not know, suggesting the closest known one (typos like "embedings").
-    void only_keys(const Json& object, std::string_view pointer,
-                   std::initializer_list<std::string_view> known) const;
+    // Refuses keys we do not know, saying where the field is for a name learners try
+    // (`aliases`), else suggesting the closest known one (typos like "embedings").
+    void only_keys(const Json& object, std::string_view pointer, std::initializer_list<std::string_view> known,
+                   const Aliases& aliases) const;
 
     double number(const Json& value, std::string_view pointer) const {
         if (!value.is_number()) fail(pointer, "expected a number, found " + describe(value));
@@ -235,11 +237,14 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
     return out;
 }
 
-void Reader::only_keys(const Json& object, std::string_view pointer,
-                       std::initializer_list<std::string_view> known) const {
+void Reader::only_keys(const Json& object, std::string_view pointer, std::initializer_list<std::string_view> known,
+                       const Aliases& aliases) const {
     const std::vector<std::string> names(known.begin(), known.end());
     for (const auto& [key, value] : object.items()) {
         if (std::find(names.begin(), names.end(), key) != names.end()) continue;
+        if (const Alias* alias = find_alias(aliases, key))
+            fail(pointer_child(pointer, key), fmt::format("unknown field \"{}\": {} (known fields: {})", printable(key),
+                                                          alias->where, join(names, ", ")));
         const auto suggestion = closest_names(key, names, 1);  // none for a key too long to be a typo
         fail(pointer_child(pointer, key),
              fmt::format("unknown field \"{}\" ({}known fields: {})", printable(key),
@@ -535,7 +540,7 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
 Projections read_projections(const Reader& in, const Json& weights, Eigen::Index d_in) {
     const std::string pointer = "/weights";
     in.require_object(weights, pointer);
-    in.only_keys(weights, pointer, {"query", "key", "value"});
+    in.only_keys(weights, pointer, {"query", "key", "value"}, projection_aliases());
     in.require_all(weights, pointer, {"query", "key", "value"});
     Projections p;
     const auto d_in_why = fmt::format("d_in = {} from the embeddings", d_in);
@@ -553,7 +558,7 @@ Projections read_projections(const Reader& in, const Json& weights, Eigen::Index
 void read_alignment_weights(const Reader& in, const Json& weights, EncoderDecoderInput& input) {
     const std::string pointer = "/weights";
     in.require_object(weights, pointer);
-    in.only_keys(weights, pointer, {"W_a", "U_a", "v_a", "W"});
+    in.only_keys(weights, pointer, {"W_a", "U_a", "v_a", "W"}, alignment_aliases());
     const Eigen::Index d_s = input.target.vectors.cols();
     const Eigen::Index d_h = input.source.vectors.cols();
     const int additive_parts = weights.contains("W_a") + weights.contains("U_a") + weights.contains("v_a");
@@ -608,8 +613,8 @@ EncoderDecoderInput read_encoder_decoder(const Reader& in, const Json& doc) {
                                     part));
     const Json& source = in.require_object(doc["source"], "/source");
     const Json& target = in.require_object(doc["target"], "/target");
-    in.only_keys(source, "/source", {"sentence", "tokens", "states", "mask"});
-    in.only_keys(target, "/target", {"sentence", "tokens", "states"});
+    in.only_keys(source, "/source", {"sentence", "tokens", "states", "mask"}, source_aliases());
+    in.only_keys(target, "/target", {"sentence", "tokens", "states"}, target_aliases());
 
     EncoderDecoderInput input;
     input.source = read_sequence(in, source, "/source", "states", true, nullptr);
@@ -626,8 +631,8 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
     const Reader in(origin, budget);
     const Json doc = parse_json(json_text, origin, budget);
     in.require_object(doc, "");
-    in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights",
-                           "source", "target"});
+    in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights", "source", "target"},
+                 top_level_aliases());
 
     Problem problem;
     problem.origin = origin;
