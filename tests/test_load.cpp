@@ -248,6 +248,19 @@ TEST_CASE("field names learners try are pointed to the field they mean", "[load]
           "fields: sentence, tokens, states)");
 }
 
+TEST_CASE("an object of vectors alone is read as an object where no word table belongs", "[load][errors]") {
+    // The parser packs {"v_a": [1]} as it packs embeddings; it was refused as "expected an
+    // object, found an object".
+    const std::string pair = R"({"source": {"tokens": ["a"], "states": [[1]]}, "target": {"tokens": ["x"], "states": [[1]]}, )";
+    CHECK(refusal(pair + R"("weights": {"v_a": [1]}})") ==
+          "in.json: /weights: missing \"W_a\": give all three of W_a, U_a, v_a (or none, to have them generated)");
+    CHECK(refusal(pair + R"("weights": {"V": [1]}})") ==
+          "in.json: /weights/V: unknown field \"V\": the vector v_a goes under \"v_a\" (known fields: W_a, U_a, v_a, W)");
+    CHECK(refusal(R"({"embeddings": [1, 2]})") == "in.json: /: missing \"sentence\" (a string) or \"tokens\" (an array of strings)");
+    CHECK(refusal(R"({"source": {"states": [1]}, "target": {"tokens": ["x"], "states": [[1]]}})") ==
+          "in.json: /source: missing \"sentence\" (a string) or \"tokens\" (an array of strings)");
+}
+
 TEST_CASE("invalid JSON is located by line and column", "[load][errors]") {
     // Line 3 is `  "embeddings": {"a": [NaN]}`: the N is column 24.
     REQUIRE_THROWS_WITH(load_problem("{\n  \"sentence\": \"a\",\n  \"embeddings\": {\"a\": [NaN]}\n}", "in.json"),

@@ -959,6 +959,17 @@ PackedWords packed_words(const Json& value) {
     return words;
 }
 
+Json unpack_words(const Json& value) {
+    const PackedWords words = packed_words(value);
+    Json object = Json::object();
+    for (std::size_t i = 0; i < words.count; ++i) {
+        Json::binary_t row(std::vector<std::uint8_t>(words.width * sizeof(double)));
+        words.copy_row(i, reinterpret_cast<double*>(row.data()));
+        object[std::string(words.word(i))] = Json::binary(std::move(row));
+    }
+    return object;
+}
+
 std::string_view PackedWords::word(std::size_t i) const {
     std::uint64_t from = 0, to = 0;
     if (i > 0) std::memcpy(&from, ends + (i - 1) * sizeof from, sizeof from);

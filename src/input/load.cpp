@@ -19,6 +19,9 @@
 namespace attntrace {
 namespace {
 
+// What an object member costs once unpacked: its key and value node, and its vector's block.
+constexpr std::uint64_t unpacked_member_bytes = 256;
+
 std::string numbers(std::size_t count) { return fmt::format("{} number{}", count, count == 1 ? "" : "s"); }
 
 // "/embeddings/1 (row 2)": a JSON pointer counts from 0, and a row in words from 1.
@@ -625,11 +628,28 @@ EncoderDecoderInput read_encoder_decoder(const Reader& in, const Json& doc) {
     return input;
 }
 
+// The parser packs every object whose members are all vectors of one length, as it should an
+// embeddings object; the input object, "weights", "source" and "target" are read member by
+// member, so such an object is unpacked again there ({"v_a": [1, 2]} is an object, not a
+// table of words).
+void unpack_objects(const Reader& in, Json& doc) {
+    const auto unpack = [&in](Json& value) {
+        if (!is_packed_words(value)) return;
+        in.charge(packed_words(value).count * unpacked_member_bytes);
+        value = unpack_words(value);
+    };
+    unpack(doc);
+    if (!doc.is_object()) return;
+    for (const char* key : {"weights", "source", "target"})
+        if (const auto it = doc.find(key); it != doc.end()) unpack(*it);
+}
+
 }  // namespace
 
 Problem load_problem(std::string_view json_text, const std::string& origin, MemoryBudget* budget) {
     const Reader in(origin, budget);
-    const Json doc = parse_json(json_text, origin, budget);
+    Json doc = parse_json(json_text, origin, budget);
+    unpack_objects(in, doc);
     in.require_object(doc, "");
     in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights", "source", "target"},
                  top_level_aliases());
