@@ -4,6 +4,8 @@
 #include "core/generator.hpp"
 #include "input/json_text.hpp"
 
+#include "support/refusal.hpp"
+
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -143,14 +145,7 @@ TEST_CASE("the grammar's corners are refused where they are", "[json][errors]") 
 namespace {
 
 // The message parse_json refuses `text` with ("" when it parses).
-std::string refusal(const std::string& text) {
-    try {
-        parse_json(text, "t");
-    } catch (const DataError& e) {
-        return e.what();
-    }
-    return "";
-}
+std::string refusal(const std::string& text) { return errors::message_of([&] { parse_json(text, "t"); }); }
 
 }  // namespace
 

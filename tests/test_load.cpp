@@ -4,6 +4,8 @@
 #include "input/load.hpp"
 #include "input/tokenize.hpp"
 
+#include "support/refusal.hpp"
+
 #include <catch2/catch.hpp>
 
 using namespace attntrace;
@@ -141,14 +143,7 @@ TEST_CASE("weight shapes must fit d_in and each other", "[load][errors]") {
 namespace {
 
 // The message load_problem refuses `json` with, read as in.json ("" when it loads).
-std::string refusal(const std::string& json) {
-    try {
-        load_problem(json, "in.json");
-    } catch (const DataError& e) {
-        return e.what();
-    }
-    return "";
-}
+std::string refusal(const std::string& json) { return errors::message_of([&] { load_problem(json, "in.json"); }); }
 
 }  // namespace
 

@@ -34,6 +34,15 @@ void add_words(Aliases& aliases) {
     add(aliases, "the words go under \"sentence\" (one string) or \"tokens\" (an array of strings)", {"words", "text"});
 }
 
+// The fields of "source" or "target": its states (which the side's own names, such as
+// encoder_states and h, stand for too) and its words.
+Aliases side_aliases(const std::string& states, std::string_view side_states, std::string_view letter) {
+    Aliases out;
+    add(out, states, {"embeddings", "embedding", "vectors", "hidden", "hidden_states", side_states, letter});
+    add_words(out);
+    return out;
+}
+
 }  // namespace
 
 const Aliases& top_level_aliases() {
@@ -80,23 +89,14 @@ const Aliases& alignment_aliases() {
 }
 
 const Aliases& source_aliases() {
-    static const Aliases aliases = [] {
-        Aliases out;
-        add(out, "the encoder states h_j go under \"states\"",
-            {"embeddings", "embedding", "vectors", "hidden", "hidden_states", "encoder_states", "h"});
-        add_words(out);
-        return out;
-    }();
+    static const Aliases aliases = side_aliases("the encoder states h_j go under \"states\"", "encoder_states", "h");
     return aliases;
 }
 
 const Aliases& target_aliases() {
     static const Aliases aliases = [] {
-        Aliases out;
-        add(out, "the decoder states s_t go under \"states\"",
-            {"embeddings", "embedding", "vectors", "hidden", "hidden_states", "decoder_states", "s"});
+        Aliases out = side_aliases("the decoder states s_t go under \"states\"", "decoder_states", "s");
         add(out, "a mask belongs in \"source\", where it hides encoder positions", {"mask"});
-        add_words(out);
         return out;
     }();
     return aliases;
