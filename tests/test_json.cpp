@@ -4,6 +4,8 @@
 #include "core/generator.hpp"
 #include "input/json_text.hpp"
 
+#include "support/refusal.hpp"
+
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -117,18 +119,19 @@ TEST_CASE("the grammar's corners are refused where they are", "[json][errors]") 
     fails("[.5]", "t:1:2: invalid JSON: expected a value");
     fails("[+1]", "t:1:2: invalid JSON: expected a value");
     fails("[1e]", "invalid number");
-    fails("[1,]", "t:1:4: invalid JSON: expected a value");
+    fails("[1,]", "t:1:3: invalid JSON: trailing comma");
     fails("[1 2]", "t:1:4: invalid JSON: expected ',' or ']' after an array element");
     fails("{\"a\" 1}", "t:1:6: invalid JSON: expected ':' after the key");
-    fails("{\"a\": 1,}", "t:1:9: invalid JSON: expected a string key");
+    fails("{\"a\": 1,}", "t:1:8: invalid JSON: trailing comma");
     fails("{'a': 1}", "t:1:2: invalid JSON: expected a string key");
     fails("[NaN]", "NaN and Infinity are not JSON numbers");
     fails("[Infinity]", "NaN and Infinity are not JSON numbers");
-    fails("[tru]", "t:1:2: invalid JSON: invalid literal 'tru'");
+    fails("[tru]", "t:1:2: invalid JSON: expected a value (object, array, string, number, true, false or null), found 'tru'");
     fails("[\"a\\x\"]", "t:1:4: invalid JSON: invalid escape '\\x'");
     fails("[\"\\u12\"]", "invalid \\u escape");
     fails("[\"\\udc00\"]", "lone surrogate");
-    fails("[\"a\nb\"]", "t:1:4: invalid JSON: control character U+000A in a string");
+    fails("[\"a\nb\"]", "t:1:4: invalid JSON: a line break in a string");
+    fails("[\"a\tb\"]", "t:1:4: invalid JSON: control character U+0009 in a string");
     fails("[\"a\xc3\x28\"]", "t:1:4: invalid JSON: ill-formed UTF-8 byte 0xc3");
     fails("[\"abc", "unexpected end of input inside a string");
     fails("[1] [2]", "t:1:5: invalid JSON: text after the end of the JSON document");
@@ -137,6 +140,80 @@ TEST_CASE("the grammar's corners are refused where they are", "[json][errors]") 
     fails("[-1e400]", "t:1:2: number out of range: -1e400");
     fails("{\"a\": [{\"b\": 1, \"b\": 2}]}", "t: /a/0/b: duplicate key \"b\"");
     CHECK(packed(parse_json("[1e-400]", "t"))[0] == 0.0);  // underflow is zero, not an error
+}
+
+namespace {
+
+// The message parse_json refuses `text` with ("" when it parses).
+std::string refusal(const std::string& text) { return errors::message_of([&] { parse_json(text, "t"); }); }
+
+}  // namespace
+
+TEST_CASE("a trailing comma is named and located at the comma, not at the bracket after it", "[json][errors][hints]") {
+    const std::string rule = "invalid JSON: trailing comma: JSON allows no comma before the closing ";
+    // Line 3 is ` "embeddings": {"a": [1],`: the comma after [1] is its 25th character; the
+    // '}' it comes before is on line 4.
+    CHECK(refusal("{\n \"sentence\": \"a\",\n \"embeddings\": {\"a\": [1],\n }\n}") == "t:3:25: " + rule + "'}', so remove this one");
+    // Arrays of each form the parser reads: numbers, strings, rows, and anything else.
+    CHECK(refusal("[1, 2,\n]") == "t:1:6: " + rule + "']', so remove this one");
+    CHECK(refusal("[\"a\", \"b\",]") == "t:1:10: " + rule + "']', so remove this one");
+    CHECK(refusal("[[1, 2],\n [3, 4],\n]") == "t:2:8: " + rule + "']', so remove this one");
+    CHECK(refusal("[true, {},]") == "t:1:10: " + rule + "']', so remove this one");
+    CHECK(refusal("{\"w\": {\"a\": [1], \"b\": [2],}}") == "t:1:26: " + rule + "'}', so remove this one");
+}
+
+TEST_CASE("syntax errors say what the likely mistake is, where it stands", "[json][errors][hints]") {
+    const std::string value = "invalid JSON: expected a value (object, array, string, number, true, false or null), found ";
+    const std::string key = "invalid JSON: expected a string key, found ";
+    // Single quotes: the text between them comes back in double quotes.
+    CHECK(refusal("{\"sentence\": 'journey'}") == "t:1:14: " + value + "a single quote: JSON strings and keys use double quotes, as in \"journey\"");
+    CHECK(refusal("{'sentence': 1}") == "t:1:2: " + key + "a single quote: JSON strings and keys use double quotes, as in \"sentence\"");
+    // Comments, where a key, a value, a separator or nothing more is expected.
+    const std::string comments = "JSON has no comments, so remove it (a note for the learner can go in \"description\")";
+    CHECK(refusal("{\n  // the example of the lecture\n  \"a\": 1}") == "t:2:3: " + key + "'//': " + comments);
+    CHECK(refusal("[1, /* two */ 2]") == "t:1:5: " + value + "'/*': " + comments);
+    CHECK(refusal("{\"a\": 1 // one\n}") == "t:1:9: invalid JSON: expected ',' or '}' after an object member, found '//': " + comments);
+    CHECK(refusal("[1] // done") == "t:1:5: invalid JSON: text after the end of the JSON document: " + comments);
+    // Numbers with nothing on one side of the point, a '+' sign, a leading zero.
+    const std::string point = "(a JSON number needs a digit on both sides of the point)";
+    CHECK(refusal("[0.5, .5]") == "t:1:7: " + value + "'.5': write 0.5 " + point);
+    CHECK(refusal("[-.5]") == "t:1:2: invalid JSON: invalid number '-.5': write -0.5 " + point);
+    CHECK(refusal("[1.]") == "t:1:2: invalid JSON: invalid number '1.': write 1.0 " + point);
+    CHECK(refusal("[2, 1.e3]") == "t:1:5: invalid JSON: invalid number '1.e3': write 1.0e3 " + point);
+    CHECK(refusal("[+1]") == "t:1:2: " + value + "'+1': write 1 (a JSON number has no '+' sign)");
+    CHECK(refusal("[01]") == "t:1:2: invalid JSON: invalid number '01': write 1 (a JSON number does not start with a 0 followed by more digits)");
+    // Bare words: Python's and JavaScript's spellings, unquoted keys and text.
+    CHECK(refusal("[True]") == "t:1:2: " + value + "'True': write true, as JSON spells true, false and null in lower case");
+    CHECK(refusal("{\"a\": None}") == "t:1:7: " + value + "'None': write null, JSON's word for no value");
+    CHECK(refusal("{tokens: 1}") == "t:1:2: " + key + "'tokens': keys need double quotes, as in \"tokens\"");
+    CHECK(refusal("{\"mode\": self}") == "t:1:10: " + value + "'self': JSON's only bare words are true, false and null; text needs double quotes, as in \"self\"");
+    for (const char* word : {"[NaN]", "[nan]", "[Infinity]", "[-Infinity]", "[inf]"}) {
+        INFO(word);
+        CHECK(refusal(word) == "t:1:2: invalid JSON: NaN and Infinity are not JSON numbers: every number must be finite");
+    }
+    // A missing comma between two members or two elements.
+    CHECK(refusal("{\"a\": 1\n \"b\": 2}") == "t:2:2: invalid JSON: expected ',' or '}' after an object member, found '\"': perhaps a ',' is missing before it");
+    CHECK(refusal("[1 2]") == "t:1:4: invalid JSON: expected ',' or ']' after an array element, found '2': perhaps a ',' is missing before it");
+    // A string left open: at the end of its line, or at the typographic quote that was meant
+    // to close it (column 20: `{"sentence": "hello` is 19 characters).
+    CHECK(refusal("{\"sentence\": \"hello,\n \"b\": 1}") ==
+          "t:1:21: invalid JSON: a line break in a string: is its closing '\"' missing? (a line break inside a string is written \\n)");
+    CHECK(refusal("{\"sentence\": \"hello\u201d,\n \"b\": 1}") ==
+          "t:1:20: invalid JSON: a typographic quote '\u201d' where this string seems to end; JSON strings end with a straight double quote (\")");
+}
+
+TEST_CASE("typographic quotes are named, and an unexpected character is shown whole", "[json][errors][hints]") {
+    const std::string typographic = "a typographic quote, as word processors write them; JSON needs straight double quotes (\")";
+    // “ is three bytes but one column: the key's quote is column 2, the value's column 14.
+    CHECK(refusal("{\u201csentence\u201d: 1}") == "t:1:2: invalid JSON: expected a string key, found '\u201c': " + typographic);
+    CHECK(refusal("{\"sentence\": \u2018a\u2019}") ==
+          "t:1:14: invalid JSON: expected a value (object, array, string, number, true, false or null), found '\u2018': " + typographic);
+    CHECK(refusal("{\"a\": 1, \u00e9}") == "t:1:10: invalid JSON: expected a string key, found '\u00e9'");
+    // What cannot be shown stays escaped: a control character, a bidi override, a byte that
+    // is not UTF-8.
+    CHECK(refusal("{\x01}") == "t:1:2: invalid JSON: expected a string key, found '\\x01'");
+    CHECK(refusal("{\u202e}") == "t:1:2: invalid JSON: expected a string key, found '\\u202E'");
+    CHECK(refusal("{\xe2\x28}") == "t:1:2: invalid JSON: expected a string key, found '\\xe2'");
 }
 
 namespace {

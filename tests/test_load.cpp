@@ -4,6 +4,8 @@
 #include "input/load.hpp"
 #include "input/tokenize.hpp"
 
+#include "support/refusal.hpp"
+
 #include <catch2/catch.hpp>
 
 using namespace attntrace;
@@ -105,8 +107,10 @@ TEST_CASE("data errors name the input, the JSON pointer, what was expected and f
     fails_with(R"({"sentence": " ?! ", "embeddings": {"a": [1]}})", "/sentence: no words left after dropping punctuation");
     fails_with(R"({"sentence": "Your jurney", "embeddings": {"Your": [1], "journey": [2]}})",
                "/sentence: unknown word \"jurney\" (token 2 of 2): /embeddings has no vector for it; closest known words: journey, Your");
-    fails_with(R"({"tokens": ["a", "zz"], "embeddings": {"a": [1]}})", "/tokens/1: unknown word \"zz\"");
-    fails_with(R"({"sentence": "a b", "embeddings": {"a": [1, 2], "b": [1]}})", "/embeddings/b: vector of 1 number, expected 2 (like \"a\")");
+    fails_with(R"({"tokens": ["a", "zz"], "embeddings": {"a": [1]}})",
+               "/tokens/1 (token 2 of 2): unknown word \"zz\": /embeddings has no vector for it; closest known words: a");
+    fails_with(R"({"sentence": "a b c", "embeddings": {"a": [1, 2], "b": [1], "c": [3, 4]}})",
+               "/embeddings/b: vector of 1 number, expected 2 like the other 2 vectors");
     fails_with(R"({"sentence": "a", "embeddings": {"a": []}})", "/embeddings/a: empty vector");
     fails_with(R"({"sentence": "a", "embeddings": {"a": [1, "2"]}})", "/embeddings/a/1: expected a number, found string \"2\"");
     fails_with(R"({"sentence": "a", "embeddings": {"a": [true]}})", "/embeddings/a/0: expected a number, found boolean true");
@@ -132,8 +136,124 @@ TEST_CASE("weight shapes must fit d_in and each other", "[load][errors]") {
     fails_with(R"({"query": [[1], [1], [1]], "key": [[1], [1], [1]], "value": [[1], [1]]})",
                "/weights/value: shape 2×1 does not fit: expected 3×…");
     fails_with(R"({"query": [[1], [1], [1]], "key": [[1], [1], [1]]})", "/weights: missing \"value\"");
-    fails_with(R"({"query": [[1, 2], [1], [1]], "key": [[1], [1], [1]], "value": [[1], [1], [1]]})",
-               "/weights/query/1: vector of 1 number, expected 2 (like row 0)");
+    fails_with(R"({"query": [[1], [1, 2], [1]], "key": [[1], [1], [1]], "value": [[1], [1], [1]]})",
+               "/weights/query/1 (row 2): vector of 2 numbers, expected 1 like the other 2 rows");
+}
+
+namespace {
+
+// The message load_problem refuses `json` with, read as in.json ("" when it loads).
+std::string refusal(const std::string& json) { return errors::message_of([&] { load_problem(json, "in.json"); }); }
+
+}  // namespace
+
+TEST_CASE("vectors of unequal length: the most common length is taken as right, and the others are named", "[load][errors]") {
+    // The first vector is the odd one out: it is blamed, not the two after it.
+    CHECK(refusal(R"({"sentence": "a b c", "embeddings": {"a": [1], "b": [1, 2], "c": [3, 4]}})") ==
+          "in.json: /embeddings/a: vector of 1 number, expected 2 like the other 2 vectors");
+    // In an array the row is named twice: by its JSON pointer, which counts from 0, and in
+    // words, from 1.
+    CHECK(refusal(R"({"tokens": ["a", "b", "c"], "embeddings": [[1], [1, 2], [3, 4]]})") ==
+          "in.json: /embeddings/0 (row 1): vector of 1 number, expected 2 like the other 2 rows");
+    CHECK(refusal(R"({"source": {"tokens": ["a", "b", "c"], "states": [[1, 2], [3, 4], [5, 6, 7]]},
+                      "target": {"tokens": ["x"], "states": [[1]]}})") ==
+          "in.json: /source/states/2 (row 3): vector of 3 numbers, expected 2 like the other 2 rows");
+    // Several odd ones: 2 numbers is the most common length (a, c, e), though not half.
+    CHECK(refusal(R"({"sentence": "a", "embeddings": {"a": [1, 2], "b": [1], "c": [3, 4], "d": [5], "e": [1, 2], "f": [1, 2, 3]}})") ==
+          "in.json: /embeddings: the most common length is 2 numbers (3 of 6 vectors), and 3 vectors differ: "
+          "\"b\" has 1, \"d\" has 1, \"f\" has 3");
+    // A tie: no length can be taken as right, so each is named with the vectors that have it.
+    CHECK(refusal(R"({"sentence": "a", "embeddings": {"a": [1, 2], "b": [1], "c": [3, 4], "d": [5]}})") ==
+          "in.json: /embeddings: the vectors differ in length and no length is the most common, so none can be taken "
+          "as right: 2 numbers in \"a\", \"c\"; 1 number in \"b\", \"d\"");
+    // Long lists are cut: 30 rows of 2 numbers, then 20 of 1; eight of those are named.
+    std::string rows;
+    for (int r = 0; r < 50; ++r) rows += std::string(r ? ", " : "") + (r < 30 ? "[1, 2]" : "[1]");
+    std::string named;
+    for (int r = 31; r <= 38; ++r) named += "row " + std::to_string(r) + " has 1, ";
+    CHECK(refusal(R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"key": [[1]], "value": [[1]], "query": [)" + rows + "]}}") ==
+          "in.json: /weights/query: the most common length is 2 numbers (30 of 50 rows), and 20 rows differ: " + named + "… (12 more)");
+}
+
+TEST_CASE("every unknown word of a sentence is named in one message", "[load][errors]") {
+    const std::string lecture = R"("embeddings": {"Your": [1], "journey": [2], "starts": [3], "with": [4], "one": [5], "step": [6]})";
+    // Each word with its closest known word (one edit away here).
+    CHECK(refusal(R"({"sentence": "Your jurney strts with one stepp", )" + lecture + "}") ==
+          "in.json: /sentence: 3 unknown words: /embeddings has no vector for \"jurney\" (token 2, closest known word: "
+          "journey), \"strts\" (token 3, closest known word: starts), \"stepp\" (token 6, closest known word: step)");
+    // A word that comes back is named once, at its first place: one unknown word.
+    CHECK(refusal(R"({"sentence": "Your stepp with one stepp", )" + lecture + "}") ==
+          "in.json: /sentence: unknown word \"stepp\" (token 2 of 5): /embeddings has no vector for it; closest known "
+          "words: step, starts, one");
+    // Tokens: the place is the array; each word says which token it is, counting from 1.
+    CHECK(refusal(R"({"tokens": ["a", "zz", "yy", "zz"], "embeddings": {"a": [1], "zzz": [2]}})") ==
+          "in.json: /tokens: 2 unknown words: /embeddings has no vector for \"zz\" (token 2, closest known word: zzz), "
+          "\"yy\" (token 3, closest known word: a)");
+    // Twelve unknown words: eight are named, then how many more.
+    std::string sentence, named;
+    for (int w = 1; w <= 12; ++w) sentence += " u" + std::to_string(w);
+    for (int w = 1; w <= 8; ++w) named += "\"u" + std::to_string(w) + "\" (token " + std::to_string(w) + ", closest known word: a), ";
+    CHECK(refusal(R"({"sentence": ")" + sentence + R"(", "embeddings": {"a": [1]}})") ==
+          "in.json: /sentence: 12 unknown words: /embeddings has no vector for " + named + "… (4 more)");
+}
+
+TEST_CASE("field names learners try are pointed to the field they mean", "[load][errors]") {
+    const std::string one = R"({"sentence": "a", "embeddings": {"a": [1]}, )";
+    const std::string projections = " (known fields: query, key, value)";
+    for (const std::string name : {"W_q", "Wq", "w_q", "WQ", "W_query", "Q", "q", "query_weights"}) {
+        INFO(name);
+        CHECK(refusal(one + R"("weights": {")" + name + R"(": [[1]]}})") ==
+              "in.json: /weights/" + name + ": unknown field \"" + name + "\": the query projection W_q goes under \"query\"" + projections);
+    }
+    CHECK(refusal(one + R"("weights": {"query": [[1]], "W_K": [[1]]}})") ==
+          "in.json: /weights/W_K: unknown field \"W_K\": the key projection W_k goes under \"key\"" + projections);
+    CHECK(refusal(one + R"("weights": {"query": [[1]], "key": [[1]], "V": [[1]]}})") ==
+          "in.json: /weights/V: unknown field \"V\": the value projection W_v goes under \"value\"" + projections);
+    // A misspelling that is no alias still gets the closest field.
+    CHECK(refusal(one + R"("weights": {"querry": [[1]]}})") ==
+          "in.json: /weights/querry: unknown field \"querry\" (did you mean \"query\"? known fields: query, key, value)");
+
+    const std::string top = " (known fields: description, mode, sentence, tokens, embeddings, weights, source, target)";
+    CHECK(refusal(one + R"("W_q": [[1]]})") ==
+          "in.json: /W_q: unknown field \"W_q\": the query projection W_q goes inside \"weights\", under \"query\"" + top);
+    CHECK(refusal(R"({"sentence": "a", "embedding": {"a": [1]}})") ==
+          "in.json: /embedding: unknown field \"embedding\": the word vectors go under \"embeddings\"" + top);
+    CHECK(refusal(R"({"words": ["a"], "embeddings": {"a": [1]}})") ==
+          "in.json: /words: unknown field \"words\": the words go under \"sentence\" (one string) or \"tokens\" (an array of "
+          "strings)" + top);
+    CHECK(refusal(R"({"comment": "x", "sentence": "a", "embeddings": {"a": [1]}})") ==
+          "in.json: /comment: unknown field \"comment\": a note for the learner goes under \"description\"" + top);
+
+    // Bahdanau's weights, under the names of TensorFlow's tutorial (W1, W2, V) among others.
+    const std::string pair = R"({"source": {"tokens": ["a"], "states": [[1]]}, "target": {"tokens": ["x"], "states": [[1]]}, )";
+    const std::string alignment = " (known fields: W_a, U_a, v_a, W)";
+    CHECK(refusal(pair + R"("weights": {"W1": [[1]], "U_a": [[1]], "v_a": [1]}})") ==
+          "in.json: /weights/W1: unknown field \"W1\": the decoder-side weight W_a (s_t·W_a) goes under \"W_a\"" + alignment);
+    CHECK(refusal(pair + R"("weights": {"W_a": [[1]], "W2": [[1]], "v_a": [1]}})") ==
+          "in.json: /weights/W2: unknown field \"W2\": the encoder-side weight U_a (h_j·U_a) goes under \"U_a\"" + alignment);
+    CHECK(refusal(pair + R"("weights": {"W_a": [[1]], "U_a": [[1]], "V": [1]}})") ==
+          "in.json: /weights/V: unknown field \"V\": the vector v_a goes under \"v_a\"" + alignment);
+    CHECK(refusal(R"({"encoder": {"tokens": ["a"], "states": [[1]]}, "target": {"tokens": ["x"], "states": [[1]]}})") ==
+          "in.json: /encoder: unknown field \"encoder\": the encoder side (its tokens and states) goes under \"source\"" + top);
+    CHECK(refusal(R"({"source": {"tokens": ["a"], "embeddings": [[1]]}, "target": {"tokens": ["x"], "states": [[1]]}})") ==
+          "in.json: /source/embeddings: unknown field \"embeddings\": the encoder states h_j go under \"states\" (known fields: "
+          "sentence, tokens, states, mask)");
+    CHECK(refusal(R"({"source": {"tokens": ["a"], "states": [[1]]}, "target": {"tokens": ["x"], "states": [[1]], "mask": [true]}})") ==
+          "in.json: /target/mask: unknown field \"mask\": a mask belongs in \"source\", where it hides encoder positions (known "
+          "fields: sentence, tokens, states)");
+}
+
+TEST_CASE("an object of vectors alone is read as an object where no word table belongs", "[load][errors]") {
+    // The parser packs {"v_a": [1]} as it packs embeddings; it was refused as "expected an
+    // object, found an object".
+    const std::string pair = R"({"source": {"tokens": ["a"], "states": [[1]]}, "target": {"tokens": ["x"], "states": [[1]]}, )";
+    CHECK(refusal(pair + R"("weights": {"v_a": [1]}})") ==
+          "in.json: /weights: missing \"W_a\": give all three of W_a, U_a, v_a (or none, to have them generated)");
+    CHECK(refusal(pair + R"("weights": {"V": [1]}})") ==
+          "in.json: /weights/V: unknown field \"V\": the vector v_a goes under \"v_a\" (known fields: W_a, U_a, v_a, W)");
+    CHECK(refusal(R"({"embeddings": [1, 2]})") == "in.json: /: missing \"sentence\" (a string) or \"tokens\" (an array of strings)");
+    CHECK(refusal(R"({"source": {"states": [1]}, "target": {"tokens": ["x"], "states": [[1]]}})") ==
+          "in.json: /source: missing \"sentence\" (a string) or \"tokens\" (an array of strings)");
 }
 
 TEST_CASE("invalid JSON is located by line and column", "[load][errors]") {

@@ -59,7 +59,10 @@ public:
         skip_space();
         Json doc = value();
         skip_space();
-        if (pos_ < text_.size()) fail(pos_, "text after the end of the JSON document");
+        if (pos_ < text_.size()) {
+            const std::string hint = hint_at(pos_, Slot::after_document);
+            fail(pos_, fmt::format("text after the end of the JSON document{}{}", hint.empty() ? "" : ": ", hint));
+        }
         return doc;
     }
 
@@ -78,9 +81,135 @@ private:
         throw DataError(fmt::format("{}:{}:{}: {}", origin_, where.line, where.column, message));
     }
 
-    [[noreturn]] void unexpected(std::string_view expected) const {
+    // What the parser was reading when it met something else: a hint fits some mistakes only
+    // in some places (an unquoted word is a key in one place and a value in another).
+    enum class Slot { value, key, colon, after_item, after_document };
+
+    [[noreturn]] void unexpected(std::string_view expected, Slot slot) const {
         if (pos_ >= text_.size()) fail(pos_, fmt::format("unexpected end of input; expected {}", expected));
-        fail(pos_, fmt::format("expected {}, found '{}'", expected, printable(text_.substr(pos_, 1), 1)));
+        const std::string hint = hint_at(pos_, slot);
+        fail(pos_, fmt::format("expected {}, found {}{}{}", expected, shown_at(pos_), hint.empty() ? "" : ": ", hint));
+    }
+
+    [[noreturn]] void trailing_comma(std::size_t comma, char closing) const {
+        fail(comma, fmt::format("trailing comma: JSON allows no comma before the closing '{}', so remove this one", closing));
+    }
+
+    [[noreturn]] void not_finite(std::size_t at) const {
+        fail(at, "NaN and Infinity are not JSON numbers: every number must be finite");
+    }
+
+    static bool is_word_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+
+    // The bare word (letters, digits, '_') that starts at `at`, or "".
+    std::string_view word_at(std::size_t at) const {
+        if (at >= text_.size() || !is_word_start(text_[at])) return {};
+        std::size_t end = at;
+        while (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '_')) ++end;
+        return text_.substr(at, end - at);
+    }
+
+    // The characters of a number-like run at `at` (digits, signs, points, exponents).
+    std::string_view number_text_at(std::size_t at) const {
+        std::size_t end = at;
+        while (end < text_.size() && end - at < 24 && std::strchr("0123456789+-.eE", text_[end]) && text_[end] != '\0') ++end;
+        return text_.substr(at, end - at);
+    }
+
+    // The typographic quotes a word processor puts in place of ' and ": ‘ ’ “ ” „.
+    static bool is_typographic_quote(std::string_view text) {
+        return text.starts_with("\u2018") || text.starts_with("\u2019") || text.starts_with("\u201C") ||
+               text.starts_with("\u201D") || text.starts_with("\u201E");
+    }
+
+    // What stands at `at`, for "found …": a word or a number whole, the two characters that
+    // open a comment, or one character whole ('“', 'é'); control characters and bytes that are
+    // not UTF-8 escaped by printable().
+    std::string shown_at(std::size_t at) const {
+        const std::string_view rest = text_.substr(at);
+        if (rest.front() == '\'') return "a single quote";
+        if (rest.starts_with("//") || rest.starts_with("/*")) return fmt::format("'{}'", rest.substr(0, 2));
+        if (const auto word = word_at(at); !word.empty()) return fmt::format("'{}'", printable(word, 24));
+        if (std::strchr(".+", rest.front()) && rest.size() > 1 && is_digit(rest[1]))
+            return fmt::format("'{}'", number_text_at(at));
+        const std::size_t length = std::max<std::size_t>(utf8_sequence_length(rest), 1);
+        return fmt::format("'{}'", printable(rest.substr(0, length), 1));
+    }
+
+    // One clause on the likely mistake behind what stands at `at`, or "" when there is none
+    // to give.
+    std::string hint_at(std::size_t at, Slot slot) const {
+        const std::string_view rest = text_.substr(at);
+        if (rest.starts_with("//") || rest.starts_with("/*"))
+            return "JSON has no comments, so remove it (a note for the learner can go in \"description\")";
+        if (rest.front() == '\'') return single_quote_hint(at);
+        if (is_typographic_quote(rest))
+            return "a typographic quote, as word processors write them; JSON needs straight double quotes (\")";
+        const std::string_view word = word_at(at);
+        switch (slot) {
+        case Slot::key:
+            return word.empty() ? "" : fmt::format("keys need double quotes, as in \"{}\"", printable(word, 24));
+        case Slot::value:
+            if (!word.empty()) return bare_word_hint(word);
+            return number_hint(number_text_at(at));
+        case Slot::after_item:
+            return word.empty() && !std::strchr("\"[{-0123456789", rest.front()) ? "" : "perhaps a ',' is missing before it";
+        default: return "";
+        }
+    }
+
+    // 'journey' → write "journey": the text up to the closing single quote on the same line.
+    std::string single_quote_hint(std::size_t at) const {
+        const std::size_t close = text_.find_first_of("'\n", at + 1);
+        if (close == std::string_view::npos || text_[close] != '\'' || close - at > 41)
+            return "JSON strings and keys use double quotes (\"), not single quotes";
+        return fmt::format("JSON strings and keys use double quotes, as in \"{}\"", printable(text_.substr(at + 1, close - at - 1)));
+    }
+
+    // A word where a value should be: a Python or JavaScript spelling, or text without quotes.
+    static std::string bare_word_hint(std::string_view word) {
+        const std::string lower = fold_case(word);
+        if (lower == "true" || lower == "false" || lower == "null")
+            return fmt::format("write {}, as JSON spells true, false and null in lower case", lower);
+        if (lower == "none" || lower == "undefined" || lower == "nil")
+            return "write null, JSON's word for no value";
+        return fmt::format("JSON's only bare words are true, false and null; text needs double quotes, as in \"{}\"",
+                           printable(word, 24));
+    }
+
+    // ".5" → write 0.5, "+1" → write 1, "1." → write 1.0, "01" → write 1; "" when the text is
+    // not a number even after that change.
+    std::string number_hint(std::string_view text) const {
+        if (text.find_first_of("0123456789") == std::string_view::npos) return "";
+        std::string fixed;
+        std::string_view reason;
+        for (std::size_t i = 0; i < text.size(); ++i) {
+            const char c = text[i];
+            const bool sign_only = fixed.empty() || fixed == "-";
+            if (c == '+' && i == 0) {
+                reason = "a JSON number has no '+' sign";
+                continue;
+            }
+            if (c == '0' && sign_only && i + 1 < text.size() && is_digit(text[i + 1])) {
+                reason = "a JSON number does not start with a 0 followed by more digits";
+                continue;
+            }
+            if (c == '.' && sign_only) reason = "a JSON number needs a digit on both sides of the point", fixed += '0';
+            fixed += c;
+            if (c == '.' && (i + 1 == text.size() || !is_digit(text[i + 1])))
+                reason = "a JSON number needs a digit on both sides of the point", fixed += '0';
+        }
+        if (reason.empty() || !is_json_number(fixed)) return "";
+        return fmt::format("write {} ({})", fixed, reason);
+    }
+
+    // Whether `text` is one JSON number, as this parser reads it.
+    bool is_json_number(const std::string& text) const {
+        try {
+            return Parser(text, origin_, 1, nullptr).document().is_number();
+        } catch (const DataError&) {
+            return false;
+        }
     }
 
     std::string pointer() const {
@@ -105,6 +234,8 @@ private:
         frames_.push_back({object, {}, 0});
     }
 
+    static constexpr std::string_view a_value = "a value (object, array, string, number, true, false or null)";
+
     Json value() {
         switch (peek()) {
         case '{': return object();
@@ -114,27 +245,26 @@ private:
             charge(node_bytes + heap_bytes(text));
             return Json(std::move(text));
         }
-        case 't': return literal("true", Json(true));
-        case 'f': return literal("false", Json(false));
-        case 'n': return literal("null", Json(nullptr));
-        case 'N':
-        case 'I': fail(pos_, "NaN and Infinity are not JSON numbers: every number must be finite");
         default:
             if (starts_number(peek())) return number_value();
-            unexpected("a value (object, array, string, number, true, false or null)");
+            if (const auto word = word_at(pos_); !word.empty()) return literal(word);
+            unexpected(a_value, Slot::value);
         }
     }
 
-    Json literal(std::string_view word, Json result) {
-        if (text_.substr(pos_, word.size()) != word) {
-            std::size_t end = pos_;
-            while (end < text_.size() && end - pos_ < 12 && std::isalnum(static_cast<unsigned char>(text_[end]))) ++end;
-            fail(pos_, fmt::format("invalid literal '{}' (JSON has true, false and null; NaN and "
-                                   "Infinity are not JSON)",
-                                   printable(text_.substr(pos_, std::max<std::size_t>(end - pos_, 1)))));
+    // true, false or null; any other bare word is refused with a hint.
+    Json literal(std::string_view word) {
+        if (word == "true" || word == "false" || word == "null") {
+            pos_ += word.size();
+            return word == "null" ? Json(nullptr) : Json(word == "true");
         }
-        pos_ += word.size();
-        return result;
+        if (is_not_finite(word)) not_finite(pos_);
+        unexpected(a_value, Slot::value);
+    }
+
+    static bool is_not_finite(std::string_view word) {
+        const std::string lower = fold_case(word);
+        return lower == "nan" || lower == "infinity" || lower == "inf";
     }
 
     Json object() {
@@ -166,7 +296,7 @@ private:
         }
         while (true) {
             skip_space();
-            if (peek() != '"') unexpected("a string key");
+            if (peek() != '"') unexpected("a string key", Slot::key);
             std::string key = string();
             frames_.back().key = key;
             if (!keys.insert(key).second) {
@@ -174,7 +304,7 @@ private:
                                             origin_, show_pointer(pointer()), printable(key)));
             }
             skip_space();
-            if (peek() != ':') unexpected("':' after the key");
+            if (peek() != ':') unexpected("':' after the key", Slot::colon);
             ++pos_;
             skip_space();
             Json member = value();
@@ -182,11 +312,13 @@ private:
             members.emplace_back(std::move(key), std::move(member));  // unique: checked above
             skip_space();
             if (peek() == ',') {
-                ++pos_;
+                const std::size_t comma = pos_++;
+                skip_space();
+                if (peek() == '}') trailing_comma(comma, '}');
                 continue;
             }
             if (peek() == '}') break;
-            unexpected("',' or '}' after an object member");
+            unexpected("',' or '}' after an object member", Slot::after_item);
         }
         ++pos_;
         frames_.pop_back();
@@ -245,11 +377,13 @@ private:
             charge(element_bytes);
             skip_space();
             if (peek() == ',') {
-                ++pos_;
+                const std::size_t comma = pos_++;
+                skip_space();
+                if (peek() == ']') trailing_comma(comma, ']');
                 continue;
             }
             if (peek() == ']') break;
-            unexpected("',' or ']' after an array element");
+            unexpected("',' or ']' after an array element", Slot::after_item);
         }
         ++pos_;
         frames_.pop_back();
@@ -394,7 +528,7 @@ private:
                 ++pos_;
                 return Rows::closed;
             }
-            unexpected("',' or ']' after an array element");
+            unexpected("',' or ']' after an array element", Slot::after_item);
         }
     }
 
@@ -503,7 +637,7 @@ private:
                 ++pos_;
                 return true;
             }
-            unexpected("',' or ']' after an array element");
+            unexpected("',' or ']' after an array element", Slot::after_item);
         }
     }
 
@@ -574,6 +708,10 @@ private:
     };
 
     [[noreturn]] void bad_number(std::size_t start) const {
+        if (text_[start] == '-' && is_not_finite(word_at(start + 1))) not_finite(start);  // -Infinity
+        const std::string_view written = number_text_at(start);
+        if (const std::string hint = number_hint(written); !hint.empty())
+            fail(start, fmt::format("invalid number '{}': {}", printable(written), hint));
         std::size_t end = pos_;
         while (end < text_.size() && end - start < 24 && std::strchr("0123456789+-.eE", text_[end]) && text_[end] != '\0') ++end;
         fail(start, fmt::format("invalid number '{}'", printable(text_.substr(start, std::max(end, pos_ + 1) - start))));
@@ -649,7 +787,7 @@ private:
 
     // A string literal from its opening quote: escapes decoded, UTF-8 checked.
     std::string string() {
-        ++pos_;  // '"'
+        const std::size_t opening = pos_++;  // '"'
         std::string out;
         while (true) {
             const std::size_t run = pos_;
@@ -659,7 +797,10 @@ private:
                 ++pos_;
             }
             out.append(text_.substr(run, pos_ - run));
-            if (pos_ >= text_.size()) fail(pos_, "unexpected end of input inside a string (a '\"' is missing)");
+            if (pos_ >= text_.size()) {
+                closed_by_typographic_quote(opening);
+                fail(pos_, "unexpected end of input inside a string (a '\"' is missing)");
+            }
             const auto c = static_cast<unsigned char>(text_[pos_]);
             if (c == '"') {
                 ++pos_;
@@ -667,6 +808,9 @@ private:
             }
             if (c == '\\') {
                 escape(out);
+            } else if (c == '\n' || c == '\r') {
+                closed_by_typographic_quote(opening);
+                fail(pos_, "a line break in a string: is its closing '\"' missing? (a line break inside a string is written \\n)");
             } else if (c < 0x20) {
                 fail(pos_, fmt::format("control character U+{:04X} in a string: write it as an escape such as \\n or \\u{:04x}",
                                        static_cast<unsigned>(c), static_cast<unsigned>(c)));
@@ -677,6 +821,16 @@ private:
                 pos_ += length;
             }
         }
+    }
+
+    // A string that runs on to the end of its line or of the text was often meant to end at a
+    // typographic quote: refused at the last one it holds, if any.
+    void closed_by_typographic_quote(std::size_t opening) const {
+        for (std::size_t at = pos_; at > opening + 1; --at)
+            if (is_typographic_quote(text_.substr(at - 1)))
+                fail(at - 1, fmt::format("a typographic quote '{}' where this string seems to end; JSON strings end "
+                                         "with a straight double quote (\")",
+                                         text_.substr(at - 1, 3)));
     }
 
     void escape(std::string& out) {
@@ -803,6 +957,17 @@ PackedWords packed_words(const Json& value) {
     words.ends = words.rows + count * words.width * sizeof(double);
     words.keys = reinterpret_cast<const char*>(words.ends + count * sizeof(std::uint64_t));
     return words;
+}
+
+Json unpack_words(const Json& value) {
+    const PackedWords words = packed_words(value);
+    Json object = Json::object();
+    for (std::size_t i = 0; i < words.count; ++i) {
+        Json::binary_t row(std::vector<std::uint8_t>(words.width * sizeof(double)));
+        words.copy_row(i, reinterpret_cast<double*>(row.data()));
+        object[std::string(words.word(i))] = Json::binary(std::move(row));
+    }
+    return object;
 }
 
 std::string_view PackedWords::word(std::size_t i) const {

@@ -53,6 +53,9 @@ struct PackedWords {
     const char* keys = nullptr;
 };
 PackedWords packed_words(const Json& value);
+// The same object as an ordinary one, each member a packed vector: for an object that is
+// not a table of words but was packed because its members are all vectors of one length.
+Json unpack_words(const Json& value);
 
 // A packed array of strings (tokens), read in place (valid while its Json lives).
 struct PackedStrings {

@@ -1,6 +1,7 @@
 #include "input/load.hpp"
 
 #include "core/error.hpp"
+#include "input/aliases.hpp"
 #include "input/json_text.hpp"
 #include "input/limits.hpp"
 #include "input/tokenize.hpp"
@@ -12,9 +13,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <optional>
 
 namespace attntrace {
 namespace {
+
+// What an object member costs once unpacked: its key and value node, and its vector's block.
+constexpr std::uint64_t unpacked_member_bytes = 256;
+
+std::string numbers(std::size_t count) { return fmt::format("{} number{}", count, count == 1 ? "" : "s"); }
+
+// "/embeddings/1 (row 2)": a JSON pointer counts from 0, and a row in words from 1.
+std::string row_place(std::string_view pointer, std::size_t row) {
+    return fmt::format("{} (row {})", pointer_child(pointer, row), row + 1);
+}
 
 // Where we are while reading: the input's name, for every message.
 class Reader {
@@ -43,9 +56,10 @@ public:
                                           fmt::join(names, ", ")));
     }
 
-    // Refuses keys we do not know, suggesting the closest known one (typos like "embedings").
-    void only_keys(const Json& object, std::string_view pointer,
-                   std::initializer_list<std::string_view> known) const;
+    // Refuses keys we do not know, saying where the field is for a name learners try
+    // (`aliases`), else suggesting the closest known one (typos like "embedings").
+    void only_keys(const Json& object, std::string_view pointer, std::initializer_list<std::string_view> known,
+                   const Aliases& aliases) const;
 
     double number(const Json& value, std::string_view pointer) const {
         if (!value.is_number()) fail(pointer, "expected a number, found " + describe(value));
@@ -54,9 +68,9 @@ public:
         return x;
     }
 
-    // A non-empty array of numbers; `expected` > 0 fixes its length.
-    Vector vector(const Json& value, std::string_view pointer, Eigen::Index expected,
-                  std::string_view expected_why) const {
+    // How many numbers a vector (an array, or the parser's packed form) holds; refuses
+    // anything else, an empty one and one beyond the limit. Its numbers are checked by vector().
+    std::size_t vector_length(const Json& value, std::string_view pointer) const {
         const bool packed = is_packed_numbers(value);  // the parser's fast form: only numbers, all finite
         if (!packed) {
             if (!value.is_array())
@@ -65,12 +79,18 @@ public:
         }
         const std::size_t count = packed ? packed_size(value) : value.size();
         if (count > max_dimension) too_long(pointer, count);
-        const auto size = static_cast<Eigen::Index>(count);
+        return count;
+    }
+
+    // A non-empty array of numbers; `expected` > 0 fixes its length.
+    Vector vector(const Json& value, std::string_view pointer, Eigen::Index expected,
+                  std::string_view expected_why) const {
+        const auto size = static_cast<Eigen::Index>(vector_length(value, pointer));
         if (expected > 0 && size != expected)
             fail(pointer, fmt::format("vector of {} number{}, expected {} ({})", size,
                                       size == 1 ? "" : "s", expected, expected_why));
         Vector v(size);
-        if (packed) {
+        if (is_packed_numbers(value)) {
             copy_packed(value, v.data());
         } else {
             for (Eigen::Index i = 0; i < size; ++i)
@@ -90,15 +110,29 @@ public:
         }
         if (!value.is_array() || value.empty())
             fail(pointer, "expected a matrix (an array of rows), found " + describe(value));
-        Matrix m;
-        for (std::size_t r = 0; r < value.size(); ++r) {
-            const auto row_pointer = pointer_child(pointer, r);
-            const Vector row = vector(value[r], row_pointer, r == 0 ? 0 : m.cols(), "like row 0");
-            if (r == 0) m.resize(static_cast<Eigen::Index>(value.size()), row.size());
-            m.row(static_cast<Eigen::Index>(r)) = row;
-        }
+        std::vector<std::size_t> lengths;
+        for (std::size_t r = 0; r < value.size(); ++r) lengths.push_back(vector_length(value[r], pointer_child(pointer, r)));
+        const VectorNames rows{"row", [](std::size_t r) { return fmt::format("row {}", r + 1); },
+                               [&](std::size_t r) { return row_place(pointer, r); }};
+        const std::size_t width = common_length(pointer, lengths, rows);
+        Matrix m(static_cast<Eigen::Index>(value.size()), static_cast<Eigen::Index>(width));
+        for (std::size_t r = 0; r < value.size(); ++r)
+            m.row(static_cast<Eigen::Index>(r)) = vector(value[r], pointer_child(pointer, r), 0, "");
         return m;
     }
+
+    // How a message names the vectors of one matrix or one object of word vectors: `noun`
+    // ("row", "vector"), one of them in a list (`name`: row 2, "journey"), and where one
+    // stands (`place`: /embeddings/1 (row 2), /embeddings/journey).
+    struct VectorNames {
+        std::string_view noun;
+        std::function<std::string(std::size_t)> name, place;
+    };
+
+    // The length that vectors meant to have one length have. When they disagree, the length
+    // most of them have is taken as right and the others are refused by name; when no length
+    // is the most common, every length is named with the vectors that have it.
+    std::size_t common_length(std::string_view pointer, const std::vector<std::size_t>& lengths, const VectorNames& names) const;
 
     // A matrix of exactly rows × cols (cols ≤ 0: any); `names` reads like "d_in × d_k".
     Matrix matrix_of_shape(const Json& value, std::string_view pointer, Eigen::Index rows,
@@ -159,6 +193,44 @@ private:
     MemoryBudget* budget_;
 };
 
+std::size_t Reader::common_length(std::string_view pointer, const std::vector<std::size_t>& lengths,
+                                  const VectorNames& names) const {
+    std::vector<std::pair<std::size_t, std::size_t>> counts;  // (length, how many), in order of first use
+    for (const std::size_t length : lengths) {
+        const auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == length; });
+        if (it == counts.end()) counts.emplace_back(length, 1);
+        else ++it->second;
+    }
+    if (counts.size() == 1) return counts.front().first;
+    const auto most = std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    const bool clear_majority = std::count_if(counts.begin(), counts.end(), [&](const auto& c) { return c.second == most->second; }) == 1;
+    if (!clear_majority) {
+        std::vector<std::string> groups;
+        for (const auto& [length, count] : counts) {
+            if (groups.size() == 8) break;
+            std::vector<std::string> holders;
+            for (std::size_t i = 0; i < lengths.size() && holders.size() < 3; ++i)
+                if (lengths[i] == length) holders.push_back(names.name(i));
+            groups.push_back(fmt::format("{} in {}", numbers(length), bounded_join(holders, count)));
+        }
+        fail(pointer, fmt::format("the {}s differ in length and no length is the most common, so none can be taken as "
+                                  "right: {}",
+                                  names.noun, bounded_join(groups, counts.size(), "; ")));
+    }
+    const std::size_t right = most->first;
+    const std::size_t odd = lengths.size() - most->second;
+    if (odd == 1) {
+        const std::size_t i = static_cast<std::size_t>(std::find_if(lengths.begin(), lengths.end(), [&](std::size_t n) { return n != right; }) - lengths.begin());
+        fail(names.place(i), fmt::format("vector of {}, expected {} like the other {} {}s", numbers(lengths[i]), right,
+                                         most->second, names.noun));
+    }
+    std::vector<std::string> odd_ones;
+    for (std::size_t i = 0; i < lengths.size() && odd_ones.size() < 8; ++i)
+        if (lengths[i] != right) odd_ones.push_back(fmt::format("{} has {}", names.name(i), lengths[i]));
+    fail(pointer, fmt::format("the most common length is {} ({} of {} {}s), and {} {}s differ: {}", numbers(right),
+                              most->second, lengths.size(), names.noun, odd, names.noun, bounded_join(odd_ones, odd)));
+}
+
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
     std::string out;
     for (const auto& item : items) {
@@ -168,11 +240,14 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
     return out;
 }
 
-void Reader::only_keys(const Json& object, std::string_view pointer,
-                       std::initializer_list<std::string_view> known) const {
+void Reader::only_keys(const Json& object, std::string_view pointer, std::initializer_list<std::string_view> known,
+                       const Aliases& aliases) const {
     const std::vector<std::string> names(known.begin(), known.end());
     for (const auto& [key, value] : object.items()) {
         if (std::find(names.begin(), names.end(), key) != names.end()) continue;
+        if (const Alias* alias = find_alias(aliases, key))
+            fail(pointer_child(pointer, key), fmt::format("unknown field \"{}\": {} (known fields: {})", printable(key),
+                                                          alias->where, join(names, ", ")));
         const auto suggestion = closest_names(key, names, 1);  // none for a key too long to be a typo
         fail(pointer_child(pointer, key),
              fmt::format("unknown field \"{}\" ({}known fields: {})", printable(key),
@@ -222,12 +297,19 @@ private:
 
     void read_members(const Reader& in, const Json& object, const std::string& pointer) {
         if (object.empty()) in.fail(pointer, "no word vectors: the object is empty");
-        std::string first_word;
+        std::vector<std::string_view> keys;
+        std::vector<std::size_t> lengths;
         for (const auto& [key, value] : object.items()) {
             const auto word_pointer = pointer_child(pointer, key);
             in.plain_text(key, word_pointer);
-            const Vector v = in.vector(value, word_pointer, width(), fmt::format("like \"{}\"", printable(first_word)));
-            if (own_ends_.empty()) words_.width = static_cast<std::size_t>(v.size()), first_word = key;
+            keys.push_back(key);
+            lengths.push_back(in.vector_length(value, word_pointer));
+        }
+        const Reader::VectorNames vectors{"vector", [&](std::size_t i) { return fmt::format("\"{}\"", printable(keys[i], 24)); },
+                                          [&](std::size_t i) { return pointer_child(pointer, keys[i]); }};
+        words_.width = in.common_length(pointer, lengths, vectors);
+        for (const auto& [key, value] : object.items()) {
+            const Vector v = in.vector(value, pointer_child(pointer, key), 0, "");
             own_keys_ += key;
             own_ends_.push_back(own_keys_.size());
             own_rows_.insert(own_rows_.end(), v.begin(), v.end());
@@ -264,29 +346,6 @@ private:
     mutable HashIndex folded_;
 };
 
-// The row of `table` for `word`: exact spelling first, then case-insensitive.
-std::size_t look_up(const Reader& in, const WordVectors& table, const std::string& word, std::string_view where_pointer,
-                    std::size_t position, std::size_t count, std::string_view vectors_pointer) {
-    const auto found = table.find(in, word);
-    if (found.size() == 1) return found.front();
-    if (found.size() > 1) {
-        std::vector<std::string> spellings;
-        for (const auto index : found) spellings.emplace_back(table.word(index));
-        in.fail(where_pointer,
-                fmt::format("word \"{}\" (token {} of {}) matches several entries of {} that "
-                            "differ only in case: {}",
-                            printable(word), position, count, show_pointer(vectors_pointer),
-                            bounded_list(spellings)));
-    }
-    std::vector<std::string> suggestions;
-    for (const auto index : closest(word, table.size(), [&](std::size_t i) { return table.word(i); }, 3))
-        suggestions.emplace_back(table.word(index));
-    in.fail(where_pointer, fmt::format("unknown word \"{}\" (token {} of {}): {} has no vector "
-                                       "for it{}{}",
-                                       printable(word), position, count, show_pointer(vectors_pointer),
-                                       suggestions.empty() ? "" : "; closest known words: ", bounded_list(suggestions)));
-}
-
 // What a list of words holds: each string, its text beyond the string's own small buffer,
 // and a bit for whether it is punctuation.
 std::uint64_t words_bytes(const SplitWords& words) {
@@ -300,6 +359,78 @@ struct Labels {
     std::string pointer;        // "/sentence" or "/tokens"
     bool from_sentence = false;
 };
+
+// Where token i (from 0) of `count` stands, as a message shows it: in a sentence, the
+// pointer "/sentence" and " (token 2 of 6)" after the word; in an array, the place
+// "/tokens/1 (token 2 of 6)", since a JSON pointer counts from 0 and a token in words from 1.
+struct TokenPlace {
+    std::string place, after_word;
+};
+
+TokenPlace token_place(const Labels& labels, std::size_t i, std::size_t count) {
+    const auto token = fmt::format("(token {} of {})", i + 1, count);
+    if (labels.from_sentence) return {labels.pointer, " " + token};
+    return {fmt::format("{} {}", pointer_child(labels.pointer, i), token), ""};
+}
+
+// The row of `table` for `word`, by exact spelling first, then case-insensitively; none when
+// the table has no vector for it. Refuses a word that matches several spellings.
+std::optional<std::size_t> look_up(const Reader& in, const WordVectors& table, const std::string& word,
+                                   const TokenPlace& where, std::string_view vectors_pointer) {
+    const auto found = table.find(in, word);
+    if (found.size() == 1) return found.front();
+    if (found.empty()) return std::nullopt;
+    std::vector<std::string> spellings;
+    for (const auto index : found) spellings.emplace_back(table.word(index));
+    in.fail(where.place, fmt::format("word \"{}\"{} matches several entries of {} that differ only in case: {}",
+                                     printable(word), where.after_word, show_pointer(vectors_pointer),
+                                     bounded_list(spellings)));
+}
+
+// The known words closest to `word`, at most `count`, within `pairs` steps of edit distance.
+std::vector<std::string> closest_words(const WordVectors& table, std::string_view word, std::size_t count, std::size_t pairs) {
+    std::vector<std::string> words;
+    for (const auto index : closest(word, table.size(), [&](std::size_t i) { return table.word(i); }, count, pairs))
+        words.emplace_back(table.word(index));
+    return words;
+}
+
+// The distinct words at `positions` (in sentence order), each at the first position it has.
+std::vector<std::size_t> first_occurrences(const std::vector<std::string>& texts, std::vector<std::size_t> positions) {
+    std::stable_sort(positions.begin(), positions.end(), [&](std::size_t a, std::size_t b) { return texts[a] < texts[b]; });
+    std::vector<std::size_t> firsts;
+    for (std::size_t i = 0; i < positions.size(); ++i)
+        if (i == 0 || texts[positions[i]] != texts[positions[i - 1]]) firsts.push_back(positions[i]);
+    std::sort(firsts.begin(), firsts.end());
+    return firsts;
+}
+
+// Refuses the tokens at `missing` (positions, in order), which have no vector: all their words
+// in one message, each once, at most 8 of them with their closest known word.
+[[noreturn]] void refuse_unknown_words(const Reader& in, const WordVectors& table, const Labels& labels,
+                                       const std::vector<std::size_t>& missing, std::string_view vectors_pointer) {
+    const auto& texts = labels.words.texts;
+    const std::size_t count = texts.size();
+    in.charge(2 * missing.size() * sizeof(std::size_t));
+    const auto words = first_occurrences(texts, missing);
+    if (words.size() == 1) {
+        const auto where = token_place(labels, words.front(), count);
+        const auto suggestions = closest_words(table, texts[words.front()], 3, suggestion_pairs);
+        in.fail(where.place, fmt::format("unknown word \"{}\"{}: {} has no vector for it{}{}", printable(texts[words.front()]),
+                                         where.after_word, show_pointer(vectors_pointer),
+                                         suggestions.empty() ? "" : "; closest known words: ", bounded_list(suggestions)));
+    }
+    const std::size_t shown = std::min<std::size_t>(words.size(), 8);
+    std::vector<std::string> items;
+    for (std::size_t w = 0; w < shown; ++w) {
+        const std::string& word = texts[words[w]];
+        const auto suggestion = closest_words(table, word, 1, suggestion_pairs / shown);
+        items.push_back(fmt::format("\"{}\" (token {}{})", printable(word, 24), words[w] + 1,
+                                    suggestion.empty() ? "" : ", closest known word: " + printable(suggestion.front(), 24)));
+    }
+    in.fail(labels.pointer, fmt::format("{} unknown words: {} has no vector for {}", words.size(),
+                                        show_pointer(vectors_pointer), bounded_join(items, words.size())));
+}
 
 Labels read_labels(const Reader& in, const Json& object, const std::string& pointer) {
     const bool has_sentence = object.contains("sentence");
@@ -380,11 +511,13 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
         const auto count = words.size();
         in.charge(count * static_cast<std::size_t>(table.width()) * sizeof(double));
         seq.vectors.resize(static_cast<Eigen::Index>(count), table.width());
+        std::vector<std::size_t> missing;  // tokens without a vector, refused together
         for (std::size_t i = 0; i < count; ++i) {
-            const auto where = labels.from_sentence ? labels.pointer : pointer_child(labels.pointer, i);
-            table.copy_vector(look_up(in, table, words.texts[i], where, i + 1, count, vectors_pointer),
-                              &seq.vectors(static_cast<Eigen::Index>(i), 0));
+            const auto row = look_up(in, table, words.texts[i], token_place(labels, i, count), vectors_pointer);
+            if (row) table.copy_vector(*row, &seq.vectors(static_cast<Eigen::Index>(i), 0));
+            else missing.push_back(i);
         }
+        if (!missing.empty()) refuse_unknown_words(in, table, labels, missing, vectors_pointer);
         seq.tokens = std::move(words.texts);
         if (vocabulary) *vocabulary = vocabulary_of(in, table);
         return seq;
@@ -410,7 +543,7 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
 Projections read_projections(const Reader& in, const Json& weights, Eigen::Index d_in) {
     const std::string pointer = "/weights";
     in.require_object(weights, pointer);
-    in.only_keys(weights, pointer, {"query", "key", "value"});
+    in.only_keys(weights, pointer, {"query", "key", "value"}, projection_aliases());
     in.require_all(weights, pointer, {"query", "key", "value"});
     Projections p;
     const auto d_in_why = fmt::format("d_in = {} from the embeddings", d_in);
@@ -428,7 +561,7 @@ Projections read_projections(const Reader& in, const Json& weights, Eigen::Index
 void read_alignment_weights(const Reader& in, const Json& weights, EncoderDecoderInput& input) {
     const std::string pointer = "/weights";
     in.require_object(weights, pointer);
-    in.only_keys(weights, pointer, {"W_a", "U_a", "v_a", "W"});
+    in.only_keys(weights, pointer, {"W_a", "U_a", "v_a", "W"}, alignment_aliases());
     const Eigen::Index d_s = input.target.vectors.cols();
     const Eigen::Index d_h = input.source.vectors.cols();
     const int additive_parts = weights.contains("W_a") + weights.contains("U_a") + weights.contains("v_a");
@@ -483,8 +616,8 @@ EncoderDecoderInput read_encoder_decoder(const Reader& in, const Json& doc) {
                                     part));
     const Json& source = in.require_object(doc["source"], "/source");
     const Json& target = in.require_object(doc["target"], "/target");
-    in.only_keys(source, "/source", {"sentence", "tokens", "states", "mask"});
-    in.only_keys(target, "/target", {"sentence", "tokens", "states"});
+    in.only_keys(source, "/source", {"sentence", "tokens", "states", "mask"}, source_aliases());
+    in.only_keys(target, "/target", {"sentence", "tokens", "states"}, target_aliases());
 
     EncoderDecoderInput input;
     input.source = read_sequence(in, source, "/source", "states", true, nullptr);
@@ -495,14 +628,31 @@ EncoderDecoderInput read_encoder_decoder(const Reader& in, const Json& doc) {
     return input;
 }
 
+// The parser packs every object whose members are all vectors of one length, as it should an
+// embeddings object; the input object, "weights", "source" and "target" are read member by
+// member, so such an object is unpacked again there ({"v_a": [1, 2]} is an object, not a
+// table of words).
+void unpack_objects(const Reader& in, Json& doc) {
+    const auto unpack = [&in](Json& value) {
+        if (!is_packed_words(value)) return;
+        in.charge(packed_words(value).count * unpacked_member_bytes);
+        value = unpack_words(value);
+    };
+    unpack(doc);
+    if (!doc.is_object()) return;
+    for (const char* key : {"weights", "source", "target"})
+        if (const auto it = doc.find(key); it != doc.end()) unpack(*it);
+}
+
 }  // namespace
 
 Problem load_problem(std::string_view json_text, const std::string& origin, MemoryBudget* budget) {
     const Reader in(origin, budget);
-    const Json doc = parse_json(json_text, origin, budget);
+    Json doc = parse_json(json_text, origin, budget);
+    unpack_objects(in, doc);
     in.require_object(doc, "");
-    in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights",
-                           "source", "target"});
+    in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights", "source", "target"},
+                 top_level_aliases());
 
     Problem problem;
     problem.origin = origin;

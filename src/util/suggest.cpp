@@ -9,8 +9,6 @@
 namespace attntrace {
 namespace {
 
-constexpr std::size_t max_pairs = 50'000'000;
-
 std::size_t edit_distance(std::string_view a, std::string_view b) {
     std::vector<std::size_t> previous(b.size() + 1), current(b.size() + 1);
     std::iota(previous.begin(), previous.end(), std::size_t{0});
@@ -28,7 +26,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }  // namespace
 
 std::vector<std::size_t> closest(std::string_view word, std::size_t total,
-                                 const std::function<std::string_view(std::size_t)>& candidate, std::size_t count) {
+                                 const std::function<std::string_view(std::size_t)>& candidate, std::size_t count,
+                                 std::size_t max_pairs) {
     if (word.size() > max_suggested_chars) return {};
     const std::string folded = fold_case(word);
     std::vector<std::pair<std::size_t, std::size_t>> ranked;  // (distance, index)

@@ -189,9 +189,18 @@ std::string_view prefix_within_width(std::string_view text, std::size_t columns)
 }
 
 std::string bounded_list(const std::vector<std::string>& items, std::size_t max_items) {
+    std::vector<std::string> shown;
+    for (std::size_t i = 0; i < items.size() && i < max_items; ++i) shown.push_back(printable(items[i], 24));
+    return bounded_join(shown, items.size());
+}
+
+std::string bounded_join(const std::vector<std::string>& shown, std::size_t total, std::string_view separator) {
     std::string out;
-    for (std::size_t i = 0; i < items.size() && i < max_items; ++i) out += (i ? ", " : "") + printable(items[i], 24);
-    if (items.size() > max_items) out += fmt::format(", … ({} more)", items.size() - max_items);
+    for (std::size_t i = 0; i < shown.size(); ++i) {
+        if (i) out += separator;
+        out += shown[i];
+    }
+    if (total > shown.size()) out += fmt::format("{}… ({} more)", separator, total - shown.size());
     return out;
 }
 

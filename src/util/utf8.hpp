@@ -33,6 +33,10 @@ std::string printable(std::string_view text, std::size_t max_chars = 40);
 // `max_items` of them, then "… (N more)".
 std::string bounded_list(const std::vector<std::string>& items, std::size_t max_items = 8);
 
+// The `shown` items of a list of `total`, made printable by the caller, joined with
+// `separator`, then "… (N more)" for the rest: the tail of bounded_list().
+std::string bounded_join(const std::vector<std::string>& shown, std::size_t total, std::string_view separator = ", ");
+
 // Number of code points; each ill-formed byte counts as one.
 std::size_t utf8_length(std::string_view text);
 
