@@ -28,10 +28,20 @@ ContextIn context_in(const Trace& t, const std::string& token, std::size_t top) 
     in.description = t.description;
     in.position = find_token(t, token);
     in.context = t.at(StageId::context).data.row(in.position);
-    const Matrix& weights = t.at(StageId::weights).data;
+    in.notes = t.notes;
+    if (t.weights == WeightsOrigin::generated)
+        in.notes.push_back(fmt::format("weights generated from seed {} (splitmix64), not learned", t.seed));
+    const Stage& weights_stage = t.at(StageId::weights);
+    const Matrix& weights = weights_stage.data;
     const Matrix& values = t.at(StageId::values).data;
+    std::vector<std::string> hidden;
+    for (Eigen::Index j = 0; j < values.rows(); ++j)
+        if (weights_stage.is_masked(in.position, j)) hidden.push_back(t.tokens[static_cast<std::size_t>(j)]);
+    if (!hidden.empty())
+        in.notes.push_back(fmt::format("{} mode hides the tokens after \"{}\" from it ({}): weight 0, no part in its context",
+                                       to_string(t.mode), t.tokens[static_cast<std::size_t>(in.position)], bounded_list(hidden)));
     for (Eigen::Index j = 0; j < values.rows(); ++j) {
-        if (j == in.position) continue;
+        if (j == in.position || weights_stage.is_masked(in.position, j)) continue;
         Contribution c;
         c.token = t.tokens[static_cast<std::size_t>(j)];
         c.position = j;

@@ -22,6 +22,8 @@ struct Contribution {
 struct ContextIn {
     std::string origin;
     std::string description;
+    // The trace's notes, where its weights came from, and the keys the mask hid from the word.
+    std::vector<std::string> notes;
     Eigen::Index position = 0;  // 0-based row of the word
     Vector context;
     std::vector<Contribution> moved_most;  // other tokens, largest contribution first

@@ -112,10 +112,17 @@ void check_options_for_mode(const TraceOptions& options) {
                                      mode.name(), modes_reading(false)));
 }
 
+void describe_run(RunHeader& run, const Problem& problem) {
+    std::vector<std::string> notes = problem.notes;
+    run.description = description_for(problem, to_string(run.mode), notes);
+    notes.insert(notes.end(), run.notes.begin(), run.notes.end());
+    run.notes = std::move(notes);
+}
+
 Trace trace(const Problem& problem, const TraceOptions& options) {
     check_options_for_mode(options);
     Trace result = mode_spec(options.mode).trace(problem, options);
-    result.description = problem.description;
+    describe_run(result, problem);
     return result;
 }
 

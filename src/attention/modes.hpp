@@ -41,6 +41,10 @@ std::vector<std::string> all_stage_names();
 // sentence in a file that says bahdanau, say).
 void check_file_mode(const Problem& problem);
 
+// The run's description (the input's text for its mode) and notes: what loading changed
+// first, then the run's own.
+void describe_run(RunHeader& run, const Problem& problem);
+
 // Throws UsageError for an option the mode does not take (--scale in bahdanau mode).
 void check_options_for_mode(const TraceOptions& options);
 

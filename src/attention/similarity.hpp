@@ -16,6 +16,7 @@ namespace attntrace {
 struct Similarity {
     std::string origin;       // the input, for headings
     std::string description;  // the input's description
+    std::vector<std::string> notes;  // what loading changed, and why a description is not shown
     std::vector<std::string> words;
     Eigen::Index dimension = 0;  // numbers per vector
     Matrix dot;     // dot(a, b) = a · b

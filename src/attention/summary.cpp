@@ -132,11 +132,12 @@ Summary summarize(const Problem& problem, const TraceOptions& trace_options, con
     summary.mode = trace_options.mode;
     summary.dtype = trace_options.dtype;
     summary.origin = problem.origin;
-    summary.description = problem.description;
+
     summary.tokens = setup.sequence->tokens;
     summary.weights = setup.weights.origin;
     summary.seed = trace_options.seed;
     summary.notes = setup.weights.notes;
+    describe_run(summary, problem);
     summary.top = options.top;
     const auto& w = setup.weights.projections;
     StreamResult result = trace_options.dtype == Dtype::float32

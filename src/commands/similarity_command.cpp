@@ -50,7 +50,11 @@ void write_similarity(const Problem& problem, const SimilarityRequest& request, 
     const std::string what = fmt::format("the similarity tables of {} words", words);
     require_memory(similarity_bytes(words, d, request.render), request.max_memory, problem.origin, what, "");
     require_time(similarity_seconds(words, d), request.max_seconds, problem.origin, what, "");
-    render(similarity_of(vocabulary, problem.origin, problem.description), request.render, out);
+    std::vector<std::string> notes = problem.notes;
+    const std::string description = description_for(problem, "similarity", notes);
+    Similarity similarity = similarity_of(vocabulary, problem.origin, description);
+    similarity.notes = std::move(notes);
+    render(similarity, request.render, out);
 }
 
 }  // namespace attntrace

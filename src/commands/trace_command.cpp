@@ -18,6 +18,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include <algorithm>
 #include <optional>
 #include <span>
@@ -188,7 +190,11 @@ void run_trace(TraceRequest request, Outputs& outputs) {
 void list_examples(std::ostream& out) {
     for (const auto& example : examples()) {
         const Problem problem = load_problem(example.json, fmt::format("example:{}", example.name));
-        out << fmt::format("{:<16} {}\n", example.name, problem.description);
+        // The description of the mode the example runs in, else its first.
+        const std::string mode(to_string(resolve_mode(problem, std::nullopt)));
+        std::string text = problem.description.for_use(mode), use = mode;
+        if (text.empty() && !problem.description.by_use.empty()) std::tie(use, text) = problem.description.by_use.front();
+        out << fmt::format("{:<20} {:<10} {}\n", example.name, use, text);
     }
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -55,13 +56,65 @@ struct EncoderDecoderInput {
     std::optional<Matrix> general_weight;       // W (d_s × d_h) for Luong's general score
 };
 
+// What an input says about itself: one text for every run (a string in the file), or one per
+// use: a mode ("plain", "causal", …) or "similarity", since what the weights show depends on
+// the mode (a key the causal mask hides cannot be favoured).
+struct Description {
+    std::string any;                                          // for every use
+    std::vector<std::pair<std::string, std::string>> by_use;  // use → text, in file order
+
+    // The text for `use`: `any`, else that use's own; "" when there is none.
+    std::string for_use(std::string_view use) const {
+        if (!any.empty()) return any;
+        for (const auto& [name, text] : by_use)
+            if (name == use) return text;
+        return {};
+    }
+    // The uses it has a text for ("plain and self"): empty for a text for every use.
+    std::vector<std::string> uses() const {
+        std::vector<std::string> names;
+        for (const auto& entry : by_use) names.push_back(entry.first);
+        return names;
+    }
+    bool empty() const { return any.empty() && by_use.empty(); }
+};
+
 struct Problem {
     std::string origin;       // file path, "<stdin>" or "example:NAME", for messages
-    std::string description;  // one line: what to look at (may be empty)
+    Description description;  // what to look at (may be empty)
+    // What loading changed that every output should say (punctuation dropped from a sentence).
+    std::vector<std::string> notes;
     std::optional<Mode> mode;  // the file's default mode
     std::variant<SingleSequenceInput, EncoderDecoderInput> input;
     // Named vectors when the embeddings were given as a word → vector object, in file order.
     Vocabulary vocabulary;
 };
+
+// "plain and self modes", "the similarity command": the uses a description is written for.
+inline std::string uses_text(const std::vector<std::string>& uses) {
+    std::vector<std::string> modes;
+    bool similarity = false;
+    for (const auto& use : uses) {
+        if (use == "similarity") similarity = true;
+        else modes.push_back(use);
+    }
+    std::string text;
+    for (std::size_t i = 0; i < modes.size(); ++i)
+        text += (i == 0 ? "" : i + 1 == modes.size() ? " and " : ", ") + modes[i];
+    if (!modes.empty()) text += modes.size() == 1 ? " mode" : " modes";
+    if (similarity) text += modes.empty() ? "the similarity command" : " and the similarity command";
+    return text;
+}
+
+// The description of `problem` for `use` (a mode's name, or "similarity"). When the input
+// describes other uses only, a note saying so joins `notes` instead: a description is a
+// claim about what one mode shows, and may be false in another.
+inline std::string description_for(const Problem& problem, std::string_view use, std::vector<std::string>& notes) {
+    std::string text = problem.description.for_use(use);
+    if (text.empty() && !problem.description.empty())
+        notes.push_back("this input's description is written for " + uses_text(problem.description.uses()) +
+                        ", so it is not shown for " + uses_text({std::string(use)}));
+    return text;
+}
 
 }  // namespace attntrace

@@ -490,8 +490,27 @@ Vocabulary vocabulary_of(const Reader& in, const WordVectors& table) {
 
 // Tokens plus their vectors, from {"sentence"|"tokens", VECTORS_KEY: object | array}.
 // An object maps words to vectors; an array is aligned with the tokens.
+// The note for punctuation marks about to be dropped from a sentence (those `keep` refuses).
+template <typename Keep>
+void note_dropped(const Labels& labels, Keep&& keep, std::vector<std::string>& notes) {
+    std::vector<std::string> marks;
+    std::size_t count = 0;
+    for (std::size_t i = 0; i < labels.words.size(); ++i) {
+        if (keep(i)) continue;
+        ++count;
+        const std::string mark = fmt::format("\"{}\"", labels.words.texts[i]);
+        if (std::find(marks.begin(), marks.end(), mark) == marks.end()) marks.push_back(mark);
+    }
+    if (count == 0) return;
+    notes.push_back(fmt::format("{} dropped from {}: {} (punctuation without a vector of its own is left out; "
+                                "give a mark a vector to keep it)",
+                                count == 1 ? "a punctuation mark was" : fmt::format("{} punctuation marks were", count),
+                                labels.pointer, bounded_list(marks)));
+}
+
 Sequence read_sequence(const Reader& in, const Json& object, const std::string& pointer,
-                       std::string_view vectors_key, bool allow_word_map, Vocabulary* vocabulary) {
+                       std::string_view vectors_key, bool allow_word_map, Vocabulary* vocabulary,
+                       std::vector<std::string>& notes) {
     Labels labels = read_labels(in, object, pointer);
     const auto vectors_pointer = pointer_child(pointer, vectors_key);
     if (!object.contains(vectors_key))
@@ -506,7 +525,9 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
         const WordVectors table(in, vectors, vectors_pointer);
         // Punctuation stays only where the embeddings name it.
         auto& words = labels.words;
-        words.keep_if([&](std::size_t i) { return !words.punctuation[i] || table.has_exactly(words.texts[i]); });
+        const auto keep = [&](std::size_t i) { return !words.punctuation[i] || table.has_exactly(words.texts[i]); };
+        note_dropped(labels, keep, notes);
+        words.keep_if(keep);
         if (words.size() == 0) in.fail(labels.pointer, "no words left after dropping punctuation");
         const auto count = words.size();
         in.charge(count * static_cast<std::size_t>(table.width()) * sizeof(double));
@@ -528,7 +549,9 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
                             allow_word_map ? "an object word → vector or an array of vectors"
                                            : "an array of vectors aligned with the tokens",
                             describe(vectors)));
-    labels.words.keep_if([&](std::size_t i) { return !labels.words.punctuation[i]; });
+    const auto keep = [&](std::size_t i) { return !labels.words.punctuation[i]; };
+    note_dropped(labels, keep, notes);
+    labels.words.keep_if(keep);
     if (labels.words.size() == 0) in.fail(labels.pointer, "no words left after dropping punctuation");
     if (rows_of(vectors) != labels.words.size())
         in.fail(vectors_pointer, fmt::format("{} vector{} for {} token{}: an array of vectors "
@@ -602,13 +625,13 @@ std::vector<bool> read_mask(const Reader& in, const Json& mask, std::size_t n) {
 
 SingleSequenceInput read_single(const Reader& in, const Json& doc, Problem& problem) {
     SingleSequenceInput input;
-    input.sequence = read_sequence(in, doc, "", "embeddings", true, &problem.vocabulary);
+    input.sequence = read_sequence(in, doc, "", "embeddings", true, &problem.vocabulary, problem.notes);
     if (doc.contains("weights"))
         input.weights = read_projections(in, doc["weights"], input.sequence.vectors.cols());
     return input;
 }
 
-EncoderDecoderInput read_encoder_decoder(const Reader& in, const Json& doc) {
+EncoderDecoderInput read_encoder_decoder(const Reader& in, const Json& doc, std::vector<std::string>& notes) {
     for (const char* part : {"source", "target"})
         if (!doc.contains(part))
             in.fail("", fmt::format("missing \"{}\": bahdanau attention needs a source "
@@ -620,8 +643,8 @@ EncoderDecoderInput read_encoder_decoder(const Reader& in, const Json& doc) {
     in.only_keys(target, "/target", {"sentence", "tokens", "states"}, target_aliases());
 
     EncoderDecoderInput input;
-    input.source = read_sequence(in, source, "/source", "states", true, nullptr);
-    input.target = read_sequence(in, target, "/target", "states", false, nullptr);
+    input.source = read_sequence(in, source, "/source", "states", true, nullptr, notes);
+    input.target = read_sequence(in, target, "/target", "states", false, nullptr, notes);
     if (source.contains("mask"))
         input.source_mask = read_mask(in, source["mask"], input.source.tokens.size());
     if (doc.contains("weights")) read_alignment_weights(in, doc["weights"], input);
@@ -644,6 +667,25 @@ void unpack_objects(const Reader& in, Json& doc) {
         if (const auto it = doc.find(key); it != doc.end()) unpack(*it);
 }
 
+// "description": one text, or an object of texts by use (a mode, or "similarity").
+Description read_description(const Reader& in, const Json& value) {
+    Description d;
+    if (!value.is_object()) {
+        d.any = in.label(value, "/description");
+        return d;
+    }
+    std::vector<std::string> uses = enum_names<Mode>();
+    uses.push_back("similarity");
+    for (const auto& [use, text] : value.items()) {
+        const std::string pointer = pointer_child("/description", use);
+        if (std::find(uses.begin(), uses.end(), use) == uses.end())
+            in.fail(pointer, fmt::format("\"{}\" is not a use a description can be for (expected a mode or similarity: {})",
+                                         printable(use), join(uses, ", ")));
+        d.by_use.emplace_back(use, in.label(text, pointer));
+    }
+    return d;
+}
+
 }  // namespace
 
 Problem load_problem(std::string_view json_text, const std::string& origin, MemoryBudget* budget) {
@@ -656,9 +698,7 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
 
     Problem problem;
     problem.origin = origin;
-    if (doc.contains("description")) {
-        problem.description = in.label(doc["description"], "/description");
-    }
+    if (doc.contains("description")) problem.description = read_description(in, doc["description"]);
     if (doc.contains("mode")) {
         const auto name = in.string(doc["mode"], "/mode");
         problem.mode = parse_enum<Mode>(name);
@@ -674,7 +714,7 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
                 in.fail(pointer_child("", single),
                         "a source/target input has no top-level sentence, tokens or embeddings: "
                         "they go inside \"source\" and \"target\"");
-        problem.input = read_encoder_decoder(in, doc);
+        problem.input = read_encoder_decoder(in, doc, problem.notes);
     } else {
         problem.input = read_single(in, doc, problem);
     }

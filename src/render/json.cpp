@@ -165,6 +165,7 @@ void write_context(JsonWriter& json, const ContextIn& in) {
     json.object(Layout::inline_);
     json.key("input").string(in.origin);
     json.key("description").string(in.description);
+    json.key("notes").strings(in.notes);
     json.key("position").integer(in.position + 1);
     json.key("context").numbers(in.context, Dtype::float64);
     json.break_line(5).key("moved_most").array(Layout::inline_);
@@ -260,6 +261,7 @@ public:
             json.key("schema").string("attntrace.similarity/1");
             json.key("input").string(s.origin);
             json.key("description").string(s.description);
+            json.key("notes").strings(s.notes);
             json.key("words").strings(s.words);
             json.key("dot").matrix(s.dot, Dtype::float64);
             json.key("cosine").matrix(s.cosine, Dtype::float64);

@@ -98,6 +98,7 @@ Report similarity_report(const Similarity& s, int digits) {
     Report report;
     report.title = fmt::format("attntrace similarity · {} words · d = {} · {}", s.words.size(), s.dimension, s.origin);
     if (!s.description.empty()) report.preamble.push_back(s.description);
+    for (const auto& note : s.notes) report.preamble.push_back("note: " + note);
     const Labels words(s.words);
     report.tables.push_back(word_table(StageId::dot, "Dot products: large when vectors are long and point alike", "a · b",
                                        words, s.dot));
@@ -114,9 +115,11 @@ Report similarity_report(const Similarity& s, int digits) {
 Report comparison_report(const Comparison& c, int digits) {
     Report report;
     report.title = fmt::format("attntrace compare · \"{}\" · {} mode", c.token, to_string(c.mode));
-    for (const auto& [name, in] : {std::pair{"A", &c.a}, std::pair{"B", &c.b}})
+    for (const auto& [name, in] : {std::pair{"A", &c.a}, std::pair{"B", &c.b}}) {
         report.preamble.push_back(fmt::format("{}: {} (token {}){}{}", name, in->origin, in->position + 1,
                                               in->description.empty() ? "" : " — ", in->description));
+        for (const auto& note : in->notes) report.preamble.push_back(fmt::format("note on {}: {}", name, note));
+    }
     Stage table;
     table.id = StageId::context;
     table.title = fmt::format("The context vector of \"{}\" in each input, and how it moved", c.token);
