@@ -9,6 +9,7 @@
 #include "render/number.hpp"
 #include "render/svg.hpp"
 #include "support/cli.hpp"
+#include "support/output_checks.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -17,6 +18,8 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,9 +38,9 @@ namespace {
 const std::string xmllint = "/usr/bin/xmllint";
 const std::string rsvg_convert = "/usr/bin/rsvg-convert";
 
-std::string svg_of(const Trace& trace) {
+std::string svg_of(const Trace& trace, SvgOptions options = {}) {
     std::ostringstream out;
-    render_svg(trace, out);
+    render_svg(trace, options, out);
     return out.str();
 }
 
@@ -202,13 +205,17 @@ TEST_CASE("svg: values are printed in small matrices only", "[svg]") {
         for (Eigen::Index c = 0; c < 6; ++c) {
             INFO("(" << r << ", " << c << ")");
             CHECK_THAT(small_svg, Contains(fmt::format(">{}</text>", format_fixed(w.data(r, c), 2))));
-            CHECK_THAT(small_svg, Contains(fmt::format("<title>t{} → t{}: {}</title>", r + 1, c + 1,
-                                                       format_fixed(w.data(r, c), 4))));
+            // The tooltip holds the value exactly: the shortest text that reads back as it.
+            CHECK_THAT(small_svg, Contains(fmt::format("<title>t{} → t{}: {}</title>", r + 1, c + 1, w.data(r, c))));
         }
 
-    // The darkest cell's value is white; light cells keep the default dark text.
-    const std::string causal = svg_of(example_trace("your_journey", Mode::causal));
+    // The darkest cell's value is white; light cells keep the default dark text. On one scale
+    // for the table, the causal first row's 1.00 is the darkest and the last row's 0.16 light.
+    const std::string causal = svg_of(example_trace("your_journey", Mode::causal), {StageId::weights, Shade::table});
     CHECK_THAT(causal, Contains(" fill=\"#ffffff\">1.00</text>") && Contains("\">0.16</text>"));
+    // Shaded per row, the last row's largest weight (0.1752, "one") is as dark as that 1.00.
+    const std::string per_row = svg_of(example_trace("your_journey", Mode::causal));
+    CHECK_THAT(per_row, Contains(" fill=\"#ffffff\">1.00</text>") && Contains(" fill=\"#ffffff\">0.18</text>"));
 
     // The 20×20 picture has the same fixed texts (headings, ticks) as the 6×6 one and its 40
     // labels, but no values: only the tooltips carry them.
@@ -218,7 +225,7 @@ TEST_CASE("svg: values are printed in small matrices only", "[svg]") {
     CHECK(count(big_svg, "<text") == fixed_texts + 40);
     CHECK(count(big_svg, "<title>") == 400);
     const double value = big.find(StageId::weights)->data(19, 7);
-    CHECK_THAT(big_svg, Contains(fmt::format("<title>t20 → t8: {}</title>", format_fixed(value, 4))));
+    CHECK_THAT(big_svg, Contains(fmt::format("<title>t20 → t8: {}</title>", value)));
 }
 
 TEST_CASE("svg: labels are escaped and wide labels get room", "[svg]") {
@@ -266,4 +273,126 @@ TEST_CASE("svg: the same trace gives the same bytes", "[svg]") {
     CHECK(svg_of(example_trace("your_journey", Mode::causal)) == first);
     const Trace bahdanau = bahdanau_4x3();
     CHECK(svg_of(bahdanau) == svg_of(bahdanau));
+}
+
+namespace {
+
+// ColorBrewer's 9-class "Blues" and "Reds" (colorbrewer2.org), light to dark: the colours of
+// positive and negative values.
+constexpr int blues_rgb[9][3] = {{247, 251, 255}, {222, 235, 247}, {198, 219, 239}, {158, 202, 225}, {107, 174, 214},
+                                 {66, 146, 198},  {33, 113, 181},  {8, 81, 156},    {8, 48, 107}};
+constexpr int reds_rgb[9][3] = {{255, 245, 240}, {254, 224, 210}, {252, 187, 161}, {252, 146, 114}, {251, 106, 74},
+                                {239, 59, 44},   {203, 24, 29},   {165, 15, 21},    {103, 0, 13}};
+
+// The fill of a cell whose value is the share `t` (−1 to 1) of the largest magnitude of its
+// scale: a point between two of the nine stops, each channel rounded.
+std::string expected_fill(double t) {
+    const auto& stops = t < 0 ? reds_rgb : blues_rgb;
+    const double position = std::min(std::abs(t), 1.0) * 8;
+    const int i = std::min(static_cast<int>(position), 7);
+    const double f = position - i;
+    std::string hex = "#";
+    for (int k = 0; k < 3; ++k)
+        hex += fmt::format("{:02x}", static_cast<int>(std::lround(stops[i][k] + (stops[i + 1][k] - stops[i][k]) * f)));
+    return hex;
+}
+
+// The fill of the cell whose tooltip starts "ROW → COL: ".
+std::string fill_of(const std::string& svg, const std::string& row, const std::string& col) {
+    const auto title = svg.find("<title>" + row + " → " + col + ": ");
+    REQUIRE(title != std::string::npos);
+    const auto fill = svg.rfind("fill=\"", title);
+    REQUIRE(fill != std::string::npos);
+    return svg.substr(fill + 6, 7);
+}
+
+// The colour bar's tick labels, from the bottom up.
+std::vector<std::string> ticks_of(const std::string& svg) {
+    const std::regex tick("stroke=\"#555555\"/><text x=\"[^\"]*\" y=\"[^\"]*\">([^<]*)</text>");
+    std::vector<std::string> ticks;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), tick); it != std::sregex_iterator(); ++it)
+        ticks.push_back((*it)[1]);
+    return ticks;
+}
+
+// Three 2-d tokens in causal mode with identity projections, so Q = K = V = X and the
+// weights can be worked out by hand: a = (1, 0), b = (0, 1), c = (1, 1).
+const std::vector<std::vector<double>> abc = {{1, 0}, {0, 1}, {1, 1}};
+constexpr std::string_view abc_json = R"({"mode": "causal", "tokens": ["a", "b", "c"],
+    "embeddings": {"a": [1, 0], "b": [0, 1], "c": [1, 1]},
+    "weights": {"query": [[1, 0], [0, 1]], "key": [[1, 0], [0, 1]], "value": [[1, 0], [0, 1]]}})";
+
+Trace abc_trace() {
+    const Problem problem = load_problem(std::string(abc_json), "abc.json");
+    TraceOptions options;
+    options.mode = Mode::causal;
+    return trace(problem, options);
+}
+
+// softmax over keys j ≤ i of x_i · x_j / √2.
+std::vector<std::vector<double>> abc_weights() {
+    std::vector<std::vector<double>> w(3, std::vector<double>(3, 0.0));
+    for (std::size_t i = 0; i < 3; ++i) {
+        double sum = 0;
+        for (std::size_t j = 0; j <= i; ++j) {
+            w[i][j] = std::exp((abc[i][0] * abc[j][0] + abc[i][1] * abc[j][1]) / std::sqrt(2.0));
+            sum += w[i][j];
+        }
+        for (std::size_t j = 0; j <= i; ++j) w[i][j] /= sum;
+    }
+    return w;
+}
+
+}  // namespace
+
+TEST_CASE("svg: weights are shaded per row by default, on one scale with the table option", "[svg]") {
+    const Trace trace = abc_trace();
+    const auto w = abc_weights();
+    const std::string per_row = svg_of(trace);
+    const std::string table = svg_of(trace, {StageId::weights, Shade::table});
+    require_well_formed(per_row);
+    require_well_formed(table);
+    CHECK(output_checks::svg_problem(per_row).empty());
+    CHECK(output_checks::svg_problem(table).empty());
+    const std::vector<std::string> names = {"a", "b", "c"};
+    const double table_max = 1.0;  // the first row's only weight
+    for (std::size_t i = 0; i < 3; ++i) {
+        const double row_max = *std::max_element(w[i].begin(), w[i].end());
+        for (std::size_t j = 0; j <= i; ++j) {
+            INFO(names[i] << " → " << names[j] << ": " << w[i][j]);
+            CHECK(fill_of(per_row, names[i], names[j]) == expected_fill(w[i][j] / row_max));
+            CHECK(fill_of(table, names[i], names[j]) == expected_fill(w[i][j] / table_max));
+        }
+    }
+    // Where the two scales differ the fills do: b's weight on a is about 0.33, half of b's
+    // largest weight (0.67) but a third of the table's (1).
+    CHECK(fill_of(per_row, "b", "a") != fill_of(table, "b", "a"));
+    CHECK(fill_of(per_row, "c", "c") == expected_fill(1));
+    CHECK(fill_of(table, "c", "c") != expected_fill(1));
+    CHECK(fill_of(per_row, "a", "a") == fill_of(table, "a", "a"));
+
+    // Each picture says how it is shaded, and its bar is labelled to match.
+    CHECK_THAT(per_row, Contains(">Shaded per row: from 0 to the row&apos;s largest weight</text>"));
+    CHECK_THAT(per_row, Contains(">share of the row&apos;s largest weight</text>"));
+    CHECK(ticks_of(per_row) == std::vector<std::string>{"0%", "25%", "50%", "75%", "100%"});
+    CHECK_THAT(table, Contains(">Shaded on one scale for the whole table: from 0 to its largest weight</text>"));
+    CHECK_THAT(table, Contains(">weight, one scale for the table</text>"));
+    CHECK(ticks_of(table) == std::vector<std::string>{"0.00", "0.25", "0.50", "0.75", "1.00"});
+}
+
+TEST_CASE("svg: each tooltip reads back as its weight exactly", "[svg]") {
+    for (const Trace& trace : {abc_trace(), example_trace("boy_apple_fr", std::nullopt)}) {
+        const std::string svg = svg_of(trace);
+        const Stage& weights = trace.at(StageId::weights);
+        const std::regex title("<title>[^<]* → [^<]*: ([^<]*)</title>");
+        auto it = std::sregex_iterator(svg.begin(), svg.end(), title);
+        for (Eigen::Index r = 0; r < weights.row_count(); ++r)
+            for (Eigen::Index c = 0; c < weights.col_count(); ++c, ++it) {
+                REQUIRE(it != std::sregex_iterator());
+                const std::string text = (*it)[1];
+                if (weights.is_masked(r, c)) CHECK(text == "masked");
+                else CHECK(std::stod(text) == weights.data(r, c));
+            }
+        CHECK(it == std::sregex_iterator());
+    }
 }

@@ -147,7 +147,7 @@ void run_full_trace(const Problem& problem, const TraceRequest& request, std::os
     require_time(trace_seconds(shape, request.render.format), request.max_seconds, problem.origin,
                  "a full trace of this input", mode.streams ? "--summary is much faster" : "");
     const Trace result = trace(problem, request.trace);
-    if (svg) render_svg(result, *svg);
+    if (svg) render_svg(result, SvgOptions{StageId::weights, request.render.shade}, *svg);
     if (request.check) {
         if (const auto failure = first_failed_check(result))
             throw DataError(fmt::format("{}: check failed: {}", result.origin, *failure));

@@ -74,9 +74,11 @@ void render_everything(const Trace& trace) {
         render(trace, options, out);
         require_clean(out.str(), format, options.color && format == Format::table, numeric_labels);
     }
-    std::ostringstream svg;
-    render_svg(trace, svg);
-    if (const auto problem = output_checks::svg_problem(svg.str()); !problem.empty()) finding("svg: " + problem);
+    for (const Shade shade : {Shade::row, Shade::table}) {
+        std::ostringstream svg;
+        render_svg(trace, SvgOptions{StageId::weights, shade}, svg);
+        if (const auto problem = output_checks::svg_problem(svg.str()); !problem.empty()) finding("svg: " + problem);
+    }
 }
 
 bool close(double a, double b, double tolerance) {
