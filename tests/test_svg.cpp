@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -394,5 +395,167 @@ TEST_CASE("svg: each tooltip reads back as its weight exactly", "[svg]") {
                 else CHECK(std::stod(text) == weights.data(r, c));
             }
         CHECK(it == std::sregex_iterator());
+    }
+}
+
+namespace {
+
+// Two 2-d tokens whose dot products have both signs: a = (1, 0), b = (−1, 1); causal mode
+// with identity projections, so the scores are x_i · x_j.
+const std::vector<std::vector<double>> ab = {{1, 0}, {-1, 1}};
+constexpr std::string_view ab_json = R"({"mode": "causal", "tokens": ["a", "b"],
+    "embeddings": {"a": [1, 0], "b": [-1, 1]},
+    "weights": {"query": [[1, 0], [0, 1]], "key": [[1, 0], [0, 1]], "value": [[1, 0], [0, 1]]}})";
+
+Trace ab_trace() {
+    TraceOptions options;
+    options.mode = Mode::causal;
+    return trace(load_problem(std::string(ab_json), "ab.json"), options);
+}
+
+}  // namespace
+
+TEST_CASE("svg: scores are drawn red below 0 and blue above, per row or on one scale", "[svg]") {
+    const Trace trace = ab_trace();
+    const std::vector<std::string> names = {"a", "b"};
+    struct Case {
+        StageId stage;
+        double divisor;  // scaled scores are divided by √d_k = √2
+        bool causal;     // the masked stage hides the key after each query
+        std::string title;
+    };
+    for (const Case& c : {Case{StageId::scores, 1, false, "Attention scores"},
+                          Case{StageId::scaled, std::sqrt(2.0), false, "Scaled scores"},
+                          Case{StageId::masked, std::sqrt(2.0), true, "Masked scores"}}) {
+        double s[2][2];
+        for (int i = 0; i < 2; ++i)
+            for (int j = 0; j < 2; ++j) s[i][j] = (ab[i][0] * ab[j][0] + ab[i][1] * ab[j][1]) / c.divisor;
+        const auto hidden = [&](int i, int j) { return c.causal && j > i; };
+        double row_reach[2] = {0, 0}, table_reach = 0;
+        for (int i = 0; i < 2; ++i)
+            for (int j = 0; j < 2; ++j)
+                if (!hidden(i, j)) row_reach[i] = std::max(row_reach[i], std::abs(s[i][j]));
+        table_reach = std::max(row_reach[0], row_reach[1]);
+
+        for (const Shade shade : {Shade::row, Shade::table}) {
+            const std::string svg = svg_of(trace, {c.stage, shade});
+            INFO(to_string(c.stage) << ", shaded by " << to_string(shade));
+            CHECK(output_checks::svg_problem(svg).empty());
+            require_well_formed(svg);
+            CHECK_THAT(svg, Contains(">" + c.title + " · causal mode · ab.json</text>"));
+            CHECK_THAT(svg, Contains(fmt::format(">{} · 2×2 · ", to_string(c.stage))));
+            for (int i = 0; i < 2; ++i)
+                for (int j = 0; j < 2; ++j) {
+                    INFO(names[i] << " → " << names[j] << ": " << s[i][j]);
+                    const std::string fill = fill_of(svg, names[i], names[j]);
+                    if (hidden(i, j)) CHECK(fill == "url(#ha");
+                    else CHECK(fill == expected_fill(s[i][j] / (shade == Shade::row ? row_reach[i] : table_reach)));
+                }
+            const double reach = table_reach;
+            CHECK(ticks_of(svg) == (shade == Shade::row
+                                        ? std::vector<std::string>{"-100%", "-50%", "0%", "50%", "100%"}
+                                        : std::vector<std::string>{fmt::format("{:.2f}", -reach), fmt::format("{:.2f}", -reach / 2),
+                                                                   "0.00", fmt::format("{:.2f}", reach / 2),
+                                                                   fmt::format("{:.2f}", reach)}));
+            CHECK_THAT(svg, Contains(shade == Shade::row ? "Shaded per row: red below 0, blue above, darkest at the row"
+                                                         : "Shaded on one scale for the whole table: red below 0, blue above"));
+        }
+    }
+    // b's score on itself is 2 and on a −1: per row, a's −1 is the darkest red of its row
+    // and b's −1 half as red; on one scale, both are half as red.
+    CHECK(fill_of(svg_of(trace, {StageId::scores, Shade::row}), "a", "b") == expected_fill(-1));
+    CHECK(fill_of(svg_of(trace, {StageId::scores, Shade::row}), "b", "a") == expected_fill(-0.5));
+    CHECK(fill_of(svg_of(trace, {StageId::scores, Shade::table}), "a", "b") == expected_fill(-0.5));
+
+    // The masked legend of the masked stage names the −∞; a stage the mode skips says so.
+    CHECK_THAT(svg_of(trace, {StageId::masked, Shade::row}), Contains(">masked (score −∞)</text>"));
+    const std::string plain_scaled = svg_of(single(Mode::plain, numbered_tokens(3)), {StageId::scaled, Shade::row});
+    CHECK_THAT(plain_scaled, Contains(">scaled · 3×3 · S&apos; = S · not applied: "));
+}
+
+TEST_CASE("svg: the svg-stage option draws that stage, its tooltips the numbers of the JSON", "[svg][cli]") {
+    const cli::TempDir folder;
+    for (const std::vector<std::string>& input :
+         {std::vector<std::string>{"-m", "causal"}, std::vector<std::string>{"example:padded_cat_fr"}}) {
+        for (const std::string stage : {"scores", "scaled", "masked", "weights"}) {
+            INFO(input.front() << ", --svg-stage " << stage);
+            std::vector<std::string> args = input;
+            const std::string path = folder / (stage + ".svg");
+            args.insert(args.end(), {"-f", "json", "--svg", path, "--svg-stage", stage});
+            const auto r = cli::run(args);
+            REQUIRE(r.exit_code == 0);
+            const std::string svg = cli::read_file(path);
+            CHECK(output_checks::svg_problem(svg).empty());
+            CHECK_THAT(svg, Contains(">" + stage + " · "));
+            const auto json = nlohmann::json::parse(r.out);
+            const nlohmann::json* found = nullptr;
+            for (const auto& s : json["stages"])
+                if (s["name"] == stage) found = &s;
+            REQUIRE(found != nullptr);
+            const nlohmann::json& data = (*found)["data"];
+            // A masked entry: null among scores, false in the weights' "allowed".
+            const auto masked = [&](std::size_t r, std::size_t c) {
+                return data[r][c].is_null() || (found->contains("allowed") && !(*found)["allowed"][r][c].get<bool>());
+            };
+            const std::regex title("<title>[^<]* → [^<]*: ([^<]*)</title>");
+            auto it = std::sregex_iterator(svg.begin(), svg.end(), title);
+            std::size_t cells = 0;
+            for (std::size_t r = 0; r < data.size(); ++r)
+                for (std::size_t c = 0; c < data[r].size(); ++c) {
+                    REQUIRE(it != std::sregex_iterator());
+                    const std::string text = (*it++)[1];
+                    if (masked(r, c)) CHECK(text == "masked");
+                    else CHECK(std::stod(text) == data[r][c].get<double>());
+                    ++cells;
+                }
+            CHECK(it == std::sregex_iterator());
+            CHECK(cells > 0);
+        }
+    }
+}
+
+TEST_CASE("svg: the svg-stage option refuses what is not a query by key matrix", "[svg][cli]") {
+    const cli::TempDir folder;
+    const std::string path = folder / "pic.svg";
+    const std::string choices = "--svg draws scores, scaled, masked or weights";
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--svg", path, "--svg-stage", "inputs"},
+         "attntrace: error: --svg-stage: the inputs stage is not a matrix over (query, key) pairs; " + choices + "\n"},
+        {{"--svg", path, "--svg-stage", "context"},
+         "attntrace: error: --svg-stage: the context stage is not a matrix over (query, key) pairs; " + choices + "\n"},
+        {{"example:black_cat_fr", "--svg", path, "--svg-stage", "encoder_states"},
+         "attntrace: error: --svg-stage: the encoder_states stage is not a matrix over (query, key) pairs; " + choices + "\n"},
+        {{"--svg", path, "--svg-stage", "weight"}, "attntrace: error: --svg-stage: no stage named \"weight\"; " + choices + "\n"},
+        {{"--svg-stage", "scores"}, ""},  // without --svg there is nothing to draw
+        {{"--svg", path, "--svg-stage", "scores", "--summary"},
+         "attntrace: error: --svg needs the full trace, which --summary does not build\n"},
+    };
+    for (const auto& [args, message] : cases) {
+        INFO(fmt::format("{}", fmt::join(args, " ")));
+        const auto r = cli::run(args);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        if (!message.empty()) CHECK(r.err == message);
+        else CHECK_THAT(r.err, Catch::StartsWith("attntrace: error: --svg-stage requires --svg"));
+        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        CHECK(folder.names().empty());
+    }
+}
+
+TEST_CASE("svg: scores near the ends of the double range keep finite colours and ticks", "[svg]") {
+    // Plain scores a·a = b·b = 1.69e308 and a·b = −1.69e308: twice the reach would overflow.
+    const Problem problem = load_problem(R"({"sentence": "a b", "embeddings": {"a": [1.3e154], "b": [-1.3e154]}})", "far.json");
+    TraceOptions options;
+    options.mode = Mode::plain;
+    const Trace trace = attntrace::trace(problem, options);
+    for (const Shade shade : {Shade::row, Shade::table}) {
+        const std::string svg = svg_of(trace, {StageId::scores, shade});
+        INFO(to_string(shade));
+        CHECK(output_checks::svg_problem(svg).empty());
+        CHECK(output_checks::number_problem(svg).empty());
+        CHECK(fill_of(svg, "a", "a") == expected_fill(1));
+        CHECK(fill_of(svg, "a", "b") == expected_fill(-1));
+        if (shade == Shade::table)
+            CHECK(ticks_of(svg) == std::vector<std::string>{"-1.69e+308", "-8.45e+307", "0.00", "8.45e+307", "1.69e+308"});
     }
 }

@@ -170,7 +170,7 @@ std::vector<std::string> tick_labels(const Shading& s) {
             labels.push_back(fmt::format("{}%", std::lround(100 * (low + (1 - low) * i / (tick_count - 1)))));
         return labels;
     }
-    const double step = s.table_reach * (1 - low) / (tick_count - 1);
+    const double step = s.table_reach * ((1 - low) / (tick_count - 1));  // not (reach·2)/4: no overflow
     const int digits = std::clamp(static_cast<int>(std::ceil(-std::log10(step))) + 1, 2, 8);
     for (int i = 0; i < tick_count; ++i) {
         const double fraction = low + (1 - low) * i / (tick_count - 1);
@@ -455,6 +455,12 @@ void write_legend(Buffer& out, const Content& content, const Layout& l) {
 }
 
 }  // namespace
+
+std::string svg_stage_choices() {
+    std::vector<std::string_view> names;
+    for (const StageId id : svg_stages) names.push_back(to_string(id));
+    return fmt::format("{} or {}", fmt::join(names.begin(), names.end() - 1, ", "), names.back());
+}
 
 void render_svg(const Trace& trace, const SvgOptions& options, std::ostream& out) {
     (void)picture_of(options.stage);

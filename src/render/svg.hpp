@@ -7,12 +7,16 @@
 
 #include <array>
 #include <ostream>
+#include <string>
 
 namespace attntrace {
 
 // The stages --svg can draw: the matrices with a row per query and a column per key.
 inline constexpr std::array<StageId, 4> svg_stages{StageId::scores, StageId::scaled, StageId::masked,
                                                    StageId::weights};
+
+// "scores, scaled, masked or weights": svg_stages as a choice, for help texts and messages.
+std::string svg_stage_choices();
 
 struct SvgOptions {
     StageId stage = StageId::weights;  // one of svg_stages

@@ -22,6 +22,7 @@
 #include "render/svg.hpp"
 #include "support/output_checks.hpp"
 
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <cmath>
@@ -74,11 +75,13 @@ void render_everything(const Trace& trace) {
         render(trace, options, out);
         require_clean(out.str(), format, options.color && format == Format::table, numeric_labels);
     }
-    for (const Shade shade : {Shade::row, Shade::table}) {
-        std::ostringstream svg;
-        render_svg(trace, SvgOptions{StageId::weights, shade}, svg);
-        if (const auto problem = output_checks::svg_problem(svg.str()); !problem.empty()) finding("svg: " + problem);
-    }
+    for (const StageId stage : svg_stages)
+        for (const Shade shade : {Shade::row, Shade::table}) {
+            std::ostringstream svg;
+            render_svg(trace, SvgOptions{stage, shade}, svg);
+            if (const auto problem = output_checks::svg_problem(svg.str()); !problem.empty())
+                finding(fmt::format("svg of {}: {}", to_string(stage), problem));
+        }
 }
 
 bool close(double a, double b, double tolerance) {
