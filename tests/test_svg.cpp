@@ -1,6 +1,7 @@
 // The SVG heatmap: well-formed XML that rsvg-convert renders, one rect per weight, masked
 // cells hatched, values only in small matrices, escaped labels, the same bytes every time.
 #include "attention/bahdanau.hpp"
+#include "attention/similarity.hpp"
 #include "attention/single.hpp"
 #include "attention/trace.hpp"
 #include "input/examples.hpp"
@@ -558,4 +559,220 @@ TEST_CASE("svg: scores near the ends of the double range keep finite colours and
         if (shade == Shade::table)
             CHECK(ticks_of(svg) == std::vector<std::string>{"-1.69e+308", "-8.45e+307", "0.00", "8.45e+307", "1.69e+308"});
     }
+}
+
+namespace {
+
+struct Arrow {
+    std::string title;
+    double origin_x, origin_y, tip_x, tip_y;
+};
+
+// Each word's arrow: its tooltip, where its shaft starts (the origin) and the tip of its head.
+std::vector<Arrow> arrows_of(const std::string& svg) {
+    const std::regex arrow("<g class=\"arrow\"><title>([^<]*)</title><line x1=\"([-0-9.]+)\" y1=\"([-0-9.]+)\"[^>]*/>"
+                           "<polygon points=\"([-0-9.]+),([-0-9.]+) ");
+    std::vector<Arrow> arrows;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), arrow); it != std::sregex_iterator(); ++it)
+        arrows.push_back({(*it)[1], std::stod((*it)[2]), std::stod((*it)[3]), std::stod((*it)[4]), std::stod((*it)[5])});
+    return arrows;
+}
+
+// The sentences under the picture's title, their lines joined again.
+std::string heading_of(const std::string& svg) {
+    const auto from = svg.find("<g class=\"heading\"");
+    REQUIRE(from != std::string::npos);
+    const std::string group = svg.substr(from, svg.find("</g>", from) - from);
+    const std::regex line(">([^<]*)</text>");
+    std::string text;
+    for (auto it = std::sregex_iterator(group.begin(), group.end(), line); it != std::sregex_iterator(); ++it)
+        text += (text.empty() ? "" : " ") + std::string((*it)[1]);
+    return text;
+}
+
+std::string plane_svg(const std::string& json) {
+    const Problem problem = load_problem(json, "words.json");
+    std::ostringstream out;
+    render_svg(plane_of(problem.vocabulary, problem.origin, problem.description), out);
+    return out.str();
+}
+
+// The two directions of largest squared length of the rows of x, found the slow way: power
+// iteration on XᵀX, the second kept orthogonal to the first; each turned so that its
+// component of largest magnitude is positive.
+std::vector<std::vector<double>> power_directions(const std::vector<std::vector<double>>& x) {
+    const std::size_t d = x[0].size();
+    std::vector<std::vector<double>> found;
+    for (int k = 0; k < 2; ++k) {
+        std::vector<double> v(d);
+        for (std::size_t j = 0; j < d; ++j) v[j] = 1.0 / static_cast<double>(j + 1 + k);
+        for (int iteration = 0; iteration < 5000; ++iteration) {
+            std::vector<double> w(d, 0.0);
+            for (const auto& row : x) {
+                double dot = 0;
+                for (std::size_t j = 0; j < d; ++j) dot += row[j] * v[j];
+                for (std::size_t j = 0; j < d; ++j) w[j] += dot * row[j];
+            }
+            for (const auto& earlier : found) {
+                double along = 0;
+                for (std::size_t j = 0; j < d; ++j) along += w[j] * earlier[j];
+                for (std::size_t j = 0; j < d; ++j) w[j] -= along * earlier[j];
+            }
+            double length = 0;
+            for (const double c : w) length += c * c;
+            for (std::size_t j = 0; j < d; ++j) v[j] = w[j] / std::sqrt(length);
+        }
+        std::size_t largest = 0;
+        for (std::size_t j = 1; j < d; ++j)
+            if (std::abs(v[j]) > std::abs(v[largest])) largest = j;
+        if (v[largest] < 0)
+            for (double& c : v) c = -c;
+        found.push_back(v);
+    }
+    return found;
+}
+
+}  // namespace
+
+TEST_CASE("svg: 2-d embeddings are drawn as they are, arrows ending where the vectors do", "[svg][similarity]") {
+    const std::vector<std::pair<std::string, std::vector<double>>> words = {
+        {"up", {0, 1}}, {"right", {2, 0}}, {"diag", {1, 1}}, {"left", {-1.5, 0.25}}, {"low", {0.5, -0.75}}};
+    const std::string svg = plane_svg(R"({"tokens": ["up", "right", "diag", "left", "low"], "embeddings": {
+        "up": [0, 1], "right": [2, 0], "diag": [1, 1], "left": [-1.5, 0.25], "low": [0.5, -0.75]}})");
+    require_well_formed(svg);
+    CHECK(output_checks::svg_problem(svg).empty());
+    const auto arrows = arrows_of(svg);
+    REQUIRE(arrows.size() == words.size());
+    // One scale for both axes, the same for every word: px per unit = the right arrow's length / 2.
+    const double scale = (arrows[1].tip_x - arrows[1].origin_x) / 2;
+    CHECK(scale > 50);
+    for (std::size_t i = 0; i < words.size(); ++i) {
+        INFO(words[i].first);
+        CHECK_THAT(arrows[i].title, Catch::StartsWith(words[i].first + ": x1 = "));
+        CHECK(arrows[i].origin_x == arrows[0].origin_x);
+        CHECK(arrows[i].origin_y == arrows[0].origin_y);
+        // Across by x1 and up (y grows downwards in SVG) by x2, to 1/100 px.
+        CHECK(arrows[i].tip_x - arrows[i].origin_x == Approx(words[i].second[0] * scale).margin(0.011));
+        CHECK(arrows[i].origin_y - arrows[i].tip_y == Approx(words[i].second[1] * scale).margin(0.011));
+    }
+    CHECK_THAT(arrows[3].title, Contains("left: x1 = -1.5, x2 = 0.25"));
+    CHECK_THAT(svg, Contains(">x1</text>") && Contains(">x2</text>"));
+    CHECK_THAT(heading_of(svg), Contains("drawn as it is: x1 across, x2 up.") && !Contains("principal"));
+    for (const auto& [word, vector] : words) CHECK_THAT(svg, Contains("class=\"word\"") && Contains(">" + word + "</text>"));
+}
+
+TEST_CASE("svg: 1-d embeddings are arrows along one axis", "[svg][similarity]") {
+    const std::string svg = plane_svg(R"({"tokens": ["a", "b", "c"], "embeddings": {"a": [1], "b": [-2], "c": [3]}})");
+    CHECK(output_checks::svg_problem(svg).empty());
+    const auto arrows = arrows_of(svg);
+    REQUIRE(arrows.size() == 3);
+    const double scale = (arrows[2].tip_x - arrows[2].origin_x) / 3;
+    const double numbers[] = {1, -2, 3};
+    for (std::size_t i = 0; i < 3; ++i) {
+        CHECK(arrows[i].tip_y == arrows[i].origin_y);
+        CHECK(arrows[i].tip_x - arrows[i].origin_x == Approx(numbers[i] * scale).margin(0.011));
+    }
+    CHECK_THAT(svg, Contains(">x1</text>") && !Contains(">x2</text>"));
+}
+
+TEST_CASE("svg: longer embeddings are projected, and the picture says how much the plane keeps", "[svg][similarity]") {
+    // Three 3-d vectors with z = x + y: they lie in one plane through the origin, which keeps
+    // all of their length.
+    const std::string flat = plane_svg(R"({"tokens": ["a", "b", "c", "d"], "embeddings": {
+        "a": [1, 0, 1], "b": [0, 1, 1], "c": [1, 1, 2], "d": [2, -1, 1]}})");
+    require_well_formed(flat);
+    CHECK(output_checks::svg_problem(flat).empty());
+    CHECK_THAT(heading_of(flat), Contains("The 3-d vectors projected onto the plane of their first two principal directions"));
+    CHECK_THAT(heading_of(flat), Contains("without centring the vectors, so that the origin stays put"));
+    CHECK_THAT(flat, Contains(">PC1</text>") && Contains(">PC2</text>"));
+    CHECK_THAT(heading_of(flat), Contains("the plane keeps 100% of the vectors&apos; total squared length."));
+    CHECK_THAT(heading_of(flat), !Contains("those of the projections"));  // nothing is lost, so angles are true
+    // In that plane the arrows keep their lengths: |a| = |b| = √2, |c| = √6, |d| = √6.
+    const auto arrows = arrows_of(flat);
+    REQUIRE(arrows.size() == 4);
+    const auto length = [](const Arrow& a) { return std::hypot(a.tip_x - a.origin_x, a.tip_y - a.origin_y); };
+    CHECK(length(arrows[2]) / length(arrows[0]) == Approx(std::sqrt(3.0)).epsilon(1e-3));
+    CHECK(length(arrows[1]) / length(arrows[0]) == Approx(1).epsilon(1e-3));
+    CHECK(length(arrows[3]) / length(arrows[2]) == Approx(1).epsilon(1e-3));
+
+    // Three orthogonal unit vectors: any plane keeps two of the three, 2/3 of the squared length.
+    const std::string cube = plane_svg(R"({"tokens": ["x", "y", "z"], "embeddings": {
+        "x": [1, 0, 0], "y": [0, 1, 0], "z": [0, 0, 1]}})");
+    CHECK_THAT(heading_of(cube), Contains("the plane keeps 67% of the vectors&apos; total squared length."));
+    CHECK_THAT(heading_of(cube), Contains("Angles between the arrows are those of the projections"));
+}
+
+TEST_CASE("svg: the plane is that of the two largest principal directions, signs fixed", "[svg][similarity]") {
+    const Example* example = find_example("fruit_and_pets");
+    REQUIRE(example != nullptr);
+    const Problem problem = load_problem(example->json, "example:fruit_and_pets");
+    const Vocabulary& words = problem.vocabulary;
+    std::vector<std::vector<double>> x;
+    for (Eigen::Index i = 0; i < words.vectors.rows(); ++i) {
+        x.emplace_back();
+        for (Eigen::Index j = 0; j < words.vectors.cols(); ++j) x.back().push_back(words.vectors(i, j));
+    }
+    const auto directions = power_directions(x);
+    const WordPlane plane = plane_of(words, problem.origin, problem.description);
+    REQUIRE(plane.projected());
+    double kept = 0, total = 0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+        for (std::size_t k = 0; k < 2; ++k) {
+            double coordinate = 0;
+            for (std::size_t j = 0; j < x[i].size(); ++j) coordinate += x[i][j] * directions[k][j];
+            CHECK(plane.points(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(k)) == Approx(coordinate).margin(1e-9));
+            kept += coordinate * coordinate;
+        }
+    for (const auto& row : x)
+        for (const double c : row) total += c * c;
+    CHECK(plane.kept == Approx(kept / total).epsilon(1e-12));
+    // PC1 is mostly fruit and sweet (x1, x2), PC2 animal and pet (x3, x4).
+    const std::string svg = plane_svg(std::string(example->json));
+    CHECK_THAT(heading_of(svg), Contains(fmt::format("the plane keeps {:.0f}% of the vectors", 100 * kept / total)));
+    CHECK_THAT(heading_of(svg), Contains(fmt::format("PC1 ≈ {:.2f}·x1 + {:.2f}·x2 + ", directions[0][0], directions[0][1])));
+
+    // Vectors and their opposites give opposite points: the signs do not depend on the solver.
+    Vocabulary flipped = words;
+    flipped.vectors = -words.vectors;
+    const WordPlane opposite = plane_of(flipped, "", "");
+    CHECK((opposite.points + plane.points).cwiseAbs().maxCoeff() < 1e-12);
+    CHECK((opposite.directions - plane.directions).cwiseAbs().maxCoeff() < 1e-12);
+}
+
+TEST_CASE("svg: the similarity command draws its words with --svg, or refuses", "[svg][similarity][cli]") {
+    const cli::TempDir folder;
+    const std::string path = folder / "words.svg";
+    const auto tables = cli::run({"similarity", "example:fruit_and_pets"});
+    const auto both = cli::run({"similarity", "example:fruit_and_pets", "--svg", path});
+    REQUIRE(both.exit_code == 0);
+    CHECK(both.out == tables.out);
+    const std::string svg = cli::read_file(path);
+    require_well_formed(svg);
+    CHECK(output_checks::svg_problem(svg).empty());
+    CHECK_THAT(svg, Contains(">Word vectors as arrows · 6 words · d = 5 · example:fruit_and_pets</text>"));
+    CHECK(arrows_of(svg).size() == 6);
+    CHECK(cli::run({"similarity", "example:fruit_and_pets", "--svg", path}).exit_code == 0);
+    CHECK(cli::read_file(path) == svg);  // the same bytes every time
+
+    // A word without a direction: refused before anything is written.
+    const cli::TempFile zero(R"({"tokens": ["a", "b"], "embeddings": {"a": [0, 0], "b": [1, 2]}})");
+    const std::string none = folder / "none.svg";
+    const auto refused = cli::run({"similarity", zero.path(), "--svg", none});
+    CHECK(refused.exit_code == 1);
+    CHECK(refused.out.empty());
+    CHECK_THAT(refused.err, Catch::StartsWith("attntrace: error: ") && Contains("all zeros"));
+    CHECK_FALSE(std::filesystem::exists(none));
+
+    // The picture's memory counts: a limit that the tables fit in but not the picture.
+    const auto small = cli::run({"similarity", "example:fruit_and_pets", "--svg", none, "--max-memory", "16K"});
+    CHECK(small.exit_code == 1);
+    CHECK(small.out.empty());
+    CHECK_THAT(small.err, Contains("the similarity tables of 6 words with the picture of 6 words needs about"));
+    CHECK(cli::run({"similarity", "example:fruit_and_pets", "--max-memory", "16K"}).exit_code == 0);
+    CHECK_FALSE(std::filesystem::exists(none));
+
+    const auto missing = cli::run({"similarity", "example:fruit_and_pets", "--svg", folder / "no/such/folder.svg"});
+    CHECK(missing.exit_code == 1);
+    CHECK(missing.out.empty());
+    CHECK_THAT(missing.err, Contains("cannot write"));
 }

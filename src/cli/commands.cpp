@@ -134,16 +134,19 @@ Command add_similarity(CLI::App& app) {
         "similarity", "dot-product and cosine-similarity tables of an input's words (embeddings as points in space)");
     command->add_option("INPUT", s->request.input, "input JSON file, - for stdin, or example:NAME")->required();
     s->output.add_to(*command);
+    command->add_option("--svg", s->request.svg_path,
+                        "also draw the words' vectors as arrows from the origin in this SVG file (more than two "
+                        "numbers: projected onto their first two principal directions)");
     s->limits.add_to(*command);
     return {command, [s] {
                 return run(
-                    [&](std::ostream& out) {
+                    [&](Outputs& outputs) {
                         prepare_threads(std::nullopt);
                         s->output.apply(s->request.render);
                         s->request.max_memory = s->limits.memory();
                         s->request.max_seconds = s->limits.seconds();
                         s->request.max_input = s->limits.input();
-                        run_similarity(s->request, out);
+                        run_similarity(s->request, outputs);
                     },
                     s->output.path);
             }};

@@ -1,7 +1,10 @@
-// The SVG heatmap (for --svg): one (query, key) stage of a trace as a grid of shaded cells,
-// with the row and column tokens, a colour scale and hatching for masked entries.
+// The SVG pictures: the heatmap of one (query, key) stage of a trace (for --svg), a grid of
+// shaded cells with the row and column tokens, a colour scale and hatching for masked
+// entries (svg.cpp); and an input's words as arrows from the origin (for `similarity --svg`,
+// svg_plane.cpp).
 #pragma once
 
+#include "attention/similarity.hpp"
 #include "core/stage.hpp"
 #include "render/render.hpp"
 
@@ -27,5 +30,10 @@ struct SvgOptions {
 // trace and options always give the same bytes. Throws std::invalid_argument when the stage
 // is not one of svg_stages or the trace lacks it (every trace that `trace` returns has them).
 void render_svg(const Trace& trace, const SvgOptions& options, std::ostream& out);
+
+// Writes one standalone SVG 1.1 document drawing each word of `plane` as an arrow from the
+// origin to its point, labelled with the word, on axes of one scale; its heading says how the
+// plane was chosen and, for a projection, how much of the squared length it keeps.
+void render_svg(const WordPlane& plane, std::ostream& out);
 
 }  // namespace attntrace

@@ -147,12 +147,16 @@ void similarity(const Problem& problem) {
         request.render.format = format;
         request.render.color = format == Format::table;
         request.max_memory.bytes = std::uint64_t{1} << 30;
-        std::ostringstream out;
+        std::ostringstream out, svg;
+        const bool draw = format == Format::table;  // the picture once: it does not depend on the format
         try {
-            write_similarity(problem, request, out);
+            write_similarity(problem, request, out, draw ? &svg : nullptr);
         } catch (const DataError&) {
             return;  // a zero vector, an overflowing dot product, too many words
         }
+        if (draw)
+            if (const auto problem_found = output_checks::svg_problem(svg.str()); !problem_found.empty())
+                finding("similarity svg: " + problem_found);
         const auto& words = problem.vocabulary.words.empty() ? std::get<SingleSequenceInput>(problem.input).sequence.tokens
                                                              : problem.vocabulary.words;
         require_clean(out.str(), format, request.render.color, labels_look_like_numbers(Labels(words)));
