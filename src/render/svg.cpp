@@ -22,14 +22,9 @@
 namespace attntrace {
 namespace {
 
-using svg::append_escaped;
-using svg::Buffer;
-using svg::snap;
-using svg::text_width;
+using namespace svg;  // the helpers both pictures share
 
 // Sizes in px.
-constexpr double margin = 16;
-constexpr double title_font = 15;
 constexpr double subtitle_font = 12;
 constexpr double axis_font = 13;
 constexpr double max_label_font = 13;  // shrinks with the cells of large matrices
@@ -337,10 +332,7 @@ void write_defs(Buffer& out, const Shading& shading) {
 }
 
 void write_titles(Buffer& out, const Content& content, const Layout& l) {
-    svg::append_text(out,
-                     fmt::format("x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\"", snap(margin),
-                                 snap(l.title_y), title_font),
-                     content.title);
+    svg::append_title(out, content.title);
     svg::append_text(out,
                      fmt::format("x=\"{}\" y=\"{}\" font-size=\"{}\" fill=\"#555555\"", snap(margin),
                                  snap(l.subtitle_y), subtitle_font),

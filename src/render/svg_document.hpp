@@ -16,6 +16,9 @@ namespace attntrace::svg {
 
 using Buffer = fmt::memory_buffer;
 
+// The look both pictures share, in px.
+constexpr double margin = 16;
+constexpr double title_font = 15;
 constexpr double px_per_column = 7.5;  // one display column at 13px; scaled for other sizes
 constexpr double bold_factor = 1.1;    // bold glyphs are wider
 
@@ -72,6 +75,14 @@ inline void open_document(Buffer& out, double width, double height) {
                    "fill=\"#222222\">\n"
                    "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n",
                    snap(width), snap(height));
+}
+
+// The picture's title, bold, in the top-left corner.
+inline void append_title(Buffer& out, std::string_view title) {
+    append_text(out,
+                fmt::format("x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\"", snap(margin),
+                            snap(margin + 0.8 * title_font), title_font),
+                title);
 }
 
 inline void close_document(Buffer& out, std::ostream& stream) {

@@ -19,14 +19,9 @@
 namespace attntrace {
 namespace {
 
-using svg::append_escaped;
-using svg::Buffer;
-using svg::snap;
-using svg::text_width;
+using namespace svg;  // the helpers both pictures share
 
 // Sizes in px.
-constexpr double margin = 16;
-constexpr double title_font = 15;
 constexpr double line_font = 12;  // the lines under the title
 constexpr double axis_font = 13;
 constexpr double tick_font = 11;
@@ -310,11 +305,8 @@ Layout plan(const WordPlane& plane, const std::string& title) {
 }
 
 void write_heading(Buffer& out, const std::string& title, const Layout& l) {
-    double y = margin + 0.8 * title_font;
-    svg::append_text(out,
-                     fmt::format("x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\"", snap(margin), snap(y), title_font),
-                     title);
-    y += 0.2 * title_font;
+    svg::append_title(out, title);
+    double y = margin + title_font;
     fmt::format_to(std::back_inserter(out), "<g class=\"heading\" font-size=\"{}\" fill=\"#555555\">\n", line_font);
     for (const auto& line : l.lines) {
         y += 1.4 * line_font;
