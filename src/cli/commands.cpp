@@ -8,6 +8,7 @@
 #include "commands/similarity_command.hpp"
 #include "commands/trace_command.hpp"
 #include "core/error.hpp"
+#include "render/svg.hpp"
 #include "input/limits.hpp"
 #include "util/output.hpp"
 #include "util/threads.hpp"
@@ -107,7 +108,11 @@ void add_trace_options(CLI::App& app, TraceState& s) {
     app.add_option("-q,--query", s.request.trace.query,
                    "work through one query's arithmetic: a token as spelled, or a 1-based position");
     app.add_flag("--explain", s.request.render.explain, "explain each stage before showing it");
-    app.add_option("--svg", s.request.svg_path, "also write a heatmap of the attention weights to this SVG file");
+    auto* svg = app.add_option("--svg", s.request.svg_path,
+                               "also write a heatmap of the attention weights (or of --svg-stage) to this SVG file");
+    app.add_option("--svg-stage", s.request.svg_stage, "the stage --svg draws: " + svg_stage_choices())
+        ->needs(svg)
+        ->capture_default_str();
     app.add_flag("--summary", s.request.summary,
                  "long inputs: per query its top keys, largest weight and entropy, by the streaming path "
                  "(no n×n matrix); --stage context adds the context vectors");
@@ -129,16 +134,19 @@ Command add_similarity(CLI::App& app) {
         "similarity", "dot-product and cosine-similarity tables of an input's words (embeddings as points in space)");
     command->add_option("INPUT", s->request.input, "input JSON file, - for stdin, or example:NAME")->required();
     s->output.add_to(*command);
+    command->add_option("--svg", s->request.svg_path,
+                        "also draw the words' vectors as arrows from the origin in this SVG file (more than two "
+                        "numbers: projected onto their first two principal directions)");
     s->limits.add_to(*command);
     return {command, [s] {
                 return run(
-                    [&](std::ostream& out) {
+                    [&](Outputs& outputs) {
                         prepare_threads(std::nullopt);
                         s->output.apply(s->request.render);
                         s->request.max_memory = s->limits.memory();
                         s->request.max_seconds = s->limits.seconds();
                         s->request.max_input = s->limits.input();
-                        run_similarity(s->request, out);
+                        run_similarity(s->request, outputs);
                     },
                     s->output.path);
             }};

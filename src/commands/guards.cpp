@@ -101,6 +101,14 @@ std::uint64_t similarity_bytes(std::size_t words, double d, const RenderOptions&
                                       std::min(held_output, 2 * n * n * 26));
 }
 
+// The Gram matrix is min(n, d)² (attention/similarity.cpp); the eigensolver keeps a copy and
+// the eigenvectors beside it. Each word's arrow, label and tooltip take about 600 bytes of
+// SVG, its label and word a copy or two more.
+std::uint64_t plane_bytes(std::size_t words, double d) {
+    const double n = static_cast<double>(words), m = std::min(n, d);
+    return static_cast<std::uint64_t>(8 * (n * d + 3 * m * m + 4 * n) + n * (600 + 2 * 64) + 16384);
+}
+
 // The rates behind the estimates, per thread, measured with `attntrace --threads 1` on the
 // project's machine (2-core Xeon, float64): the streaming path spends about 2 ns on each
 // visited score plus 0.03 ns per number of d_k + d_v; the trace path about 45 ns plus 0.45 ns
@@ -120,6 +128,15 @@ double trace_seconds(const WorkShape& s, Format format) {
 double similarity_seconds(std::size_t words, double d) {
     const double pairs = static_cast<double>(words) * static_cast<double>(words);
     return pairs * (2 * 0.45e-9 * d / omp_get_max_threads() + 2 * 250e-9);
+}
+
+// Measured on the project's machine with `attntrace similarity --svg` on generated inputs
+// (Eigen's products and eigensolver run on one thread here): the Gram matrix takes about
+// 0.06 ns per multiply-add of its n·d·m, the eigensolver about 0.7 ns per m³ (2000 words of
+// 2000 numbers: 6 s), and the picture about 2 µs per word; the rates below leave some room.
+double plane_seconds(std::size_t words, double d) {
+    const double n = static_cast<double>(words), m = std::min(n, d);
+    return n * d * m * 0.1e-9 + m * m * m * 1e-9 + n * 2e-6;
 }
 
 void require_memory(std::uint64_t need, const MemoryLimit& limit, const std::string& origin, std::string_view what,

@@ -40,11 +40,16 @@ std::uint64_t summary_bytes(const WorkShape& shape, Dtype dtype, bool context, s
 // similarity: two words × words tables, their text, and the vectors.
 std::uint64_t similarity_bytes(std::size_t words, double d, const RenderOptions& render);
 
+// similarity --svg: the plane of `words` vectors of d numbers (a scaled copy, the smaller Gram
+// matrix and what its eigensolver holds) and the picture's text.
+std::uint64_t plane_bytes(std::size_t words, double d);
+
 // Seconds the work takes on this machine (rates measured on the project's 2-core machine,
 // docs/robustness.md), shared out over the OpenMP threads where it runs in parallel.
 double trace_seconds(const WorkShape& shape, Format format);
 double summary_seconds(const WorkShape& shape);
 double similarity_seconds(std::size_t words, double d);
+double plane_seconds(std::size_t words, double d);
 
 // Throws DataError "ORIGIN: WHAT needs about N, more than --max-memory M; HINT" when need > limit
 // (an empty origin is left out).

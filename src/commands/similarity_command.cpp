@@ -7,6 +7,7 @@
 #include "input/load.hpp"
 #include "input/source.hpp"
 #include "render/render.hpp"
+#include "render/svg.hpp"
 #include "util/hash_index.hpp"
 
 #include <fmt/format.h>
@@ -38,23 +39,33 @@ Vocabulary vocabulary_of(const Problem& problem) {
 
 }  // namespace
 
-void run_similarity(const SimilarityRequest& request, std::ostream& out) {
+void run_similarity(const SimilarityRequest& request, Outputs& outputs) {
+    // Opened before any work, so that a path that cannot be written is refused at once.
+    std::ostream* svg = request.svg_path ? &outputs.add(*request.svg_path) : nullptr;
     const InputText input = read_input(request.input, request.max_input);
-    write_similarity(load_input(input, request.max_memory), request, out);
+    write_similarity(load_input(input, request.max_memory), request, outputs.main(), svg);
 }
 
-void write_similarity(const Problem& problem, const SimilarityRequest& request, std::ostream& out) {
+void write_similarity(const Problem& problem, const SimilarityRequest& request, std::ostream& out, std::ostream* svg) {
     const auto vocabulary = vocabulary_of(problem);
     const std::size_t words = vocabulary.words.size();
     const auto d = static_cast<double>(vocabulary.vectors.cols());
     const std::string what = fmt::format("the similarity tables of {} words", words);
     require_memory(similarity_bytes(words, d, request.render), request.max_memory, problem.origin, what, "");
     require_time(similarity_seconds(words, d), request.max_seconds, problem.origin, what, "");
+    if (svg) {
+        const std::string picture = fmt::format("the picture of {} words", words);
+        require_memory(similarity_bytes(words, d, request.render) + plane_bytes(words, d), request.max_memory,
+                       problem.origin, fmt::format("{} with {}", what, picture), "");
+        require_time(similarity_seconds(words, d) + plane_seconds(words, d), request.max_seconds, problem.origin,
+                     fmt::format("{} with {}", what, picture), "");
+    }
     std::vector<std::string> notes = problem.notes;
     const std::string description = description_for(problem, "similarity", notes);
-    Similarity similarity = similarity_of(vocabulary, problem.origin, description);
-    similarity.notes = std::move(notes);
-    render(similarity, request.render, out);
+    Similarity tables = similarity_of(vocabulary, problem.origin, description);
+    tables.notes = std::move(notes);
+    if (svg) render_svg(plane_of(vocabulary, problem.origin, description), *svg);
+    render(tables, request.render, out);
 }
 
 }  // namespace attntrace

@@ -69,6 +69,18 @@ void check_stages_of(const std::vector<StageId>& requested, const ModeSpec& mode
         }
 }
 
+// --svg-stage's name: a stage with a row per query and a column per key.
+StageId svg_stage_id(const std::string& name) {
+    const auto id = parse_enum<StageId>(name);
+    if (id && std::find(svg_stages.begin(), svg_stages.end(), *id) != svg_stages.end()) return *id;
+    const std::string choices = svg_stage_choices();
+    const auto known = all_stage_names();
+    if (std::find(known.begin(), known.end(), name) == known.end())
+        throw UsageError(fmt::format("--svg-stage: no stage named \"{}\"; --svg draws {}", printable(name), choices));
+    throw UsageError(fmt::format("--svg-stage: the {} stage is not a matrix over (query, key) pairs; --svg draws {}", name,
+                                 choices));
+}
+
 // The first option asked for that needs the full matrices, which the summary does not build.
 std::optional<std::string_view> full_trace_option(const TraceRequest& request) {
     if (request.trace.query) return "--query";
@@ -92,6 +104,7 @@ void check_summary_request(const TraceRequest& request) {
 // The checks of the command line alone, before anything is read.
 void check_request(TraceRequest& request) {
     request.render.stages = stage_ids(request.stages);
+    request.svg = {svg_stage_id(request.svg_stage), request.render.shade};
     if (request.render.format == Format::csv && (request.render.explain || request.trace.query))
         throw UsageError("--explain and --query need room for text: use --format table, markdown or json");
     if (request.summary) check_summary_request(request);
@@ -149,7 +162,7 @@ void run_full_trace(const Problem& problem, const TraceRequest& request, std::os
     require_time(trace_seconds(shape, request.render.format), request.max_seconds, problem.origin,
                  "a full trace of this input", mode.streams ? "--summary is much faster" : "");
     const Trace result = trace(problem, request.trace);
-    if (svg) render_svg(result, *svg);
+    if (svg) render_svg(result, request.svg, *svg);
     if (request.check) {
         const CheckReport report = check_trace(result);
         if (const auto failure = report.first_failure())

@@ -4,6 +4,7 @@
 #include "attention/trace.hpp"
 #include "input/limits.hpp"
 #include "render/render.hpp"
+#include "render/svg.hpp"
 #include "util/memory.hpp"
 #include "util/output.hpp"
 
@@ -23,7 +24,9 @@ struct TraceRequest {
     std::vector<std::string> stages;        // --stage, as given: checked, then render.stages
     RenderOptions render;
     bool check = false;                     // verify the trace's invariants instead of printing it
-    std::optional<std::string> svg_path;    // also write a heatmap of the weights here
+    std::optional<std::string> svg_path;    // also write a heatmap of svg.stage here
+    std::string svg_stage = "weights";      // --svg-stage, as given: checked, then svg.stage
+    SvgOptions svg;                         // svg.shade comes from render.shade
     bool summary = false;                   // the streaming path: one line per query
     std::size_t top = 3;                    // keys per query in the summary
     MemoryLimit max_memory;                 // a full trace needing more is refused

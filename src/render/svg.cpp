@@ -1,14 +1,12 @@
-// The SVG heatmap of the weights stage. SVG has no layout of its own and no font is at hand
-// to measure with, so every position is computed here from text widths estimated by display
-// width; the estimates are generous so that labels are never clipped.
+// The SVG heatmap of one (query, key) stage: scores, scaled scores, masked scores or weights.
+// Every position is computed here (render/svg_document.hpp says how text is measured).
 #include "render/svg.hpp"
-#include "render/reports.hpp"
 
 #include "attention/modes.hpp"
-
 #include "render/number.hpp"
+#include "render/reports.hpp"
+#include "render/svg_document.hpp"
 #include "render/text.hpp"
-#include "util/utf8.hpp"
 
 #include <fmt/format.h>
 
@@ -24,19 +22,16 @@
 namespace attntrace {
 namespace {
 
-using Buffer = fmt::memory_buffer;
+using namespace svg;  // the helpers both pictures share
 
 // Sizes in px.
-constexpr double margin = 16;
-constexpr double title_font = 15;
 constexpr double subtitle_font = 12;
 constexpr double axis_font = 13;
 constexpr double max_label_font = 13;  // shrinks with the cells of large matrices
 constexpr double value_font = 12;
 constexpr double tick_font = 12;
-constexpr double px_per_column = 7.5;  // one display column at 13px; scaled for other sizes
-constexpr double bold_factor = 1.1;    // bold glyphs are wider
-constexpr double fixed_cell = 44;      // fits "0.00" at value_font with room to spare
+constexpr double fixed_cell = 44;      // fits "-0.00" at value_font with room to spare
+constexpr double value_padding = 8;    // a wider value widens the cells by this much beyond it
 constexpr double min_cell = 8;
 constexpr Eigen::Index max_numbered = 16;  // up to 16×16 cells print their value
 // Beyond max_numbered rows or columns, the cells shrink to share out this side length.
@@ -46,64 +41,59 @@ constexpr double label_gap = 6;                // between the labels and the mat
 constexpr double legend_gap = 24;              // between the matrix and the colour bar
 constexpr double bar_width = 14;
 constexpr double min_bar_height = 120;  // five tick labels need it beside a one-row matrix
+constexpr double caption_gap = 10;      // between the tick labels and the bar's caption
 constexpr int tick_count = 5;
 constexpr double swatch = 14;  // the hatched square of the masked legend
-constexpr std::string_view masked_legend = "masked (weight 0)";
 
-double text_width(std::string_view text, double font) {
-    return static_cast<double>(display_width(text)) * px_per_column * font / 13;
-}
+// What a picture of each drawable stage calls things.
+struct StagePicture {
+    StageId id;
+    std::string_view title;   // the heading's first words
+    std::string_view noun;    // one entry of the matrix: "the row's largest weight"
+    std::string_view masked;  // the legend of a hatched cell
+};
+constexpr std::array<StagePicture, 4> stage_pictures{{
+    {StageId::scores, "Attention scores", "score", "masked"},
+    {StageId::scaled, "Scaled scores", "scaled score", "masked"},
+    {StageId::masked, "Masked scores", "score", "masked (score −∞)"},
+    {StageId::weights, "Attention weights", "weight", "masked (weight 0)"},
+}};
 
-// Coordinates go out rounded to 1/100 px and printed shortest-first by fmt, so the bytes do
-// not depend on the locale. Adding 0.0 turns a rounded −0 into 0.
-double snap(double value) { return std::round(value * 100) / 100 + 0.0; }
-
-// Appends `text` as XML character data, also safe inside a quoted attribute. XML 1.0 cannot
-// represent most control characters nor U+FFFE and U+FFFF, even as references, and one of
-// them would make the whole document unreadable: they become U+FFFD.
-void append_escaped(Buffer& out, std::string_view text) {
-    constexpr std::string_view replacement = "\xEF\xBF\xBD";
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        const std::string_view rest = text.substr(i);
-        if (rest.starts_with("\xEF\xBF\xBE") || rest.starts_with("\xEF\xBF\xBF")) {
-            out.append(replacement);
-            i += 2;
-            continue;
-        }
-        switch (c) {
-        case '&': out.append(std::string_view("&amp;")); break;
-        case '<': out.append(std::string_view("&lt;")); break;
-        case '>': out.append(std::string_view("&gt;")); break;
-        case '"': out.append(std::string_view("&quot;")); break;
-        case '\'': out.append(std::string_view("&apos;")); break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
-                out.append(replacement);
-            else
-                out.push_back(c);
-        }
-    }
+const StagePicture& picture_of(StageId id) {
+    for (const auto& picture : stage_pictures)
+        if (picture.id == id) return picture;
+    throw std::invalid_argument(fmt::format("render_svg: no picture of the {} stage", to_string(id)));
 }
 
 struct Rgb {
     double r, g, b;  // 0–255
 };
+using Palette = std::array<Rgb, 9>;
 
-// ColorBrewer's sequential "Blues", light to dark: it stays ordered in greyscale print too.
-constexpr std::array<Rgb, 9> palette{{{247, 251, 255},
-                                      {222, 235, 247},
-                                      {198, 219, 239},
-                                      {158, 202, 225},
-                                      {107, 174, 214},
-                                      {66, 146, 198},
-                                      {33, 113, 181},
-                                      {8, 81, 156},
-                                      {8, 48, 107}}};
+// ColorBrewer's sequential "Blues" and "Reds", light to dark: each stays ordered in greyscale
+// print too, and together they make a diverging scale that colour-blind readers can follow.
+constexpr Palette blues{{{247, 251, 255},
+                         {222, 235, 247},
+                         {198, 219, 239},
+                         {158, 202, 225},
+                         {107, 174, 214},
+                         {66, 146, 198},
+                         {33, 113, 181},
+                         {8, 81, 156},
+                         {8, 48, 107}}};
+constexpr Palette reds{{{255, 245, 240},
+                        {254, 224, 210},
+                        {252, 187, 161},
+                        {252, 146, 114},
+                        {251, 106, 74},
+                        {239, 59, 44},
+                        {203, 24, 29},
+                        {165, 15, 21},
+                        {103, 0, 13}}};
 
-// The palette at `t` in [0, 1], linear between neighbouring stops (as the colour bar's SVG
+// A palette at `t` in [0, 1], linear between neighbouring stops (as the colour bar's SVG
 // gradient interpolates, so bar and cells agree).
-Rgb shade(double t) {
+Rgb interpolate(const Palette& palette, double t) {
     if (!(t > 0)) t = 0;  // also NaN: the position indexes the palette
     const double position = std::min(t, 1.0) * static_cast<double>(palette.size() - 1);
     const auto i = std::min(static_cast<std::size_t>(position), palette.size() - 2);
@@ -112,6 +102,9 @@ Rgb shade(double t) {
     const Rgb& b = palette[i + 1];
     return {a.r + (b.r - a.r) * f, a.g + (b.g - a.g) * f, a.b + (b.b - a.b) * f};
 }
+
+// The colour of t in [−1, 1]: blue from light (0) to dark (1), red from light to dark (−1).
+Rgb colour_at(double t) { return t < 0 ? interpolate(reds, -t) : interpolate(blues, t); }
 
 std::string hex(const Rgb& colour) {
     const auto byte = [](double v) { return static_cast<int>(std::lround(v)); };
@@ -128,30 +121,56 @@ bool needs_white_text(const Rgb& colour) {
            0.179;
 }
 
-// Weights → palette position. The light end is 0, or the smallest weight when dividing by
-// the row sum made some negative; the dark end is the largest weight.
-struct Scale {
-    double low = 0;
-    double high = 1;
+// Values → colours. Each value is divided by its reach, the largest |value| of its row (row
+// shading: a row of weights is one distribution) or of the whole table (masked entries left
+// out), giving t in [−1, 1]; negative values exist only where some value is negative, and
+// then the scale is diverging (red below 0, blue above).
+struct Shading {
+    Shade shade = Shade::row;
+    bool diverging = false;
+    std::vector<double> reach;  // per row
+    double table_reach = 1;
 
-    double fraction(double value) const { return (value - low) / (high - low); }
-    double tick(int i) const { return low + (high - low) * i / (tick_count - 1); }
+    double t(Eigen::Index row, double value) const { return value / reach[static_cast<std::size_t>(row)]; }
 };
 
-Scale scale_of(const Matrix& weights) {
-    Scale scale{std::min(0.0, weights.minCoeff()), weights.maxCoeff()};
-    if (!(scale.high > scale.low)) scale.high = scale.low + 1;  // all zero: any span will do
-    return scale;
+Shading shading_of(const Stage& stage, Shade shade) {
+    Shading s;
+    s.shade = shade;
+    double table = 0;
+    for (Eigen::Index r = 0; r < stage.row_count(); ++r) {
+        double row = 0;
+        for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+            if (!stage.is_masked(r, c)) {
+                row = std::max(row, std::abs(stage.data(r, c)));
+                s.diverging = s.diverging || stage.data(r, c) < 0;
+            }
+        s.reach.push_back(row > 0 ? row : 1);  // a row of zeros: any reach will do
+        table = std::max(table, row);
+    }
+    s.table_reach = table > 0 ? table : 1;
+    if (shade == Shade::table) std::fill(s.reach.begin(), s.reach.end(), s.table_reach);
+    return s;
 }
 
-// Tick labels from the bottom of the bar up, with at least 2 decimals (as in the cells) and
-// one more than the step between ticks needs, so that evenly spaced ticks also read evenly
-// spaced (0.000, 0.018, 0.035 rather than 0.00, 0.02, 0.04, 0.05).
-std::vector<std::string> tick_labels(const Scale& scale) {
-    const double step = (scale.high - scale.low) / (tick_count - 1);
-    const int digits = std::clamp(static_cast<int>(std::ceil(-std::log10(step))) + 1, 2, 8);
+// The bar's tick labels from the bottom up: shares of the row's reach, or numbers with at
+// least 2 decimals (as in the cells) and one more than the step between ticks needs, so that
+// evenly spaced ticks also read evenly spaced (0.000, 0.018, 0.035 rather than 0.00, 0.02,
+// 0.04, 0.05).
+std::vector<std::string> tick_labels(const Shading& s) {
+    const double low = s.diverging ? -1 : 0;
     std::vector<std::string> labels;
-    for (int i = 0; i < tick_count; ++i) labels.push_back(format_fixed(scale.tick(i), digits));
+    if (s.shade == Shade::row) {
+        for (int i = 0; i < tick_count; ++i)
+            labels.push_back(fmt::format("{}%", std::lround(100 * (low + (1 - low) * i / (tick_count - 1)))));
+        return labels;
+    }
+    const double step = s.table_reach * ((1 - low) / (tick_count - 1));  // not (reach·2)/4: no overflow
+    const int digits = std::clamp(static_cast<int>(std::ceil(-std::log10(step))) + 1, 2, 8);
+    for (int i = 0; i < tick_count; ++i) {
+        const double fraction = low + (1 - low) * i / (tick_count - 1);
+        labels.push_back(format_fixed(s.table_reach * fraction, digits));
+    }
     return labels;
 }
 
@@ -159,12 +178,14 @@ std::vector<std::string> tick_labels(const Scale& scale) {
 struct Content {
     std::string title;
     std::string subtitle;
+    std::string shading_note;
     std::string_view row_axis;
     std::string_view col_axis;
     std::vector<std::string> rows;  // cut to max_label_columns
     std::vector<std::string> cols;
-    Scale scale;
     std::vector<std::string> ticks;
+    std::string caption;            // beside the colour bar
+    std::string_view masked_legend;
     bool has_mask = false;
 };
 
@@ -174,17 +195,26 @@ std::vector<std::string> cut_labels(const std::vector<std::string>& labels) {
     return out;
 }
 
-Content content_of(const Trace& trace, const Stage& stage) {
+Content content_of(const Trace& trace, const Stage& stage, const Shading& shading) {
+    const StagePicture& picture = picture_of(stage.id);
     const bool bahdanau = mode_spec(trace.mode).reads_pair;
+    const std::string largest = shading.diverging ? fmt::format("|{}|", picture.noun) : std::string(picture.noun);
     Content content;
-    content.title = fmt::format("Attention weights · {} · {}", mode_text(trace), trace.origin);
-    content.subtitle = stage.formula;
+    content.title = fmt::format("{} · {} · {}", picture.title, mode_text(trace), trace.origin);
+    content.subtitle = fmt::format("{} · {}×{} · {}", stage.name(), stage.row_count(), stage.col_count(), stage.formula);
+    if (!stage.applied) content.subtitle += fmt::format(" · not applied: {}", stage.reason);
+    const std::string_view colours = shading.diverging ? "red below 0, blue above, darkest at" : "from 0 to";
+    content.shading_note = shading.shade == Shade::row
+                               ? fmt::format("Shaded per row: {} the row's largest {}", colours, largest)
+                               : fmt::format("Shaded on one scale for the whole table: {} its largest {}", colours, largest);
+    content.caption = shading.shade == Shade::row ? fmt::format("share of the row's largest {}", largest)
+                                                  : fmt::format("{}, one scale for the table", picture.noun);
     content.row_axis = bahdanau ? "target" : "query";
     content.col_axis = bahdanau ? "source" : "key";
     content.rows = cut_labels(stage.rows);
     content.cols = cut_labels(stage.cols);
-    content.scale = scale_of(stage.data);
-    content.ticks = tick_labels(content.scale);
+    content.ticks = tick_labels(shading);
+    content.masked_legend = picture.masked;
     content.has_mask = stage.allowed && !stage.allowed->all();
     return content;
 }
@@ -195,11 +225,12 @@ struct Layout {
     double cell = fixed_cell;
     double label_font = max_label_font;
     double tilt = 45;  // degrees the column labels turn up from the horizontal
-    double title_y = 0, subtitle_y = 0;
+    double title_y = 0, subtitle_y = 0, note_y = 0;
     double col_axis_y = 0;  // baseline of the column axis title
     double row_axis_x = 0;  // baseline of the (vertical) row axis title
     double matrix_x = 0, matrix_y = 0, matrix_w = 0, matrix_h = 0;
     double bar_x = 0, bar_h = 0;
+    double caption_x = 0;  // baseline of the (vertical) caption beside the bar
     double width = 0, height = 0;
 
     double sin_tilt() const { return std::sin(tilt * std::numbers::pi / 180); }
@@ -218,12 +249,24 @@ double widest(const std::vector<std::string>& texts, double font) {
     return width;
 }
 
+// The value a cell prints: 2 decimals, as the ticks.
+std::string cell_value(double value) { return format_fixed(value, 2); }
+
+double widest_value(const Stage& stage) {
+    double width = 0;
+    for (Eigen::Index r = 0; r < stage.row_count(); ++r)
+        for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+            if (!stage.is_masked(r, c)) width = std::max(width, text_width(cell_value(stage.data(r, c)), value_font));
+    return width;
+}
+
 Layout plan(const Stage& stage, const Content& content) {
     Layout l;
     const auto rows = static_cast<double>(stage.row_count());
     const auto cols = static_cast<double>(stage.col_count());
     l.numbered = stage.row_count() <= max_numbered && stage.col_count() <= max_numbered;
-    l.cell = std::clamp(std::floor(matrix_budget / std::max(rows, cols)), min_cell, fixed_cell);
+    l.cell = l.numbered ? std::max(fixed_cell, widest_value(stage) + value_padding)
+                        : std::clamp(std::floor(matrix_budget / std::max(rows, cols)), min_cell, fixed_cell);
     l.label_font = std::min(max_label_font, l.cell - 1);
     // Tilted labels read more easily, but only while neighbouring ones do not touch.
     l.tilt = l.cell * std::numbers::sqrt2 / 2 >= 1.2 * l.label_font ? 45 : 90;
@@ -232,7 +275,8 @@ Layout plan(const Stage& stage, const Content& content) {
 
     l.title_y = margin + 0.8 * title_font;
     l.subtitle_y = l.title_y + 1.4 * subtitle_font;
-    l.col_axis_y = l.subtitle_y + 8 + axis_font;
+    l.note_y = l.subtitle_y + 1.4 * subtitle_font;
+    l.col_axis_y = l.note_y + 8 + axis_font;
     double label_height = 0;
     for (const auto& label : content.cols)
         label_height = std::max(label_height, text_width(label, l.label_font) * l.sin_tilt() +
@@ -248,28 +292,24 @@ Layout plan(const Stage& stage, const Content& content) {
                                                   text_width(content.cols[c], l.label_font) *
                                                       l.cos_tilt());
     l.bar_x = l.matrix_x + l.matrix_w + legend_gap;
-    l.bar_h = std::max(l.matrix_h, min_bar_height);
-    double legend_w = bar_width + 8 + widest(content.ticks, tick_font);
+    l.bar_h = std::max({l.matrix_h, min_bar_height, text_width(content.caption, tick_font) + 16});
+    l.caption_x = l.bar_x + bar_width + 8 + widest(content.ticks, tick_font) + caption_gap + 0.8 * tick_font;
+    double legend_right = l.caption_x + 0.2 * tick_font;
     double legend_bottom = l.matrix_y + l.bar_h + tick_font / 2;  // the lowest tick label
     if (content.has_mask) {
-        legend_w = std::max(legend_w, swatch + 6 + text_width(masked_legend, tick_font));
+        legend_right = std::max(legend_right, l.bar_x + swatch + 6 + text_width(content.masked_legend, tick_font));
         legend_bottom = l.matrix_y + l.bar_h + 16 + swatch;
     }
-    l.width = std::ceil(std::max({l.bar_x + legend_w, labels_right,
-                                  margin + bold_factor * text_width(content.title, title_font),
-                                  margin + text_width(content.subtitle, subtitle_font)}) +
+    l.width = std::ceil(std::max({legend_right, labels_right,
+                                  margin + svg::bold_factor * text_width(content.title, title_font),
+                                  margin + text_width(content.subtitle, subtitle_font),
+                                  margin + text_width(content.shading_note, subtitle_font)}) +
                         margin);
     l.height = std::ceil(std::max(l.matrix_y + l.matrix_h, legend_bottom) + margin);
     return l;
 }
 
-void write_start(Buffer& out, const Layout& l) {
-    fmt::format_to(std::back_inserter(out),
-                   "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                   "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{0}\" "
-                   "height=\"{1}\" viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" "
-                   "fill=\"#222222\">\n",
-                   snap(l.width), snap(l.height));
+void write_defs(Buffer& out, const Shading& shading) {
     out.append(std::string_view("<defs>\n"
                                 "<pattern id=\"hatch\" width=\"6\" height=\"6\" "
                                 "patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
@@ -277,62 +317,64 @@ void write_start(Buffer& out, const Layout& l) {
                                 "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#8a8a8a\" "
                                 "stroke-width=\"2.5\"/></pattern>\n"
                                 "<linearGradient id=\"scale\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">"));
-    for (std::size_t i = 0; i < palette.size(); ++i)
+    // From the bottom of the bar up: the reds from dark to light below the middle when the
+    // scale is diverging, then the blues from light to dark.
+    const double blue_from = shading.diverging ? 0.5 : 0;
+    const auto last = static_cast<double>(blues.size() - 1);
+    if (shading.diverging)
+        for (std::size_t i = reds.size(); i-- > 0;)
+            fmt::format_to(std::back_inserter(out), "<stop offset=\"{}\" stop-color=\"{}\"/>",
+                           0.5 - 0.5 * static_cast<double>(i) / last, hex(reds[i]));
+    for (std::size_t i = 0; i < blues.size(); ++i)
         fmt::format_to(std::back_inserter(out), "<stop offset=\"{}\" stop-color=\"{}\"/>",
-                       static_cast<double>(i) / static_cast<double>(palette.size() - 1),
-                       hex(palette[i]));
-    // A white ground, so that the picture reads the same on a dark page.
-    out.append(std::string_view("</linearGradient>\n</defs>\n"
-                                "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"));
+                       blue_from + (1 - blue_from) * static_cast<double>(i) / last, hex(blues[i]));
+    out.append(std::string_view("</linearGradient>\n</defs>\n"));
 }
 
 void write_titles(Buffer& out, const Content& content, const Layout& l) {
-    fmt::format_to(std::back_inserter(out),
-                   "<text x=\"{}\" y=\"{}\" font-size=\"{}\" font-weight=\"bold\">", snap(margin),
-                   snap(l.title_y), title_font);
-    append_escaped(out, content.title);
-    fmt::format_to(std::back_inserter(out),
-                   "</text>\n<text x=\"{}\" y=\"{}\" font-size=\"{}\" fill=\"#555555\">",
-                   snap(margin), snap(l.subtitle_y), subtitle_font);
-    append_escaped(out, content.subtitle);
-    out.append(std::string_view("</text>\n"));
+    svg::append_title(out, content.title);
+    svg::append_text(out,
+                     fmt::format("x=\"{}\" y=\"{}\" font-size=\"{}\" fill=\"#555555\"", snap(margin),
+                                 snap(l.subtitle_y), subtitle_font),
+                     content.subtitle);
+    svg::append_text(out,
+                     fmt::format("class=\"shading\" x=\"{}\" y=\"{}\" font-size=\"{}\" fill=\"#555555\"",
+                                 snap(margin), snap(l.note_y), subtitle_font),
+                     content.shading_note);
 
     fmt::format_to(std::back_inserter(out),
-                   "<g font-size=\"{}\" font-weight=\"bold\" fill=\"#555555\" "
-                   "text-anchor=\"middle\">\n<text x=\"{}\" y=\"{}\">",
-                   axis_font, snap(l.matrix_x + l.matrix_w / 2), snap(l.col_axis_y));
-    append_escaped(out, content.col_axis);
-    fmt::format_to(std::back_inserter(out),
-                   "</text>\n<text transform=\"translate({} {}) rotate(-90)\">",
-                   snap(l.row_axis_x), snap(l.matrix_y + l.matrix_h / 2));
-    append_escaped(out, content.row_axis);
-    out.append(std::string_view("</text>\n</g>\n"));
+                   "<g font-size=\"{}\" font-weight=\"bold\" fill=\"#555555\" text-anchor=\"middle\">\n", axis_font);
+    svg::append_text(out, fmt::format("x=\"{}\" y=\"{}\"", snap(l.matrix_x + l.matrix_w / 2), snap(l.col_axis_y)),
+                     content.col_axis);
+    svg::append_text(out,
+                     fmt::format("transform=\"translate({} {}) rotate(-90)\"", snap(l.row_axis_x),
+                                 snap(l.matrix_y + l.matrix_h / 2)),
+                     content.row_axis);
+    out.append(std::string_view("</g>\n"));
 }
 
 void write_labels(Buffer& out, const Content& content, const Layout& l) {
     fmt::format_to(std::back_inserter(out), "<g font-size=\"{}\">\n", snap(l.label_font));
-    for (std::size_t c = 0; c < content.cols.size(); ++c) {
-        fmt::format_to(std::back_inserter(out), "<text transform=\"translate({} {}) rotate({})\">",
-                       snap(l.col_label_x(c)), snap(l.col_label_y()), -l.tilt);
-        append_escaped(out, content.cols[c]);
-        out.append(std::string_view("</text>\n"));
-    }
+    for (std::size_t c = 0; c < content.cols.size(); ++c)
+        svg::append_text(out,
+                         fmt::format("transform=\"translate({} {}) rotate({})\"", snap(l.col_label_x(c)),
+                                     snap(l.col_label_y()), -l.tilt),
+                         content.cols[c]);
     out.append(std::string_view("</g>\n"));
 
-    fmt::format_to(std::back_inserter(out), "<g font-size=\"{}\" text-anchor=\"end\">\n",
-                   snap(l.label_font));
+    fmt::format_to(std::back_inserter(out), "<g font-size=\"{}\" text-anchor=\"end\">\n", snap(l.label_font));
     for (std::size_t r = 0; r < content.rows.size(); ++r) {
         const double middle = l.matrix_y + (static_cast<double>(r) + 0.5) * l.cell;
-        fmt::format_to(std::back_inserter(out), "<text x=\"{}\" y=\"{}\">",
-                       snap(l.matrix_x - label_gap), snap(middle + 0.35 * l.label_font));
-        append_escaped(out, content.rows[r]);
-        out.append(std::string_view("</text>\n"));
+        svg::append_text(out,
+                         fmt::format("x=\"{}\" y=\"{}\"", snap(l.matrix_x - label_gap), snap(middle + 0.35 * l.label_font)),
+                         content.rows[r]);
     }
     out.append(std::string_view("</g>\n"));
 }
 
-// One rect per entry, with its tooltip; the white stroke draws the grid between cells.
-void write_cells(Buffer& out, const Stage& stage, const Scale& scale, const Layout& l) {
+// One rect per entry, with its tooltip: the labels and the exact value (as JSON writes it);
+// the white stroke draws the grid between cells.
+void write_cells(Buffer& out, const Trace& trace, const Stage& stage, const Shading& shading, const Layout& l) {
     out.append(std::string_view("<g stroke=\"#ffffff\" stroke-width=\"1\">\n"));
     for (Eigen::Index r = 0; r < stage.row_count(); ++r)
         for (Eigen::Index c = 0; c < stage.col_count(); ++c) {
@@ -341,34 +383,32 @@ void write_cells(Buffer& out, const Stage& stage, const Scale& scale, const Layo
                            "<rect class=\"cell{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
                            "fill=\"{}\"><title>",
                            masked ? " masked" : "", snap(l.matrix_x + static_cast<double>(c) * l.cell),
-                           snap(l.matrix_y + static_cast<double>(r) * l.cell), snap(l.cell),
-                           snap(l.cell),
-                           masked ? "url(#hatch)" : hex(shade(scale.fraction(stage.data(r, c)))));
+                           snap(l.matrix_y + static_cast<double>(r) * l.cell), snap(l.cell), snap(l.cell),
+                           masked ? "url(#hatch)" : hex(colour_at(shading.t(r, stage.data(r, c)))));
             append_escaped(out, stage.rows[static_cast<std::size_t>(r)]);
             out.append(std::string_view(" → "));
             append_escaped(out, stage.cols[static_cast<std::size_t>(c)]);
             out.append(std::string_view(": "));
-            out.append(masked ? std::string("masked") : format_fixed(stage.data(r, c), 4));
+            if (masked) out.append(std::string_view("masked"));
+            else append_exact(out, stage.data(r, c), trace.dtype);
             out.append(std::string_view("</title></rect>\n"));
         }
     out.append(std::string_view("</g>\n"));
 }
 
 // The values printed in the cells; they let the pointer through to the cell's tooltip.
-void write_values(Buffer& out, const Stage& stage, const Scale& scale, const Layout& l) {
+void write_values(Buffer& out, const Stage& stage, const Shading& shading, const Layout& l) {
     fmt::format_to(std::back_inserter(out),
-                   "<g font-size=\"{}\" text-anchor=\"middle\" pointer-events=\"none\">\n",
-                   value_font);
+                   "<g font-size=\"{}\" text-anchor=\"middle\" pointer-events=\"none\">\n", value_font);
     for (Eigen::Index r = 0; r < stage.row_count(); ++r)
         for (Eigen::Index c = 0; c < stage.col_count(); ++c) {
             if (stage.is_masked(r, c)) continue;
             const double value = stage.data(r, c);
             fmt::format_to(std::back_inserter(out), "<text x=\"{}\" y=\"{}\"{}>{}</text>\n",
                            snap(l.matrix_x + (static_cast<double>(c) + 0.5) * l.cell),
-                           snap(l.matrix_y + (static_cast<double>(r) + 0.5) * l.cell +
-                                0.35 * value_font),
-                           needs_white_text(shade(scale.fraction(value))) ? " fill=\"#ffffff\"" : "",
-                           format_fixed(value, 2));
+                           snap(l.matrix_y + (static_cast<double>(r) + 0.5) * l.cell + 0.35 * value_font),
+                           needs_white_text(colour_at(shading.t(r, value))) ? " fill=\"#ffffff\"" : "",
+                           cell_value(value));
         }
     out.append(std::string_view("</g>\n"));
 }
@@ -388,35 +428,50 @@ void write_legend(Buffer& out, const Content& content, const Layout& l) {
                        snap(l.bar_x + bar_width + 8), snap(y + 0.35 * tick_font),
                        content.ticks[static_cast<std::size_t>(i)]);
     }
+    svg::append_text(out,
+                     fmt::format("class=\"caption\" transform=\"translate({} {}) rotate(-90)\" text-anchor=\"middle\" "
+                                 "fill=\"#555555\"",
+                                 snap(l.caption_x), snap(l.matrix_y + l.bar_h / 2)),
+                     content.caption);
     if (content.has_mask) {
         const double top = l.matrix_y + l.bar_h + 16;
         fmt::format_to(std::back_inserter(out),
                        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"url(#hatch)\" "
-                       "stroke=\"#999999\" stroke-width=\"0.5\"/>"
-                       "<text x=\"{}\" y=\"{}\">{}</text>\n",
-                       snap(l.bar_x), snap(top), swatch, swatch, snap(l.bar_x + swatch + 6),
-                       snap(top + swatch / 2 + 0.35 * tick_font), masked_legend);
+                       "stroke=\"#999999\" stroke-width=\"0.5\"/>",
+                       snap(l.bar_x), snap(top), swatch, swatch);
+        svg::append_text(out, fmt::format("x=\"{}\" y=\"{}\"", snap(l.bar_x + swatch + 6),
+                                          snap(top + swatch / 2 + 0.35 * tick_font)),
+                         content.masked_legend);
     }
     out.append(std::string_view("</g>\n"));
 }
 
 }  // namespace
 
-void render_svg(const Trace& trace, std::ostream& out) {
-    const Stage* stage = trace.find(StageId::weights);
-    if (!stage) throw std::invalid_argument("render_svg: the trace has no weights stage");
-    const Content content = content_of(trace, *stage);
+std::string svg_stage_choices() {
+    std::vector<std::string_view> names;
+    for (const StageId id : svg_stages) names.push_back(to_string(id));
+    return fmt::format("{} or {}", fmt::join(names.begin(), names.end() - 1, ", "), names.back());
+}
+
+void render_svg(const Trace& trace, const SvgOptions& options, std::ostream& out) {
+    (void)picture_of(options.stage);
+    const Stage* stage = trace.find(options.stage);
+    if (!stage)
+        throw std::invalid_argument(fmt::format("render_svg: the trace has no {} stage", to_string(options.stage)));
+    const Shading shading = shading_of(*stage, options.shade);
+    const Content content = content_of(trace, *stage, shading);
     const Layout layout = plan(*stage, content);
 
     Buffer svg;
-    write_start(svg, layout);
+    svg::open_document(svg, layout.width, layout.height);
+    write_defs(svg, shading);
     write_titles(svg, content, layout);
     write_labels(svg, content, layout);
-    write_cells(svg, *stage, content.scale, layout);
-    if (layout.numbered) write_values(svg, *stage, content.scale, layout);
+    write_cells(svg, trace, *stage, shading, layout);
+    if (layout.numbered) write_values(svg, *stage, shading, layout);
     write_legend(svg, content, layout);
-    svg.append(std::string_view("</svg>\n"));
-    out.write(svg.data(), static_cast<std::streamsize>(svg.size()));
+    svg::close_document(svg, out);
 }
 
 }  // namespace attntrace

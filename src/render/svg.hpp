@@ -1,16 +1,39 @@
-// The SVG heatmap (for --svg): the attention weights of a trace as a grid of shaded cells,
-// with the row and column tokens, a colour scale and hatching for masked entries.
+// The SVG pictures: the heatmap of one (query, key) stage of a trace (for --svg), a grid of
+// shaded cells with the row and column tokens, a colour scale and hatching for masked
+// entries (svg.cpp); and an input's words as arrows from the origin (for `similarity --svg`,
+// svg_plane.cpp).
 #pragma once
 
+#include "attention/similarity.hpp"
 #include "core/stage.hpp"
+#include "render/render.hpp"
 
+#include <array>
 #include <ostream>
+#include <string>
 
 namespace attntrace {
 
-// Writes one standalone SVG 1.1 document showing `trace`'s "weights" stage. The same trace
-// always gives the same bytes. Throws std::invalid_argument when the trace has no weights
-// stage (every trace that `trace` returns has one).
-void render_svg(const Trace& trace, std::ostream& out);
+// The stages --svg can draw: the matrices with a row per query and a column per key.
+inline constexpr std::array<StageId, 4> svg_stages{StageId::scores, StageId::scaled, StageId::masked,
+                                                   StageId::weights};
+
+// "scores, scaled, masked or weights": svg_stages as a choice, for help texts and messages.
+std::string svg_stage_choices();
+
+struct SvgOptions {
+    StageId stage = StageId::weights;  // one of svg_stages
+    Shade shade = Shade::row;          // each cell against its row's largest |value|, or the table's
+};
+
+// Writes one standalone SVG 1.1 document showing `trace`'s stage `options.stage`. The same
+// trace and options always give the same bytes. Throws std::invalid_argument when the stage
+// is not one of svg_stages or the trace lacks it (every trace that `trace` returns has them).
+void render_svg(const Trace& trace, const SvgOptions& options, std::ostream& out);
+
+// Writes one standalone SVG 1.1 document drawing each word of `plane` as an arrow from the
+// origin to its point, labelled with the word, on axes of one scale; its heading says how the
+// plane was chosen and, for a projection, how much of the squared length it keeps.
+void render_svg(const WordPlane& plane, std::ostream& out);
 
 }  // namespace attntrace

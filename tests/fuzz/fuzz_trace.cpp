@@ -22,6 +22,7 @@
 #include "render/svg.hpp"
 #include "support/output_checks.hpp"
 
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <cmath>
@@ -74,9 +75,13 @@ void render_everything(const Trace& trace) {
         render(trace, options, out);
         require_clean(out.str(), format, options.color && format == Format::table, numeric_labels);
     }
-    std::ostringstream svg;
-    render_svg(trace, svg);
-    if (const auto problem = output_checks::svg_problem(svg.str()); !problem.empty()) finding("svg: " + problem);
+    for (const StageId stage : svg_stages)
+        for (const Shade shade : {Shade::row, Shade::table}) {
+            std::ostringstream svg;
+            render_svg(trace, SvgOptions{stage, shade}, svg);
+            if (const auto problem = output_checks::svg_problem(svg.str()); !problem.empty())
+                finding(fmt::format("svg of {}: {}", to_string(stage), problem));
+        }
 }
 
 bool close(double a, double b, double tolerance) {
@@ -142,12 +147,16 @@ void similarity(const Problem& problem) {
         request.render.format = format;
         request.render.color = format == Format::table;
         request.max_memory.bytes = std::uint64_t{1} << 30;
-        std::ostringstream out;
+        std::ostringstream out, svg;
+        const bool draw = format == Format::table;  // the picture once: it does not depend on the format
         try {
-            write_similarity(problem, request, out);
+            write_similarity(problem, request, out, draw ? &svg : nullptr);
         } catch (const DataError&) {
             return;  // a zero vector, an overflowing dot product, too many words
         }
+        if (draw)
+            if (const auto problem_found = output_checks::svg_problem(svg.str()); !problem_found.empty())
+                finding("similarity svg: " + problem_found);
         const auto& words = problem.vocabulary.words.empty() ? std::get<SingleSequenceInput>(problem.input).sequence.tokens
                                                              : problem.vocabulary.words;
         require_clean(out.str(), format, request.render.color, labels_look_like_numbers(Labels(words)));
