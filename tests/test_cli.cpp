@@ -135,7 +135,7 @@ TEST_CASE("the thread count (--threads) does not change a byte of the output", "
 
 TEST_CASE("usage errors exit 2 with one line on stderr", "[cli][errors]") {
     require_clean_error(cli::run({"--bogus"}), 2, "--bogus");
-    require_clean_error(cli::run({"--mode", "nonsense"}), 2, "--mode: nonsense not in {plain,self,causal,bahdanau}");
+    require_clean_error(cli::run({"--mode", "nonsense"}), 2, "--mode: \"nonsense\" is not one of plain, self, causal, bahdanau");
     require_clean_error(cli::run({"--digits", "-3"}), 2, "--digits");
     require_clean_error(cli::run({"--digits", "x"}), 2, "--digits");
     require_clean_error(cli::run({"--format", "xml"}), 2, "--format");
@@ -288,4 +288,26 @@ TEST_CASE("plain mode says when it does not use the input's weights", "[cli]") {
     CHECK(doc["weights"]["source"] == "none");
     REQUIRE(doc["notes"].size() == 1);
     CHECK_THAT(doc["notes"][0].get<std::string>(), Contains("the input's weights are not used"));
+}
+
+TEST_CASE("misspelt options, values and commands are answered with the likely name", "[cli][errors]") {
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+        {{"--mode", "casual"}, "--mode: \"casual\" is not one of plain, self, causal, bahdanau (did you mean causal?)"},
+        {{"--mode", "foo"}, "--mode: \"foo\" is not one of plain, self, causal, bahdanau"},
+        {{"-f", "jsn"}, "--format: \"jsn\" is not one of table, json, markdown, csv (did you mean json?)"},
+        {{"--shade", "rows"}, "--shade: \"rows\" is not one of row, table (did you mean row?)"},
+        {{"--temprature", "2"}, "attntrace has no option --temprature (did you mean --temperature?)"},
+        {{"--formt=json"}, "attntrace has no option --formt (did you mean --format?)"},
+        {{"-x"}, "attntrace has no option -x"},
+        {{"simlarity", "example:fruit_and_pets"}, "\"simlarity\" is neither a file nor a command (did you mean similarity?)"},
+        {{"similarity", "example:fruit_and_pets", "--digts", "2"}, "attntrace similarity has no option --digts (did you mean --digits?)"},
+        {{"compare", "a", "b", "--tokn", "x"}, "attntrace compare has no option --tokn (did you mean --token?)"},
+    };
+    for (const auto& [args, message] : cases) {
+        INFO(args.front());
+        const auto r = cli::run(args);
+        CHECK(r.exit_code == 2);
+        CHECK(r.out.empty());
+        CHECK(r.err == "attntrace: error: " + message + " (see attntrace --help)\n");
+    }
 }

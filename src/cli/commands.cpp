@@ -11,12 +11,15 @@
 #include "render/svg.hpp"
 #include "input/limits.hpp"
 #include "util/output.hpp"
+#include "util/suggest.hpp"
 #include "util/threads.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <type_traits>
@@ -206,17 +209,17 @@ Command add_bench(CLI::App& app) {
         if (spec.streams) streaming.emplace_back(spec.name());
     command->add_option("--modes", s->modes, fmt::format("{} and/or {}", fmt::join(streaming.begin(), streaming.end() - 1, ", "),
                                                          streaming.back()))
-        ->delimiter(',')->check(CLI::IsMember(streaming))->capture_default_str();
+        ->delimiter(',')->check(one_of(streaming))->capture_default_str();
     command->add_option("--dtypes", s->dtypes, "float32 and/or float64")->delimiter(',')
-        ->check(CLI::IsMember(enum_names<Dtype>()))->capture_default_str();
+        ->check(one_of(enum_names<Dtype>()))->capture_default_str();
     command->add_option("--threads", r.threads, "thread counts (default: 1 to the number of cores)")
         ->delimiter(',')->check(CLI::Range(1, max_threads));
     command->add_option("--paths", s->paths, "streaming and/or trace")->delimiter(',')
-        ->check(CLI::IsMember(enum_names<BenchPath>()))->capture_default_str();
+        ->check(one_of(enum_names<BenchPath>()))->capture_default_str();
     command->add_option("--trace-max", r.trace_max, "largest n for the trace path, which holds n×n matrices")->capture_default_str();
     command->add_option("--repeats", r.repeats, "timed runs per configuration after a warm-up (median)")
         ->check(CLI::Range(1, 1000))->capture_default_str();
-    command->add_option("-f,--format", s->format, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+    command->add_option("-f,--format", s->format, "table or json")->check(one_of({"table", "json"}))->capture_default_str();
     add_output_path(*command, s->output);
     s->limits.add_to(*command, false);
     return {command, [s] {
@@ -274,6 +277,45 @@ Command add_trace_command(CLI::App& app) {
     return {&app, [s] { return s->run(); }};
 }
 
+// Every name an option of `app` answers to ("--temperature", "-q").
+std::vector<std::string> option_names(const CLI::App& app) {
+    std::vector<std::string> names{"--help"};
+    for (const CLI::Option* option : app.get_options()) {
+        for (const auto& name : option->get_lnames()) names.push_back("--" + name);
+        for (const auto& name : option->get_snames()) names.push_back("-" + name);
+    }
+    return names;
+}
+
+// CLI11's "argument was not expected" (or "--token is required") made useful: an option the command does not have gets
+// the closest one it has; a first word that is no file but close to a command's name gets
+// that name. Empty when neither applies.
+std::string unexpected_argument(const CLI::App& app, const std::vector<Command>& subcommands, int argc, char** argv) {
+    const CLI::App* active = &app;
+    for (const Command& command : subcommands)
+        if (command.app->parsed()) active = command.app;
+    const std::vector<std::string> known = option_names(*active);
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg.size() < 2 || arg[0] != '-' || arg == "--") continue;
+        const std::string name = arg.substr(0, arg.find('='));
+        if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+        const auto near = name.size() > 2 ? likely_typo(name, known) : std::nullopt;  // "-x": any letter is one away
+        const std::string command = active == &app ? "attntrace" : "attntrace " + active->get_name();
+        return fmt::format("{} has no option {}{}", command, printable(name, 64),
+                           near ? fmt::format(" (did you mean {}?)", *near) : "");
+    }
+    if (active != &app || argc < 2) return {};
+    const std::string first = argv[1];
+    std::vector<std::string> commands;
+    for (const Command& command : subcommands) commands.push_back(command.app->get_name());
+    std::error_code error;
+    if (first.starts_with("-") || first.starts_with("example:") || std::filesystem::exists(first, error)) return {};
+    if (const auto near = likely_typo(first, commands))
+        return fmt::format("\"{}\" is neither a file nor a command (did you mean {}?)", printable(first, 64), *near);
+    return {};
+}
+
 }  // namespace
 
 int run_command_line(int argc, char** argv) {
@@ -288,7 +330,14 @@ int run_command_line(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() != 0) return fail(exit_usage_error, std::string(e.what()) + " (see attntrace --help)");
+        if (e.get_exit_code() != 0) {
+            std::string message = e.what();
+            // An unknown option explains a missing required one too ("--tokn x" for "--token x").
+            if (dynamic_cast<const CLI::ExtrasError*>(&e) || dynamic_cast<const CLI::RequiredError*>(&e))
+                if (std::string better = unexpected_argument(app, subcommands, argc, argv); !better.empty())
+                    message = std::move(better);
+            return fail(exit_usage_error, message + " (see attntrace --help)");
+        }
         return run([&](std::ostream& out) { app.exit(e, out, out); }, std::nullopt);  // --help, --version
     }
     for (const Command& command : subcommands)

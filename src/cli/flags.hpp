@@ -14,7 +14,13 @@
 #include "util/terminal.hpp"
 #include "util/threads.hpp"
 
+#include "util/suggest.hpp"
+#include "util/utf8.hpp"
+
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
 
 #include <charconv>
 #include <cmath>
@@ -58,10 +64,24 @@ inline void add_output_path(CLI::App& app, std::optional<std::string>& path) {
     app.add_option("-o,--output", path, "write to FILE instead of stdout (all or nothing: renamed into place when done)");
 }
 
+// The names `value` may take, with the closest to a misspelt one suggested:
+// "casual is not one of plain, self, causal, bahdanau (did you mean causal?)".
+inline CLI::Validator one_of(std::vector<std::string> names) {
+    const std::string list = fmt::format("{}", fmt::join(names, ", "));
+    return CLI::Validator(
+        [names, list](std::string& text) -> std::string {
+            if (std::find(names.begin(), names.end(), text) != names.end()) return {};
+            const auto near = likely_typo(text, names);
+            return fmt::format("\"{}\" is not one of {}{}", printable(text, 64), list,
+                               near ? fmt::format(" (did you mean {}?)", *near) : "");
+        },
+        "{" + list + "}");
+}
+
 // `--name VALUE` for a value of enum E, checked against E's names (the default shown).
 template <Named E>
 CLI::Option* add_enum(CLI::App& app, const std::string& flags, std::string& value, const std::string& help) {
-    return app.add_option(flags, value, help)->check(CLI::IsMember(enum_names<E>()));
+    return app.add_option(flags, value, help)->check(one_of(enum_names<E>()));
 }
 
 // How output looks and where it goes: shared by every command that prints tables.
@@ -106,7 +126,7 @@ inline void OutputFlags::add_to(CLI::App& app) {
     app.add_option("--width", width, "table width in columns, 0 for no limit (default: the terminal's)")
         ->check(CLI::Range(0, 1'000'000));
     app.add_option("--color", color, "shade scores and weights in tables: auto (a terminal, NO_COLOR unset), always, never")
-        ->check(CLI::IsMember({"auto", "always", "never"}))
+        ->check(one_of({"auto", "always", "never"}))
         ->capture_default_str();
     add_enum<Shade>(app, "--shade", shade,
                     "shade each weight against its own row (a row is one distribution) or the whole table")

@@ -53,4 +53,17 @@ std::vector<std::string> closest_names(std::string_view word, const std::vector<
     return out;
 }
 
+std::optional<std::string> likely_typo(std::string_view word, const std::vector<std::string>& names) {
+    if (word.size() > max_suggested_chars) return std::nullopt;
+    const std::string folded = fold_case(word);
+    std::optional<std::string> best;
+    std::size_t best_distance = std::max<std::size_t>(1, folded.size() / 3) + 1;
+    for (const auto& name : names) {
+        if (name.size() > max_suggested_chars) continue;
+        const std::size_t d = edit_distance(folded, fold_case(name));
+        if (d < best_distance) best_distance = d, best = name;
+    }
+    return best;
+}
+
 }  // namespace attntrace

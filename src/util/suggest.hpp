@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,5 +27,9 @@ std::vector<std::size_t> closest(std::string_view word, std::size_t total,
 
 // The same over a list of names, returning the names.
 std::vector<std::string> closest_names(std::string_view word, const std::vector<std::string>& names, std::size_t count);
+
+// The name `word` is likely a misspelling of: the closest, when at most a third of its
+// characters (at least one) differ; nothing otherwise ("foo" is no typo of "plain").
+std::optional<std::string> likely_typo(std::string_view word, const std::vector<std::string>& names);
 
 }  // namespace attntrace
