@@ -146,3 +146,138 @@ TEST_CASE("the check warns when dividing by the row sum gives negative weights",
     CHECK(run_json({input.path(), "--normalize", "sum", "--check"})["warnings"].size() == 1);
     CHECK_THAT(cli::run({input.path(), "--check"}).out, !Contains("warning"));  // softmax: never negative
 }
+
+namespace {
+
+// The explanation --explain prints before `stage` (JSON carries it per stage).
+std::string explanation_of(const json& trace, const std::string& stage) {
+    return stage_of(trace, stage)["explanation"][0].get<std::string>();
+}
+
+// Softmax against dividing by the row sum on the rows without negative scores, worked out
+// here from the masked stage: rows compared, rows where softmax's top weight is higher, lower,
+// and the row where the two differ most.
+struct Contrast {
+    std::size_t compared = 0, higher = 0, lower = 0;
+    std::string row;
+    double by_softmax = 0, by_sum = 0;
+};
+
+Contrast contrast(const json& trace) {
+    const json& masked = stage_of(trace, "masked");
+    Contrast c;
+    double widest = -1;
+    for (std::size_t i = 0; i < masked["data"].size(); ++i) {
+        std::vector<double> s;
+        for (const auto& v : masked["data"][i])
+            if (!v.is_null()) s.push_back(v.get<double>());
+        if (std::any_of(s.begin(), s.end(), [](double x) { return x < 0; })) continue;
+        double sum = 0, top = 0, exps = 0;
+        for (const double x : s) sum += x, top = std::max(top, x);
+        if (sum <= 0) continue;
+        for (const double x : s) exps += std::exp(x - top);
+        const double soft = 1 / exps, by_sum = top / sum;
+        ++c.compared;
+        c.higher += soft > by_sum;
+        c.lower += soft < by_sum;
+        if (std::abs(soft - by_sum) > widest) widest = std::abs(soft - by_sum), c.row = masked["rows"][i], c.by_softmax = soft, c.by_sum = by_sum;
+    }
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("the explanation says whether softmax sharpened the weights on this run, with its figures", "[claims][explain]") {
+    // teacher_smiled: small scores, so softmax flattens every row (the issue's 0.35 by the sum
+    // against 0.16 by softmax for "smiled").
+    const json smiled = run_json({"example:teacher_smiled", "--explain", "-s", "masked,weights"});
+    const Contrast a = contrast(smiled);
+    REQUIRE(a.compared == 12);
+    REQUIRE(a.lower == 12);
+    CHECK(a.row == "smiled");
+    CHECK(a.by_sum == Approx(0.348).margin(5e-4));
+    CHECK_THAT(explanation_of(smiled, "weights"),
+               Contains(fmt::format("softmax gives the top key less weight than dividing by the row sum, in all 12 rows "
+                                    "without negative scores: the scores differ too little for it to sharpen; for "
+                                    "\"smiled\", {:.4g} by softmax against {:.4g} by the sum.",
+                                    a.by_softmax, a.by_sum)));
+    CHECK_THAT(explanation_of(smiled, "weights"), !Contains("sharpens the differences"));
+    // teacher_smiled_fr: scores far apart, so softmax sharpens every row.
+    const json fr = run_json({"example:teacher_smiled_fr", "--explain", "-s", "masked,weights"});
+    const Contrast b = contrast(fr);
+    REQUIRE(b.higher == 4);
+    CHECK_THAT(explanation_of(fr, "weights"),
+               Contains(fmt::format("softmax gives the top key more weight than dividing by the row sum, in all 4 rows "
+                                    "without negative scores: the scores differ enough for it to sharpen; for \"{}\", "
+                                    "{:.4g} by softmax against {:.4g} by the sum.",
+                                    b.row, b.by_softmax, b.by_sum)));
+    // The lecture's example: some rows each way.
+    const json journey = run_json({"--explain", "-s", "masked,weights"});
+    const Contrast c = contrast(journey);
+    REQUIRE(c.higher > 0);
+    REQUIRE(c.lower > 0);
+    CHECK_THAT(explanation_of(journey, "weights"),
+               Contains(fmt::format("more weight than dividing by the row sum in {} of the {} rows without negative "
+                                    "scores and less in {}",
+                                    c.higher, c.compared, c.lower)));
+    // Negative scores: no comparison is made.
+    const json self = run_json({"-m", "self", "--explain", "-s", "masked,weights"});
+    REQUIRE(contrast(self).compared == 0);
+    CHECK_THAT(explanation_of(self, "weights"), Contains("so the two cannot be compared on this run"));
+}
+
+TEST_CASE("the explanation of scaling gives the spread of this run's scores before and after", "[claims][explain]") {
+    const auto sd = [](const json& stage) {
+        double sum = 0, n = 0;
+        for (const auto& row : stage["data"])
+            for (const auto& v : row) sum += v.get<double>(), ++n;
+        double squares = 0;
+        for (const auto& row : stage["data"])
+            for (const auto& v : row) squares += (v.get<double>() - sum / n) * (v.get<double>() - sum / n);
+        return std::sqrt(squares / n);
+    };
+    const json t = run_json({"example:sqrt_dk_64", "--explain", "-s", "scores,scaled"});
+    const double before = sd(stage_of(t, "scores")), after = sd(stage_of(t, "scaled"));
+    CHECK(before / after == Approx(8));
+    CHECK_THAT(explanation_of(t, "scaled"), Contains("its variance is d_k times theirs"));
+    CHECK_THAT(explanation_of(t, "scaled"),
+               Contains(fmt::format("Here the scores spread with a standard deviation of {:.4g}, and {:.4g} after "
+                                    "dividing by √64.",
+                                    before, after)));
+    const json none = run_json({"example:sqrt_dk_64", "--explain", "-s", "scores,scaled", "--scale", "none"});
+    CHECK_THAT(explanation_of(none, "scaled"),
+               Contains(fmt::format("standard deviation of {:.4g}; --scale none leaves them so", before)));
+}
+
+TEST_CASE("the explanation's claim about word order holds: shuffled, each token keeps its context", "[claims][explain]") {
+    // The sentence and its reverse, with the same embeddings and (for self) the same weights.
+    const char* forward = R"({"tokens": ["a", "b", "c", "d"], "embeddings": [[1, 0.5], [0.2, 1], [0.7, 0.7], [-0.3, 0.9]]})";
+    const char* reverse = R"({"tokens": ["d", "c", "b", "a"], "embeddings": [[-0.3, 0.9], [0.7, 0.7], [0.2, 1], [1, 0.5]]})";
+    const cli::TempFile f(forward), r(reverse);
+    for (const char* mode : {"plain", "self", "causal"}) {
+        INFO(mode);
+        const json x = run_json({f.path(), "-m", mode, "--explain"}), y = run_json({r.path(), "-m", mode, "--explain"});
+        const json& zx = stage_of(x, "context");
+        const json& zy = stage_of(y, "context");
+        bool same = true;
+        for (std::size_t i = 0; i < 4; ++i)
+            for (std::size_t k = 0; k < 2; ++k)
+                same = same && std::abs(zx["data"][i][k].get<double>() - zy["data"][3 - i][k].get<double>()) < 1e-12;
+        const std::string said = explanation_of(x, "context");
+        if (std::string(mode) == "causal") {
+            CHECK_FALSE(same);
+            CHECK_THAT(said, Contains("Word order enters only through the mask"));
+        } else {
+            CHECK(same);
+            CHECK_THAT(said, Contains("Nothing here depends on word order"));
+        }
+    }
+}
+
+TEST_CASE("the explanation names where the weight matrices came from", "[claims][explain]") {
+    CHECK_THAT(cli::run({"-m", "self", "--explain", "-s", "parameters"}).out,
+               Contains("Here they are generated from seed 123, not learned"));
+    CHECK_THAT(cli::run({"example:book_fascinating", "--explain", "-s", "parameters,queries"}).out,
+               Contains("Here they are given in the input.") && Contains("given in the input)"));
+    CHECK_THAT(cli::run({"--explain", "-s", "queries"}).out, Contains("Plain attention has no weight matrices"));
+}

@@ -160,7 +160,7 @@ TEST_CASE("explanations come before each stage only when asked", "[teaching][exp
     CHECK_THAT(r.out, Contains("Z = A·V: (6×6)·(6×2) → 6×2"));
     CHECK_THAT(r.out, Contains("looking for") && Contains("offers") && Contains("hands on"));  // Q, K, V
     CHECK_THAT(r.out, Contains("√d_k") && Contains("must not see"));                          // scaling, mask
-    CHECK_THAT(r.out, Contains("do not guarantee"));                                          // weights ≠ relevance
+    CHECK_THAT(r.out, Contains("do not prove"));                                              // weights ≠ relevance
     // Each explanation sits right before its stage heading.
     CHECK(r.out.find("(6×3)·(3×2) → 6×2\nqueries · 6×2") != std::string::npos);
     const json doc = json::parse(cli::run({"--explain", "-f", "json", "-s", "scores"}).out);

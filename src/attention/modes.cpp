@@ -1,6 +1,7 @@
 #include "attention/modes.hpp"
 
 #include "attention/bahdanau.hpp"
+#include "attention/facts.hpp"
 #include "attention/single.hpp"
 #include "core/error.hpp"
 
@@ -123,6 +124,7 @@ Trace trace(const Problem& problem, const TraceOptions& options) {
     check_options_for_mode(options);
     Trace result = mode_spec(options.mode).trace(problem, options);
     describe_run(result, problem);
+    observe(result);
     return result;
 }
 

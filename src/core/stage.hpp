@@ -100,6 +100,21 @@ struct RunHeader {
     double temperature = 1;                  // softmax(S / T)
 };
 
+// Figures measured on a trace for --explain's statements about this run (attention/facts).
+struct RunFacts {
+    // The standard deviation of the visible scores, before and after scaling.
+    double score_spread = 0, scaled_spread = 0;
+    // Softmax against dividing by the row sum, on the rows whose visible scores are 0 or more
+    // with a positive sum (the only rows where the division gives a distribution): in how many the top
+    // weight is higher by softmax (at the run's temperature), lower, or the same.
+    std::size_t compared_rows = 0, softmax_higher = 0, softmax_lower = 0;
+    struct Row {
+        std::string label;
+        double by_softmax = 0, by_sum = 0;  // the row's largest weight each way
+    };
+    std::optional<Row> example;  // the first compared row where the two differ most
+};
+
 struct Trace : RunHeader {
     // Single-sequence modes: tokens. Bahdanau: source_tokens (columns) and target_tokens (rows).
     Labels tokens;
@@ -108,6 +123,7 @@ struct Trace : RunHeader {
     std::vector<Stage> stages;
     std::vector<Parameter> parameters;    // the weights the run uses (none in plain mode)
     std::optional<WorkedExample> worked;  // --query: one row's arithmetic
+    RunFacts facts;
 
     // The parameter called `name` ("W_q"); std::out_of_range when the run has none by that name.
     const Parameter& parameter(std::string_view name) const {

@@ -9,6 +9,50 @@ namespace {
 
 std::string shape(const Stage& stage) { return fmt::format("{}×{}", stage.row_count(), stage.col_count()); }
 
+std::string number(double value) { return fmt::format("{:.4g}", value); }
+
+// Where the run's weight matrices came from, for the sentences that name them.
+std::string weights_source(const Trace& trace) {
+    switch (trace.weights) {
+    case WeightsOrigin::file: return "given in the input";
+    case WeightsOrigin::generated: return fmt::format("generated from seed {}, not learned", trace.seed);
+    case WeightsOrigin::none: break;
+    }
+    return "none";
+}
+
+// Softmax against dividing by the row sum, as measured on this run (RunFacts).
+std::string normalisation_contrast(const Trace& trace) {
+    const RunFacts& f = trace.facts;
+    const std::string softmax = trace.normalization == Normalization::softmax && trace.temperature != 1
+                                    ? fmt::format("softmax at T = {}", trace.temperature)
+                                    : std::string("softmax");
+    if (f.compared_rows == 0)
+        return "Dividing by the row sum gives a distribution only when no score is negative, and every row here "
+               "has a negative score, so the two cannot be compared on this run; softmax takes scores of any sign.";
+    const std::size_t n = f.compared_rows, same = n - f.softmax_higher - f.softmax_lower;
+    const std::string rows = n == 1 ? "the one row without negative scores"
+                                    : fmt::format("all {} rows without negative scores", n);
+    std::string text;
+    if (f.softmax_lower == n)
+        text = fmt::format("On this run {} gives the top key less weight than dividing by the row sum, in {}: the scores "
+                           "differ too little for it to sharpen",
+                           softmax, rows);
+    else if (f.softmax_higher == n)
+        text = fmt::format("On this run {} gives the top key more weight than dividing by the row sum, in {}: the scores "
+                           "differ enough for it to sharpen",
+                           softmax, rows);
+    else
+        text = fmt::format("On this run {} gives the top key more weight than dividing by the row sum in {} of the {} rows "
+                           "without negative scores and less in {}{}",
+                           softmax, f.softmax_higher, n, f.softmax_lower,
+                           same > 0 ? fmt::format(" (the same in {})", same) : "");
+    if (f.example)
+        text += fmt::format("; for \"{}\", {} by softmax against {} by the sum", f.example->label,
+                            number(f.example->by_softmax), number(f.example->by_sum));
+    return text + ".";
+}
+
 // inputs, queries, keys and values of a single-sequence mode.
 std::vector<std::string> single_inputs(const Trace& trace, const Stage& stage) {
     const bool plain = !mode_spec(trace.mode).learned_projections;
@@ -21,16 +65,18 @@ std::vector<std::string> single_inputs(const Trace& trace, const Stage& stage) {
     };
     const StageId id = stage.id;
     if (id == StageId::inputs)
-        return {"Each token enters as a row vector, its embedding: numbers that place the word in a "
-                "space where words used alike sit close together. Stacked, the rows form X.",
+        return {"Each token enters as a row vector, its embedding, taken from the input; stacked, the rows "
+                "form X. In a trained model, words used alike get embeddings that point alike.",
                 fmt::format("X: {} tokens × {} numbers", n, d_in)};
     if (plain && (id == StageId::queries || id == StageId::keys || id == StageId::values))
-        return {"Plain attention has no learned matrices: each embedding serves directly as its "
+        return {"Plain attention has no weight matrices: each embedding serves directly as its "
                 "own query, key and value. The lectures start here, before adding projections.",
                 fmt::format("{} = X: {}", id == StageId::queries ? "Q" : id == StageId::keys ? "K" : "V", shape(stage))};
     if (id == StageId::queries)
-        return {"A query is what a token is looking for in the others, the question it asks of "
-                "the sentence. A learned matrix W_q turns each embedding into its query.",
+        return {fmt::format("A query is what a token is looking for in the others, the question it asks of "
+                            "the sentence. A matrix W_q turns each embedding into its query: entry k of the query "
+                            "is the embedding times column k of W_q (shown under parameters; {}).",
+                            weights_source(trace)),
                 projection("Q", "W_q")};
     if (id == StageId::keys)
         return {"A key is what a token offers to be found by: a query scores high against keys "
@@ -39,6 +85,25 @@ std::vector<std::string> single_inputs(const Trace& trace, const Stage& stage) {
     return {"A value is the information a token hands on once it is attended to. The key "
             "decides how much is taken from a token; the value decides what is taken.",
             projection("V", "W_v")};
+}
+
+// The weights stage of any mode: what the normalisation does, measured against the other on
+// this run. `formula` holds "{}" for the normalisation's name.
+std::vector<std::string> weights_explanation(const Trace& trace, const std::string& formula) {
+    if (trace.normalization == Normalization::sum)
+        return {"Dividing each score by its row's sum gives weights that sum to 1, the first normalisation the "
+                "lecture shows; negative scores give negative weights, which softmax never does. " +
+                    normalisation_contrast(trace),
+                fmt::vformat(formula, fmt::make_format_args("score / row sum"))};
+    std::string text = "Softmax turns each row of scores into weights between 0 and 1 that sum to 1. It depends only "
+                       "on the differences between scores (two weights are in the ratio e^(a − b) of their scores), "
+                       "so it sharpens when the differences are large and evens out when they are small. ";
+    if (trace.temperature != 1)
+        text += fmt::format("At T = {} the differences are divided by T first, which {} them. ", trace.temperature,
+                            trace.temperature < 1 ? "widens" : "narrows");
+    return {text + normalisation_contrast(trace) +
+                " The weights say how the values are mixed; they do not prove that what is weighted most is what matters.",
+            fmt::vformat(formula, fmt::make_format_args(trace.temperature != 1 ? "softmax of scores ÷ T" : "softmax"))};
 }
 
 // scores, scaled, masked, weights and context of a single-sequence mode.
@@ -53,15 +118,23 @@ std::vector<std::string> single_attention(const Trace& trace, const Stage& stage
                 fmt::format("S = {}: ({}×{})·({}×{}) → {}", plain ? "X·Xᵀ" : "Q·Kᵀ", n,
                             trace.at(StageId::queries).col_count(), trace.at(StageId::keys).col_count(), n, square)};
     if (id == StageId::scaled) {
-        if (!stage.applied)
-            return {"The simplified version skips scaling: with a few dimensions the dot products "
-                    "stay small anyway.",
-                    fmt::format("S' = S: {}", square)};
         const auto d_k = trace.at(StageId::queries).col_count();
-        return {"A dot product of d_k terms spreads wider as d_k grows; with wide scores softmax "
-                "would hand nearly all the weight to one key and learning would stall. Dividing by "
-                "√d_k keeps the spread about that of a single product, so the softmax stays soft.",
-                fmt::format("S' = S / √{}: {} → {}", d_k, square, square)};
+        const std::string why = fmt::format(
+            "A dot product adds d_k terms: when they are independent, its variance is d_k times theirs, so "
+            "its spread grows like √d_k, and softmax of widely spread scores hands nearly all the weight to "
+            "one key. Dividing by √d_k keeps the spread about that of a single term. Here the scores "
+            "spread with a standard deviation of {}",
+            number(trace.facts.score_spread));
+        if (!stage.applied)
+            return {why + (mode_spec(trace.mode).scaled
+                               ? "; --scale none leaves them so (without it they would be divided by √" +
+                                     std::to_string(d_k) + ")."
+                               : "; plain attention, the lecture's first version, uses them as they are."),
+                    fmt::format("S' = S: {}", square)};
+        const std::string divisor = trace.scale_rule == ScaleRule::sqrt ? fmt::format("√{}", d_k) : number(trace.scale);
+        return {fmt::format("{}, and {} after dividing by {}{}.", why, number(trace.facts.scaled_spread), divisor,
+                            trace.scale_rule == ScaleRule::value ? " (--scale)" : ""),
+                fmt::format("S' = S / {}: {} → {}", divisor, square, square)};
     }
     if (id == StageId::masked) {
         if (!stage.applied)
@@ -74,23 +147,17 @@ std::vector<std::string> single_attention(const Trace& trace, const Stage& stage
                 fmt::format("S'' = S' + M, M_ij = −∞ for j > i: {} ({} entries hidden)", square,
                             n * (n - 1) / 2)};
     }
-    if (id == StageId::weights) {
-        if (trace.normalization == Normalization::sum)
-            return {"Dividing each score by its row's sum gives weights that sum to 1, the first "
-                    "normalisation the lecture shows. It does not favour the largest score, and "
-                    "negative scores would give negative weights, which is why softmax replaced it.",
-                    fmt::format("A = S / rowsum(S): {}", square)};
-        return {"Softmax turns each row of scores into weights that are positive and sum to 1, "
-                "and it sharpens the differences: the largest score gets a bigger share than a "
-                "plain division would give it. The weights say how the values will be mixed; they "
-                "do not guarantee that what is weighted most is what matters.",
-                fmt::format("A = softmax per row: {} → {}", square, square)};
-    }
+    if (id == StageId::weights) return weights_explanation(trace, fmt::format("A = {{}} per row: {} → {}", square, square));
     // context
     const auto d_v = trace.at(StageId::values).col_count();
-    return {"Each token's context vector is the weighted sum of all the values: a weight of 0.3 "
-            "means 30% of that token's value flows in. One row per token, each now informed by "
-            "the tokens it attended to.",
+    const std::string order =
+        mode_spec(trace.mode).causal
+            ? "Word order enters only through the mask: without it, shuffling the sentence would permute the rows "
+              "and give each token the same context vector as before."
+            : "Nothing here depends on word order: shuffling the sentence permutes the rows and columns, and each "
+              "token keeps its context vector. (Transformers add position information to the embeddings for that.)";
+    return {"Each token's context vector is the weighted sum of the values: a weight of 0.3 "
+            "means 30% of that token's value flows in. " + order,
             fmt::format("Z = A·{}: ({}×{})·({}×{}) → {}", plain ? "X" : "V", n, n, n, d_v, shape(stage))};
 }
 
@@ -159,12 +226,12 @@ std::vector<std::string> bahdanau_attention(const Trace& trace, const Stage& sta
                 "exactly 0, whatever their states would score.",
                 fmt::format("e'' = e with −∞ where source.mask is false: {}", grid)};
     }
-    if (id == StageId::weights)
-        return {"Softmax over the source words gives α_t: how much of each source word the decoder "
-                "reads at step t. Read as a table, α is the alignment between the two sentences; "
-                "like all attention weights it shows how information is mixed, not proof of "
-                "what the model understood.",
-                fmt::format("α = softmax per row: {}", grid)};
+    if (id == StageId::weights) {
+        auto lines = weights_explanation(trace, fmt::format("α = {{}} per row: {}", grid));
+        lines.front() = "Each row α_t says how much of each source word the decoder reads at step t; read as a "
+                        "table, α is the alignment between the two sentences. " + lines.front();
+        return lines;
+    }
     return {"c_t = Σ_j α_tj h_j: the decoder's view of the source for this step. It is mixed "
             "afresh at every step instead of one compressed vector for the whole sentence.",
             fmt::format("C = α·H: ({})·({}×{}) → {}", grid, n_src, d_h, shape(stage))};
@@ -185,6 +252,26 @@ std::vector<std::string> explanation(const Trace& trace, const Stage& stage) {
     default: break;
     }
     return mode_spec(trace.mode).reads_pair ? bahdanau_attention(trace, stage) : single_attention(trace, stage);
+}
+
+std::vector<std::string> parameters_explanation(const Trace& trace) {
+    if (trace.parameters.empty()) return {};
+    const std::string source =
+        trace.weights == WeightsOrigin::generated
+            ? fmt::format("Here they are generated from seed {}, not learned, so the weights they give show the "
+                          "mechanics, not meaning.",
+                          trace.seed)
+            : "Here they are given in the input.";
+    if (!mode_spec(trace.mode).reads_pair)
+        return {"W_q, W_k and W_v are what a model learns: one row per number of an embedding (d_in rows), one column "
+                "per number of a query, key or value. Multiplying by them turns each embedding into its query, key and "
+                "value. " + source};
+    if (trace.score == Score::general)
+        return {"W relates the two kinds of state: the score of decoder state s and encoder state h is s·W·hᵀ, one "
+                "row of W per number of s and one column per number of h. " + source};
+    return {"W_a and U_a map decoder and encoder states into one space of d_a numbers, where they are added and "
+            "squashed by tanh; v_a weighs the d_a results into one score. Together they are the small network of "
+            "the additive score. " + source};
 }
 
 }  // namespace attntrace

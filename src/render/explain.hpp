@@ -11,4 +11,8 @@ namespace attntrace {
 
 std::vector<std::string> explanation(const Trace& trace, const Stage& stage);
 
+// The sentences before the parameters section: what the matrices do and where they came from
+// (none for a run without parameters).
+std::vector<std::string> parameters_explanation(const Trace& trace);
+
 }  // namespace attntrace

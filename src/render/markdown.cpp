@@ -77,7 +77,10 @@ void write_stage(const Stage& stage, const RenderOptions& options, const std::ve
 
 // "## parameters", where they came from, then each matrix as a pipe table.
 void write_parameters(const Trace& trace, const RenderOptions& options, std::ostream& out) {
-    out << "## parameters\n\n" << markdown_cell(parameters_heading(trace)) << "\n\n";
+    out << "## parameters\n\n";
+    if (options.explain)
+        for (const auto& line : parameters_explanation(trace)) out << "> " << markdown_cell(line) << "\n\n";
+    out << markdown_cell(parameters_heading(trace)) << "\n\n";
     for (const auto& p : trace.parameters) {
         out << fmt::format("`{}` — {}\n\n", p.formula, p.name);
         write_table(parameter_table(p), options, out);

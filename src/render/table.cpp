@@ -240,6 +240,8 @@ void write_stage(const Stage& stage, const RenderOptions& options, std::ostream&
 
 // "parameters · W_q, W_k, W_v · given in the input", then each matrix with its heading.
 void write_parameters(const Trace& trace, const RenderOptions& options, std::ostream& out) {
+    if (options.explain)
+        for (const auto& line : parameters_explanation(trace)) out << "  " << line << '\n';
     out << "parameters · " << parameters_heading(trace) << '\n';
     for (const auto& p : trace.parameters) {
         const Stage table = parameter_table(p);

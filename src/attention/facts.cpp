@@ -1,0 +1,78 @@
+#include "attention/facts.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace attntrace {
+namespace {
+
+// The standard deviation of the visible entries (0 when there are none): in two passes so that
+// large means do not cancel, on the entries divided by the largest magnitude so that squares
+// of numbers near the double range do not overflow.
+double spread(const Stage& stage) {
+    double largest = 0, count = 0;
+    for (Eigen::Index r = 0; r < stage.row_count(); ++r)
+        for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+            if (!stage.is_masked(r, c)) largest = std::max(largest, std::abs(stage.data(r, c))), ++count;
+    if (count == 0 || largest == 0) return 0;
+    double sum = 0;
+    for (Eigen::Index r = 0; r < stage.row_count(); ++r)
+        for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+            if (!stage.is_masked(r, c)) sum += stage.data(r, c) / largest;
+    const double mean = sum / count;
+    double squares = 0;
+    for (Eigen::Index r = 0; r < stage.row_count(); ++r)
+        for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+            if (!stage.is_masked(r, c)) {
+                const double d = stage.data(r, c) / largest - mean;
+                squares += d * d;
+            }
+    return largest * std::sqrt(squares / count);
+}
+
+// The largest weight of row r each way: softmax of the scores at temperature T, and the scores
+// divided by their sum. Nothing when a visible score is negative or they sum to 0: the
+// division gives a distribution only for scores of 0 or more with a positive sum.
+std::optional<RunFacts::Row> both_ways(const Stage& scores, Eigen::Index r, double temperature) {
+    double largest = 0;
+    for (Eigen::Index c = 0; c < scores.col_count(); ++c) {
+        if (scores.is_masked(r, c)) continue;
+        if (!(scores.data(r, c) >= 0)) return std::nullopt;
+        largest = std::max(largest, scores.data(r, c));
+    }
+    if (!(largest > 0)) return std::nullopt;
+    // Σ s / largest rather than largest / Σ s: a sum of scores near the double range overflows.
+    double exps = 0, shares = 0;
+    for (Eigen::Index c = 0; c < scores.col_count(); ++c)
+        if (!scores.is_masked(r, c)) {
+            exps += std::exp((scores.data(r, c) - largest) / temperature);
+            shares += scores.data(r, c) / largest;
+        }
+    return RunFacts::Row{scores.rows[static_cast<std::size_t>(r)], 1 / exps, 1 / shares};
+}
+
+}  // namespace
+
+void observe(Trace& trace) {
+    RunFacts& facts = trace.facts;
+    facts.score_spread = spread(trace.at(StageId::scores));
+    facts.scaled_spread = spread(trace.at(StageId::scaled));
+    // The scores the weights come from: scaled and masked. Softmax at T = 1 when the run divided
+    // by the sum (the temperature applies to softmax only).
+    const Stage& masked = trace.at(StageId::masked);
+    const double temperature = trace.normalization == Normalization::softmax ? trace.temperature : 1;
+    double widest = -1;
+    for (Eigen::Index r = 0; r < masked.row_count(); ++r) {
+        const auto row = both_ways(masked, r, temperature);
+        if (!row) continue;
+        ++facts.compared_rows;
+        facts.softmax_higher += row->by_softmax > row->by_sum;
+        facts.softmax_lower += row->by_softmax < row->by_sum;
+        if (const double gap = std::abs(row->by_softmax - row->by_sum); gap > widest) {
+            widest = gap;
+            facts.example = row;
+        }
+    }
+}
+
+}  // namespace attntrace
