@@ -72,11 +72,30 @@ TEST_CASE("wide matrices fit the width by eliding middle columns", "[render]") {
     const auto narrow = cli::run({"--example", "teacher_smiled", "-s", "weights", "--width", "72"});
     REQUIRE(narrow.exit_code == 0);
     const auto table = table_lines(narrow.out, "weights");
-    for (std::size_t i = 1; i < table.size(); ++i) {
+    REQUIRE(table.size() >= 14);  // title, header, 12 rows, then the note on what is hidden
+    for (std::size_t i = 1; i < 14; ++i) {
         INFO(table[i]);
         CHECK(display_width(table[i]) <= 72);
         CHECK_THAT(table[i], Contains("…"));
     }
+    // The table says which columns it hides, worked out here from the header it kept.
+    const std::vector<std::string> tokens{"The", "teacher", "who", "was", "teaching", "a", "difficult", "concept", "to", "the",
+                                          "students", "smiled"};
+    std::istringstream header(table[1]);
+    std::size_t left = 0, right = 0;
+    bool past = false;
+    for (std::string word; header >> word;) {
+        if (word == "…") past = true;
+        else if (word != "Σ" && word != "strongest") ++(past ? right : left);
+    }
+    std::string hidden;
+    for (std::size_t j = left; j < tokens.size() - right && j < left + 8; ++j) hidden += (j > left ? ", " : "") + tokens[j];
+    if (tokens.size() - right - left > 8) hidden += ", … (" + std::to_string(tokens.size() - right - left - 8) + " more)";
+    std::string unwrapped = narrow.out;  // the note wraps at 72 too
+    for (std::size_t at = unwrapped.find("\n  "); at != std::string::npos; at = unwrapped.find("\n  ", at))
+        unwrapped.replace(at, 3, " ");
+    CHECK_THAT(unwrapped, Contains("… hides " + std::to_string(tokens.size() - right - left) + " of the 12 columns (" +
+                                   hidden + ") to fit 72 columns: --width 0 shows them all"));
     // Nothing is elided without a limit; the first and last key columns survive elision.
     CHECK_THAT(table_lines(full.out, "weights")[1], !Contains("…"));
     CHECK_THAT(table[1], Contains("The") && Contains("smiled") && Contains("Σ") && Contains("strongest"));
@@ -131,4 +150,46 @@ TEST_CASE("the shading legend stays finite for scores near the ends of the doubl
     const std::string legend = r.out.substr(at, r.out.find('\n', at) - at);
     CHECK_THAT(legend, !Contains("inf") && !Contains("nan"));
     CHECK_THAT(legend, Contains("-1.6900e+308") && Contains("(up to 1.6900e+308)"));
+}
+
+TEST_CASE("prose wraps at the width between words, never inside one", "[render][wrap]") {
+    // The same words in the same order, each line within the width unless one word is wider.
+    const auto words_of = [](const std::string& text) {
+        std::vector<std::string> words;
+        std::istringstream in(text);
+        for (std::string word; in >> word;) words.push_back(word);
+        return words;
+    };
+    for (const std::size_t width : {30u, 45u, 80u}) {
+        INFO("width " << width);
+        // Outputs without tables, whose words the width must not change.
+        for (const std::vector<std::string> args : {std::vector<std::string>{"--check", "-m", "causal"},
+                                                    {"-m", "self", "--explain", "-s", "masked"},
+                                                    {"-q", "journey", "-s", "masked"}}) {
+            std::vector<std::string> narrow = args, wide = args;
+            narrow.insert(narrow.end(), {"--width", std::to_string(width)});
+            wide.insert(wide.end(), {"--width", "0"});
+            const auto n = cli::run(narrow), w = cli::run(wide);
+            REQUIRE(n.exit_code == 0);
+            CHECK(words_of(n.out) == words_of(w.out));
+            for (const auto& line : lines_of(n.out)) {
+                // A line wider than the width has no place to break: one word, or words held
+                // together by "=".
+                const auto words = words_of(line);
+                bool breakable = false;
+                for (std::size_t i = 0; i + 1 < words.size(); ++i) breakable = breakable || (words[i] != "=" && words[i + 1] != "=");
+                INFO(line);
+                CHECK((display_width(line) <= width || !breakable));
+            }
+        }
+    }
+    // "d_k = 3" is not split at its "=".
+    CHECK_THAT(cli::run({"-m", "self", "--width", "45", "-s", "weights"}).out, Contains("d_k = 3"));
+    // The colour legend wraps between its swatches, never inside one.
+    const auto coloured = cli::run({"-s", "weights", "--color", "always", "--width", "40"});
+    for (const auto& line : lines_of(coloured.out)) {
+        const auto opened = std::count(line.begin(), line.end(), '\x1b');
+        INFO(line);
+        CHECK(opened % 3 == 0);  // each swatch: background, foreground, reset
+    }
 }

@@ -142,7 +142,7 @@ void write_legend(const Stage& stage, const RenderOptions& options, const std::v
                                                            : "shading per row, from the row's smallest entry to its largest:";
         for (int level = 0; level < shade_count; ++level)
             legend += fmt::format(" {}", painted(fmt::format(" {}% ", level * 100 / shade_count), shades[level]));
-        out << legend << "  (--shade table: one scale for the whole table)\n";
+        put_wrapped(out, legend + "  (--shade table: one scale for the whole table)", options.width);
         return;
     }
     const Range range = ranges.empty() ? Range{} : ranges.front();
@@ -154,7 +154,7 @@ void write_legend(const Stage& stage, const RenderOptions& options, const std::v
         const double from = range.low * (1 - f) + range.high * f;
         legend += fmt::format(" {}", painted(fmt::format(" {} ", format_fixed(from, options.digits)), shades[level]));
     }
-    out << legend << fmt::format("  (up to {})\n", format_fixed(range.high, options.digits));
+    put_wrapped(out, legend + fmt::format("  (up to {})", format_fixed(range.high, options.digits)), options.width);
 }
 
 void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream& out) {
@@ -204,36 +204,49 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
         out << line << '\n';
     };
     for (long row = -1; row < static_cast<long>(text.rows.size()); ++row) write_row(row);
-
+    if (window.elided()) {
+        std::vector<std::string> hidden(text.header.begin() + static_cast<long>(window.left),
+                                        text.header.begin() + static_cast<long>(window.right));
+        put_wrapped(out,
+                    fmt::format("… hides {} of the {} columns ({}) to fit {} columns: --width 0 shows them all, "
+                                "--digits 2 fits more, -s shows fewer stages, -f csv or json gives every number",
+                                hidden.size(), text.data_columns, bounded_list(hidden), options.width),
+                    options.width);
+    }
     if (shade) write_legend(stage, options, ranges, out);
 }
 
-void write_preamble(const Trace& trace, std::ostream& out) {
+void write_preamble(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     const bool pair = mode_spec(trace.mode).reads_pair;
     const std::string tokens =
         pair ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(), trace.target_tokens.size())
              : fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
-    out << fmt::format("attntrace · {} · {} · {} · {} · {}\n", mode_text(trace), tokens, dims_text(trace.dims),
-                       weighting_text(trace), trace.origin);
-    if (!trace.description.empty()) out << trace.description << '\n';
-    for (const auto& note : trace.notes) out << "note: " << note << '\n';
+    const std::size_t width = options.width;
+    put_wrapped(out, fmt::format("attntrace · {} · {} · {} · {} · {}", mode_text(trace), tokens, dims_text(trace.dims),
+                                 weighting_text(trace), trace.origin),
+                width);
+    if (!trace.description.empty()) put_wrapped(out, trace.description, width);
+    for (const auto& note : trace.notes) put_wrapped(out, "note: " + note, width);
     if (trace.weights == WeightsOrigin::generated)
-        out << fmt::format("weights: generated from seed {} (splitmix64), not learned: the "
-                           "pattern shows the mechanics, not meaning; give your own under "
-                           "\"weights\"\n",
-                           trace.seed);
+        put_wrapped(out,
+                    fmt::format("weights: generated from seed {} (splitmix64), not learned: the pattern shows the "
+                                "mechanics, not meaning; give your own under \"weights\"",
+                                trace.seed),
+                    width);
     out << '\n';
 }
 
 // Heading, then the reason (skipped) or the title and the aligned table.
 void write_stage(const Stage& stage, const RenderOptions& options, std::ostream& out) {
-    out << fmt::format("{} · {}×{} · {}{}\n", stage.name(), stage.row_count(), stage.col_count(), stage.formula,
-                       stage.applied ? "" : " · not applied");
+    put_wrapped(out,
+                fmt::format("{} · {}×{} · {}{}", stage.name(), stage.row_count(), stage.col_count(), stage.formula,
+                            stage.applied ? "" : " · not applied"),
+                options.width);
     if (!stage.applied) {
-        out << stage.reason << '\n';
+        put_wrapped(out, stage.reason, options.width);
         return;
     }
-    out << stage.title << '\n';
+    put_wrapped(out, stage.title, options.width);
     write_matrix(stage, options, out);
 }
 
@@ -241,11 +254,11 @@ void write_stage(const Stage& stage, const RenderOptions& options, std::ostream&
 // "parameters · W_q, W_k, W_v · given in the input", then each matrix with its heading.
 void write_parameters(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     if (options.explain)
-        for (const auto& line : parameters_explanation(trace)) out << "  " << line << '\n';
-    out << "parameters · " << parameters_heading(trace) << '\n';
+        for (const auto& line : parameters_explanation(trace)) put_wrapped(out, "  " + line, options.width);
+    put_wrapped(out, "parameters · " + parameters_heading(trace), options.width);
     for (const auto& p : trace.parameters) {
         const Stage table = parameter_table(p);
-        out << fmt::format("{} · {}×{} · {}\n", p.name, table.row_count(), table.col_count(), p.formula);
+        put_wrapped(out, fmt::format("{} · {}×{} · {}", p.name, table.row_count(), table.col_count(), p.formula), options.width);
         write_matrix(table, options, out);
     }
 }
@@ -253,7 +266,7 @@ void write_parameters(const Trace& trace, const RenderOptions& options, std::ost
 class TableRenderer final : public TextRenderer {
 public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
-        write_preamble(trace, out);
+        write_preamble(trace, options, out);
         bool first = true;
         for (const StageId id : shown_stages(trace, options)) {
             if (!first) out << '\n';
@@ -264,28 +277,34 @@ public:
             }
             const Stage& stage = trace.at(id);
             if (options.explain)
-                for (const auto& line : explanation(trace, stage)) out << "  " << line << '\n';
+                for (const auto& line : explanation(trace, stage)) put_wrapped(out, "  " + line, options.width);
             write_stage(stage, options, out);
         }
         if (trace.worked) {
             out << '\n';
-            for (const auto& line : worked_lines(*trace.worked, options.digits)) out << line << '\n';
+            for (const auto& line : worked_lines(*trace.worked, options.digits)) put_wrapped(out, line, options.width);
         }
     }
 
     void summary(const Summary& s, const RenderOptions& options, std::ostream& out) const override {
         const std::size_t n = s.queries.size();
         const std::string weighting = weighting_text(s);
-        out << fmt::format("attntrace · {} mode · summary of {} quer{} · {} · {}{} · {}\n", to_string(s.mode), n,
-                           n == 1 ? "y" : "ies", dims_text(s.dims), to_string(s.dtype),
-                           weighting == "softmax" ? "" : " · " + weighting, s.origin);
-        if (!s.description.empty()) out << s.description << '\n';
-        for (const auto& note : s.notes) out << "note: " << note << '\n';
+        const std::size_t width = options.width;
+        put_wrapped(out,
+                    fmt::format("attntrace · {} mode · summary of {} quer{} · {} · {}{} · {}", to_string(s.mode), n,
+                                n == 1 ? "y" : "ies", dims_text(s.dims), to_string(s.dtype),
+                                weighting == "softmax" ? "" : " · " + weighting, s.origin),
+                    width);
+        if (!s.description.empty()) put_wrapped(out, s.description, width);
+        for (const auto& note : s.notes) put_wrapped(out, "note: " + note, width);
         if (s.weights == WeightsOrigin::generated)
-            out << fmt::format("weights: generated from seed {} (splitmix64), not learned\n", s.seed);
-        out << fmt::format("entropy in nats: 0 = all weight on one key; spread evenly over k keys = ln k (ln {} = {}){}\n\n", n,
-                           format_fixed(std::log(static_cast<double>(n)), options.digits),
-                           mode_spec(s.mode).causal ? "; query i sees i keys" : "");
+            put_wrapped(out, fmt::format("weights: generated from seed {} (splitmix64), not learned", s.seed), width);
+        put_wrapped(out,
+                    fmt::format("entropy in nats: 0 = all weight on one key; spread evenly over k keys = ln k (ln {} = {}){}",
+                                n, format_fixed(std::log(static_cast<double>(n)), options.digits),
+                                mode_spec(s.mode).causal ? "; query i sees i keys" : ""),
+                    width);
+        out << '\n';
 
         std::size_t token_width = display_width("query");
         for (std::size_t i = 0; i < n; ++i)
@@ -312,21 +331,21 @@ public:
         }
     }
 
-    void check(const Trace&, const CheckReport& report, const RenderOptions&, std::ostream& out) const override {
-        for (const auto& c : report.checks) out << fmt::format("ok       {}: {}\n", c.name, c.measured);
-        for (const auto& w : report.warnings) out << fmt::format("warning  {}\n", w);
+    void check(const Trace&, const CheckReport& report, const RenderOptions& options, std::ostream& out) const override {
+        for (const auto& c : report.checks) put_wrapped(out, fmt::format("ok       {}: {}", c.name, c.measured), options.width);
+        for (const auto& w : report.warnings) put_wrapped(out, fmt::format("warning  {}", w), options.width);
         out << check_verdict(report) << '\n';
     }
 
     void report(const Report& report, const RenderOptions& options, std::ostream& out) const override {
-        out << report.title << '\n';
-        for (const auto& line : report.preamble) out << line << '\n';
+        put_wrapped(out, report.title, options.width);
+        for (const auto& line : report.preamble) put_wrapped(out, line, options.width);
         for (const auto& table : report.tables) {
             out << '\n';
             write_stage(table, options, out);
         }
         if (!report.footer.empty()) out << '\n';
-        for (const auto& line : report.footer) out << line << '\n';
+        for (const auto& line : report.footer) put_wrapped(out, line, options.width);
     }
 };
 
