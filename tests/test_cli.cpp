@@ -36,7 +36,7 @@ TEST_CASE("with no arguments attntrace traces the journey example", "[cli]") {
     CHECK_THAT(r.out, Contains("example:your_journey"));
     for (const char* stage : {"inputs", "queries", "keys", "values", "scores", "scaled", "masked", "weights", "context"})
         CHECK_THAT(r.out, Contains(std::string("\n") + stage + " · "));
-    // The lecture's row for "journey", as printed with 4 decimals.
+    // The row of "journey" in the course example, as printed with 4 decimals.
     CHECK_THAT(r.out, Contains("journey  0.9544   1.4950  1.4754  0.8434  0.7070  1.0865"));
     CHECK_THAT(r.out, Contains("journey  0.1385   0.2379  0.2333  0.1240  0.1082  0.1581  1.0000  journey"));
 }

@@ -131,6 +131,19 @@ const std::map<std::string, Described>& claims() {
     static const std::map<std::string, Described> table{
         {"your_journey/plain",
          {[](const Run& r, auto&) { CHECK(r.top_set("journey", 2) == std::set<std::string>{"journey", "starts"}); }}},
+        {"journey_shuffled/plain",
+         {[](const Run& r, const std::vector<std::string>& options) {
+             // The same context vector for each word as in your_journey, under the same options.
+             const Run original = run_of("your_journey", "plain", options);
+             const auto& tokens = r.stage("context")["rows"];
+             REQUIRE(tokens.size() == 6);
+             for (const auto& token : tokens) {
+                 const auto mine = r.stage("context")["data"][r.row(token)].get<std::vector<double>>();
+                 const auto theirs = original.stage("context")["data"][original.row(token)].get<std::vector<double>>();
+                 for (std::size_t k = 0; k < mine.size(); ++k) CHECK(mine[k] == Approx(theirs[k]).margin(1e-12));
+             }
+             CHECK(r.json_doc()["tokens"] != original.json_doc()["tokens"]);
+         }}},
         {"bank_money/plain",
          {[](const Run& r, auto&) {
              const auto after_itself = r.ranked("bank", "bank");
