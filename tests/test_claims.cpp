@@ -2,6 +2,7 @@
 // figures, --explain's statements, example descriptions. Each claim is checked here against
 // numbers worked out independently for that run.
 #include "support/cli.hpp"
+#include "support/trace_json.hpp"
 #include "support/text.hpp"
 
 #include <catch2/catch.hpp>
@@ -15,16 +16,12 @@
 
 using Catch::Contains;
 using nlohmann::json;
+using trace_json::rows_of;
+using trace_json::Rows;
+using trace_json::run_json;
+using trace_json::stage_of;
 
 namespace {
-
-json run_json(std::vector<std::string> args) {
-    args.insert(args.end(), {"-f", "json"});
-    const auto r = cli::run(args);
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    return json::parse(r.out);
-}
 
 // a and b are the same vector, c is at right angles: in plain mode a's scores are 1, 1, 0,
 // so a and b tie for a's largest weight; c's row has one largest (c·c = 1 against 0, 0).
@@ -69,26 +66,6 @@ TEST_CASE("the worked example names every key that ties for the largest weight",
     CHECK(run_json({two.path(), "-q", "b"})["worked"]["strongest"] == json::parse(R"(["a", "b"])"));
 }
 
-namespace {
-
-using Rows = std::vector<std::vector<double>>;
-
-Rows rows_of(const json& data) {
-    Rows out;
-    for (const auto& row : data) {
-        out.emplace_back();
-        for (const auto& v : row) out.back().push_back(v.is_null() ? -INFINITY : v.get<double>());
-    }
-    return out;
-}
-
-const json& stage_of(const json& trace, const std::string& name) {
-    for (const auto& s : trace["stages"])
-        if (s["name"] == name) return s;
-    throw std::runtime_error("no stage " + name);
-}
-
-}  // namespace
 
 TEST_CASE("the check prints each invariant with the figure measured on this run", "[claims][check]") {
     const json t = run_json({"-m", "causal"});

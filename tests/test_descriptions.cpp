@@ -7,6 +7,7 @@
 #include "input/examples.hpp"
 #include "input/load.hpp"
 #include "support/cli.hpp"
+#include "support/trace_json.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -22,16 +23,9 @@
 
 using Catch::Contains;
 using nlohmann::json;
+using trace_json::run_json;
 
 namespace {
-
-json run_json(std::vector<std::string> args) {
-    args.insert(args.end(), {"-f", "json"});
-    const auto r = cli::run(args);
-    INFO(fmt::format("{}", fmt::join(args, " ")) << ": " << r.err);
-    REQUIRE(r.exit_code == 0);
-    return json::parse(r.out);
-}
 
 // One traced run, read from its JSON: the weights by (row token, column token), and the
 // stages a claim may look at.

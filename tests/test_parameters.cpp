@@ -2,6 +2,7 @@
 // expected numbers come from naive loops written here (matrix products, softmax), never from
 // attntrace's own code.
 #include "support/cli.hpp"
+#include "support/trace_json.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -14,19 +15,15 @@
 
 using Catch::Contains;
 using nlohmann::json;
+using trace_json::rows_of;
+using trace_json::Rows;
+using trace_json::run_json;
 
 namespace {
+Rows stage(const json& trace, const std::string& name) { return trace_json::stage_rows(trace, name); }
+}  // namespace
 
-using Rows = std::vector<std::vector<double>>;
-
-Rows rows_of(const json& j) {
-    Rows out;
-    for (const auto& row : j) {
-        out.emplace_back();
-        for (const auto& v : row) out.back().push_back(v.is_null() ? -INFINITY : v.get<double>());
-    }
-    return out;
-}
+namespace {
 
 Rows product(const Rows& a, const Rows& b) {
     Rows out(a.size(), std::vector<double>(b[0].size(), 0.0));
@@ -71,21 +68,6 @@ void require_close(const Rows& actual, const Rows& expected, double tolerance = 
             else CHECK(actual[i][j] == Approx(expected[i][j]).margin(tolerance).epsilon(0));
         }
     }
-}
-
-json run_json(std::vector<std::string> args) {
-    args.insert(args.end(), {"-f", "json"});
-    const auto r = cli::run(args);
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    return json::parse(r.out);
-}
-
-Rows stage(const json& trace, const std::string& name) {
-    for (const auto& s : trace["stages"])
-        if (s["name"] == name) return rows_of(s["data"]);
-    FAIL("no stage " << name);
-    return {};
 }
 
 // Each row's largest entry.
