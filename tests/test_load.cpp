@@ -199,7 +199,7 @@ TEST_CASE("every unknown word of a sentence is named in one message", "[load][er
 
 TEST_CASE("field names learners try are pointed to the field they mean", "[load][errors]") {
     const std::string one = R"({"sentence": "a", "embeddings": {"a": [1]}, )";
-    const std::string projections = " (known fields: query, key, value)";
+    const std::string projections = " (known fields: query, key, value, output)";
     for (const std::string name : {"W_q", "Wq", "w_q", "WQ", "W_query", "Q", "q", "query_weights"}) {
         INFO(name);
         CHECK(refusal(one + R"("weights": {")" + name + R"(": [[1]]}})") ==
@@ -211,9 +211,9 @@ TEST_CASE("field names learners try are pointed to the field they mean", "[load]
           "in.json: /weights/V: unknown field \"V\": the value projection W_v goes under \"value\"" + projections);
     // A misspelling that is no alias still gets the closest field.
     CHECK(refusal(one + R"("weights": {"querry": [[1]]}})") ==
-          "in.json: /weights/querry: unknown field \"querry\" (did you mean \"query\"? known fields: query, key, value)");
+          "in.json: /weights/querry: unknown field \"querry\" (did you mean \"query\"? known fields: query, key, value, output)");
 
-    const std::string top = " (known fields: description, mode, sentence, tokens, embeddings, weights, source, target)";
+    const std::string top = " (known fields: description, mode, sentence, tokens, embeddings, weights, heads, kv_heads, source, target)";
     CHECK(refusal(one + R"("W_q": [[1]]})") ==
           "in.json: /W_q: unknown field \"W_q\": the query projection W_q goes inside \"weights\", under \"query\"" + top);
     CHECK(refusal(R"({"sentence": "a", "embedding": {"a": [1]}})") ==

@@ -16,21 +16,24 @@ namespace {
 
 // The parameters (W_q, W_k, W_v; W_a, U_a, v_a) are shown after the inputs, before the
 // projections they make.
-constexpr StageId single_sequence_stages[] = {StageId::inputs, StageId::parameters, StageId::queries,
-                                              StageId::keys,   StageId::values,     StageId::scores,
-                                              StageId::scaled, StageId::masked,     StageId::weights,
-                                              StageId::context};
+// With several heads, queries … context repeat per head, then concat, output and what each
+// head adds to the output.
+constexpr StageId single_sequence_stages[] = {StageId::inputs,  StageId::parameters, StageId::queries,
+                                              StageId::keys,    StageId::values,     StageId::scores,
+                                              StageId::scaled,  StageId::masked,     StageId::weights,
+                                              StageId::context, StageId::concat,     StageId::output,
+                                              StageId::head_contributions};
 constexpr StageId encoder_decoder_stages[] = {StageId::encoder_states, StageId::decoder_states, StageId::parameters,
                                               StageId::projected_decoder, StageId::projected_encoder, StageId::scores,
                                               StageId::scaled,          StageId::masked,           StageId::weights,
                                               StageId::context};
 
-//                        mode            stages                  pair   learned scaled causal stream score  dim    scale
+//                        mode            stages                  pair   learned scaled causal stream score  dim    scale  heads
 const std::array<ModeSpec, 4> table{{
-    {Mode::plain, single_sequence_stages, false, false, false, false, true, false, false, true, trace_single_problem},
-    {Mode::self, single_sequence_stages, false, true, true, false, true, false, true, true, trace_single_problem},
-    {Mode::causal, single_sequence_stages, false, true, true, true, true, false, true, true, trace_single_problem},
-    {Mode::bahdanau, encoder_decoder_stages, true, false, false, false, false, true, true, false, trace_bahdanau_problem},
+    {Mode::plain, single_sequence_stages, false, false, false, false, true, false, false, true, false, trace_single_problem},
+    {Mode::self, single_sequence_stages, false, true, true, false, true, false, true, true, true, trace_single_problem},
+    {Mode::causal, single_sequence_stages, false, true, true, true, true, false, true, true, true, trace_single_problem},
+    {Mode::bahdanau, encoder_decoder_stages, true, false, false, false, false, true, true, false, false, trace_bahdanau_problem},
 }};
 
 // "plain, self or causal": the modes that read what this input holds.

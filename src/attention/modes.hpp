@@ -24,6 +24,7 @@ struct ModeSpec {
     bool takes_score;          // --score chooses how scores are made
     bool takes_dim;            // --dim sizes generated weights
     bool takes_scale;          // --scale chooses what the scores are divided by
+    bool takes_heads;          // --heads and --kv-heads split the projections
     Trace (*trace)(const Problem& problem, const TraceOptions& options);
 
     std::string_view name() const { return to_string(mode); }

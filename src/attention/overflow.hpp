@@ -15,14 +15,24 @@ namespace attntrace {
 
 inline constexpr std::string_view input_too_large = "the input numbers are too large";
 
+// A stage as a message names it: "scores", or "scores of head 2".
+struct StageRef {
+    StageId id;
+    int head = 0;
+    StageRef(StageId stage, int h = 0) : id(stage), head(h) {}  // NOLINT: a StageId is a StageRef of no head
+    std::string text() const {
+        return head > 0 ? fmt::format("{} stage of head {}", to_string(id), head) : fmt::format("{} stage", to_string(id));
+    }
+};
+
 // "ORIGIN: the STAGE stage overflows: QUANTITY for "ROW" (row r) and "COL" (column c) is
 // VALUE, not a finite number; CAUSE". `row` and `col` are 0-based.
-[[noreturn]] inline void throw_overflow(const std::string& origin, StageId stage, std::string_view row_label,
+[[noreturn]] inline void throw_overflow(const std::string& origin, StageRef stage, std::string_view row_label,
                                         Eigen::Index row, std::string_view col_label, Eigen::Index col, double value,
                                         std::string_view quantity = "the entry", std::string_view cause = input_too_large) {
-    throw DataError(fmt::format("{}: the {} stage overflows: {} for \"{}\" (row {}) and \"{}\" (column {}) is {}, not a "
+    throw DataError(fmt::format("{}: the {} overflows: {} for \"{}\" (row {}) and \"{}\" (column {}) is {}, not a "
                                 "finite number; {}",
-                                origin, to_string(stage), quantity, printable(row_label), row + 1, printable(col_label),
+                                origin, stage.text(), quantity, printable(row_label), row + 1, printable(col_label),
                                 col + 1, value, cause));
 }
 

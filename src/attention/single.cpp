@@ -1,5 +1,6 @@
 #include "attention/single.hpp"
 
+#include "attention/heads.hpp"
 #include "attention/kernels.hpp"
 #include "attention/modes.hpp"
 #include "attention/stage_builder.hpp"
@@ -11,6 +12,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 namespace attntrace {
 namespace {
@@ -20,13 +23,24 @@ struct ScaleSetting {
     double value;  // the divisor of ScaleRule::value
 };
 
-// Every matrix of single-sequence attention, in pipeline order, in the working precision T.
+// The matrices of one head, in pipeline order, in the working precision T.
 template <typename T>
-struct SinglePass {
-    MatrixT<T> x, q, k, v;  // without learned projections, Q = K = V = X
+struct HeadPass {
+    MatrixT<T> q, k, v;  // this head's columns of Q, K and V (all of them with one head)
     MatrixT<T> scores, scaled, masked, context;
     Normalized<T> weights;
+};
+
+// Every matrix of single-sequence attention: the inputs, each head's pass, and with several
+// heads (or a W_o) the heads' contexts side by side and their mix.
+template <typename T>
+struct SinglePass {
+    MatrixT<T> x;
     std::optional<BoolMatrix> mask;
+    std::vector<HeadPass<T>> heads;
+    MatrixT<T> concat;                      // several heads: [Z_1 … Z_H]
+    MatrixT<T> output;                      // concat·W_o (one head: Z·W_o), when there is a W_o
+    std::vector<MatrixT<T>> contributions;  // several heads: Z_h · (head h's rows of W_o), summing to output
 };
 
 // What the scores are divided by, in the working precision (the square root rounded once:
@@ -36,64 +50,148 @@ T divisor_for(const ScaleSetting& scale, Eigen::Index d_k) {
     return static_cast<T>(scale_divisor(scale.rule, scale.value, d_k));
 }
 
-// Attention itself, as the second lecture lists it: project, score, scale, exclude, softmax,
-// mix. (attention/reference.hpp says the same in plain loops; kernels.hpp holds each step.)
+// One head, as the second lecture lists it: score, scale, exclude, softmax, mix.
 template <typename T>
-SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const ModeSpec& mode, const ScaleSetting& scale,
-                     Normalization normalization, double temperature) {
+void attend_head(HeadPass<T>& h, const std::optional<BoolMatrix>& mask, const ScaleSetting& scale,
+                 Normalization normalization, double temperature) {
+    h.scores = dot_scores<T>(h.q, h.k);  // S = Q·Kᵀ
+    h.scaled = scale.rule == ScaleRule::none ? h.scores : scale_scores<T>(h.scores, divisor_for<T>(scale, h.q.cols()));  // S' = S / √d_head
+    h.masked = mask ? apply_mask<T>(h.scaled, *mask) : h.scaled;         // −∞ where hidden
+    h.weights = normalize_rows<T>(h.masked, normalization, temperature);  // A = softmax(S'' / T)
+    h.context = weighted_sum<T>(h.weights.weights, h.v);                 // Z = A·V
+}
+
+// Attention itself: project, then each head on its columns, then the heads mixed by W_o.
+// (attention/reference.hpp says one head in plain loops; kernels.hpp holds each step.)
+template <typename T>
+SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const HeadLayout& layout, const ModeSpec& mode,
+                     const ScaleSetting& scale, Normalization normalization, double temperature) {
     SinglePass<T> p;
     p.x = embeddings.cast<T>();
-    p.q = w ? project<T>(p.x, w->query.cast<T>()) : p.x;  // Q = X·W_q
-    p.k = w ? project<T>(p.x, w->key.cast<T>()) : p.x;    // K = X·W_k
-    p.v = w ? project<T>(p.x, w->value.cast<T>()) : p.x;  // V = X·W_v
-    p.scores = dot_scores<T>(p.q, p.k);                   // S = Q·Kᵀ
-    p.scaled = scale.rule == ScaleRule::none ? p.scores : scale_scores<T>(p.scores, divisor_for<T>(scale, p.q.cols()));  // S' = S / √d_k
     if (mode.causal) p.mask = causal_mask(p.x.rows());
-    p.masked = p.mask ? apply_mask<T>(p.scaled, *p.mask) : p.scaled;     // −∞ where hidden
-    p.weights = normalize_rows<T>(p.masked, normalization, temperature);  // A = softmax(S'' / T)
-    p.context = weighted_sum<T>(p.weights.weights, p.v);                 // Z = A·V
+    p.heads.resize(static_cast<std::size_t>(layout.heads));
+    if (!w) {  // plain: Q = K = V = X
+        HeadPass<T>& h = p.heads.front();
+        h.q = h.k = h.v = p.x;
+        attend_head(h, p.mask, scale, normalization, temperature);
+        return p;
+    }
+    MatrixT<T> q = project<T>(p.x, w->query.cast<T>());  // Q = X·W_q
+    MatrixT<T> k = project<T>(p.x, w->key.cast<T>());    // K = X·W_k
+    MatrixT<T> v = project<T>(p.x, w->value.cast<T>());  // V = X·W_v
+    for (int head = 1; head <= layout.heads; ++head) {
+        HeadPass<T>& h = p.heads[static_cast<std::size_t>(head - 1)];
+        const int g = layout.kv_head_of(head);
+        if (layout.heads == 1) {
+            h.q = std::move(q), h.k = std::move(k), h.v = std::move(v);
+        } else {  // head h's columns; key/value head g's
+            h.q = q.middleCols((head - 1) * layout.d_head, layout.d_head);
+            h.k = k.middleCols((g - 1) * layout.d_head, layout.d_head);
+            h.v = v.middleCols((g - 1) * layout.d_v, layout.d_v);
+        }
+        attend_head(h, p.mask, scale, normalization, temperature);
+    }
+    if (layout.several()) {
+        p.concat.resize(p.x.rows(), layout.heads * layout.d_v);
+        for (int head = 0; head < layout.heads; ++head)
+            p.concat.middleCols(head * layout.d_v, layout.d_v) = p.heads[static_cast<std::size_t>(head)].context;
+    }
+    if (w->output) {
+        const MatrixT<T> w_o = w->output->cast<T>();
+        p.output = project<T>(layout.several() ? p.concat : p.heads.front().context, w_o);  // concat·W_o
+        if (layout.several())
+            for (int head = 0; head < layout.heads; ++head)
+                p.contributions.push_back(project<T>(p.heads[static_cast<std::size_t>(head)].context,
+                                                     MatrixT<T>(w_o.middleRows(head * layout.d_v, layout.d_v))));
+    }
     return p;
 }
 
-// The stages of a pass, each with its title and formula, in pipeline order.
+// "3–4": 1-based columns first … first + count − 1.
+std::string column_span(Eigen::Index first, Eigen::Index count) {
+    return count == 1 ? std::to_string(first + 1) : fmt::format("{}–{}", first + 1, first + count);
+}
+
+// The stages of a pass, each with its title and formula, in pipeline order: one head as
+// always; several heads one after another, then their concatenation and output.
 template <typename T>
 class SingleStages {
 public:
-    SingleStages(Trace& trace, const ModeSpec& mode, const ScaleSetting& scale)
-        : trace_(trace), mode_(mode), scale_(scale), stages_(trace), tokens_(trace.tokens) {}
+    SingleStages(Trace& trace, const ModeSpec& mode, const ScaleSetting& scale, const HeadLayout& layout)
+        : trace_(trace), mode_(mode), scale_(scale), layout_(layout), stages_(trace), tokens_(trace.tokens) {}
 
     // `w`, when the mode has weights, moves into the trace's parameters.
-    void record(SinglePass<T> p, Projections* w) {
+    void record(SinglePass<T> p, Projections* w, bool output_generated) {
         const Eigen::Index d_in = p.x.cols();
-        trace_.dims = {{"d_in", d_in}, {"d_k", p.q.cols()}, {"d_v", p.v.cols()}};
+        const HeadPass<T>& first = p.heads.front();
+        if (layout_.several()) {
+            trace_.dims = {{"d_in", d_in}, {"d_model", layout_.d_model}, {"heads", layout_.heads}, {"d_head", layout_.d_head}};
+            if (layout_.grouped()) trace_.dims.emplace_back("kv_heads", layout_.kv_heads);
+            trace_.dims.emplace_back("d_v", layout_.d_v);
+        } else {
+            trace_.dims = {{"d_in", d_in}, {"d_k", first.q.cols()}, {"d_v", first.v.cols()}};
+        }
+        if (layout_.d_out > 0) trace_.dims.emplace_back("d_out", layout_.d_out);
+        trace_.heads = layout_.heads;
+        trace_.kv_heads = layout_.kv_heads;
         trace_.scale_rule = scale_.rule;
-        trace_.scale = static_cast<double>(divisor_for<T>(scale_, p.q.cols()));
+        trace_.scale = static_cast<double>(divisor_for<T>(scale_, first.q.cols()));
         stages_.add(StageId::inputs, "Inputs: one embedding per token", "X", tokens_, numbered("x", d_in), p.x);
-        if (w) record_parameters(std::move(*w));
-        record_projections(p);
-        record_scores(p);
-        const std::string_view scores_name = scale_.rule == ScaleRule::none ? "S" : "S'";
-        const MatrixT<T> masked = p.masked;  // the weights' message quotes it
-        record_mask(std::move(p.masked), p.mask, scores_name);
-        record_weights<T>(stages_, trace_, std::move(p.weights), masked, p.mask ? &*p.mask : nullptr,
-                          {"A", p.mask ? "S''" : scores_name, ""}, tokens_, tokens_);
-        stages_.add(StageId::context, "Context vectors: weighted sum of the values",
-                    mode_.learned_projections ? "Z = A·V" : "Z = A·X", tokens_, numbered("z", p.context.cols()),
-                    std::move(p.context));
+        if (w) record_parameters(std::move(*w), output_generated);
+        for (int head = 1; head <= layout_.heads; ++head) {
+            if (layout_.several()) stages_.set_head(head, layout_.grouped() ? layout_.kv_head_of(head) : 0);
+            record_head(std::move(p.heads[static_cast<std::size_t>(head - 1)]), p.mask, head);
+        }
+        stages_.set_head(0, 0);
+        record_output(p);
     }
 
 private:
-    void record_parameters(Projections&& w) {
-        trace_.parameters.reserve(3);
-        trace_.parameters.push_back({"W_q", "Q = X·W_q", "x", "q", std::move(w.query)});
-        trace_.parameters.push_back({"W_k", "K = X·W_k", "x", "k", std::move(w.key)});
-        trace_.parameters.push_back({"W_v", "V = X·W_v", "x", "v", std::move(w.value)});
+    void record_parameters(Projections&& w, bool output_generated) {
+        const std::string split =
+            layout_.several() ? fmt::format(", its columns split into {} heads of {}", layout_.heads, layout_.d_head) : "";
+        const std::string kv_split = layout_.grouped() ? fmt::format(", its columns split into {} key/value heads",
+                                                                     layout_.kv_heads)
+                                     : split;
+        trace_.parameters.reserve(4);
+        trace_.parameters.push_back({"W_q", "Q = X·W_q" + split, "x", "q", std::move(w.query)});
+        trace_.parameters.push_back({"W_k", "K = X·W_k" + kv_split, "x", "k", std::move(w.key)});
+        trace_.parameters.push_back({"W_v", "V = X·W_v" + kv_split, "x", "v", std::move(w.value)});
+        if (w.output) {
+            Parameter o{"W_o", layout_.several() ? "output = concat·W_o" : "output = Z·W_o", layout_.several() ? "c" : "z",
+                        "o", std::move(*w.output)};
+            o.generated = output_generated;
+            trace_.parameters.push_back(std::move(o));
+        }
     }
 
-    void record_projections(SinglePass<T>& p) {
+    // "Q_2 = X·W_q, columns 3–4" for head 2 of 2-number heads; "Q = X·W_q" with one head.
+    std::string projection_formula(std::string_view symbol, std::string_view weight, int head, Eigen::Index width,
+                                   bool kv) const {
+        if (!layout_.several()) return fmt::format("{} = X·{}", symbol, weight);
+        const int block = kv ? layout_.kv_head_of(head) : head;
+        return fmt::format("{}_{} = X·{}, columns {}", symbol, head, weight, column_span((block - 1) * width, width));
+    }
+
+    void record_head(HeadPass<T> h, const std::optional<BoolMatrix>& mask, int head) {
+        record_projections(h, head);
+        record_scores(h, head);
+        const std::string_view scores_name = scale_.rule == ScaleRule::none ? "S" : "S'";
+        const MatrixT<T> masked = h.masked;  // the weights' message quotes it
+        record_mask(std::move(h.masked), mask, scores_name, head);
+        record_weights<T>(stages_, trace_, std::move(h.weights), masked, mask ? &*mask : nullptr,
+                          {"A", mask ? "S''" : scores_name, ""},
+                          tokens_, tokens_, layout_.several() ? head : 0);
+        stages_.add(StageId::context, "Context vectors: weighted sum of the values",
+                    mode_.learned_projections ? (layout_.several() ? fmt::format("Z_{} = A_{}·V_{}", head, head, head) : "Z = A·V")
+                                              : "Z = A·X",
+                    tokens_, numbered("z", h.context.cols()), std::move(h.context));
+    }
+
+    void record_projections(HeadPass<T>& h, int head) {
         if (!mode_.learned_projections) {
             const auto same = [&](StageId id, std::string_view title, std::string_view formula, std::string_view role) {
-                stages_.skip(id, std::string(title), std::string(formula), tokens_, numbered("x", p.x.cols()), p.x,
+                stages_.skip(id, std::string(title), std::string(formula), tokens_, numbered("x", h.q.cols()), h.q,
                              fmt::format("no projection: plain attention has no trainable weights, so the "
                                          "embeddings themselves are the {}",
                                          role));
@@ -103,35 +201,51 @@ private:
             same(StageId::values, "Values", "V = X", "values");
             return;
         }
-        stages_.add(StageId::queries, "Queries: what each token is looking for", "Q = X·W_q", tokens_,
-                    numbered("q", p.q.cols()), p.q);
-        stages_.add(StageId::keys, "Keys: what each token offers", "K = X·W_k", tokens_, numbered("k", p.k.cols()), p.k);
-        stages_.add(StageId::values, "Values: what each token passes on", "V = X·W_v", tokens_, numbered("v", p.v.cols()),
-                    p.v);
+        const std::string shared =
+            layout_.grouped() ? fmt::format(" (key/value head {}, shared by heads {})", layout_.kv_head_of(head),
+                                            shared_heads(layout_.kv_head_of(head)))
+                              : "";
+        stages_.add(StageId::queries, "Queries: what each token is looking for",
+                    projection_formula("Q", "W_q", head, layout_.d_head, false), tokens_, numbered("q", h.q.cols()), h.q);
+        stages_.add(StageId::keys, "Keys: what each token offers" + shared,
+                    projection_formula("K", "W_k", head, layout_.d_head, true), tokens_, numbered("k", h.k.cols()), h.k);
+        stages_.add(StageId::values, "Values: what each token passes on" + shared,
+                    projection_formula("V", "W_v", head, layout_.d_v, true), tokens_, numbered("v", h.v.cols()), h.v);
     }
 
-    void record_scores(SinglePass<T>& p) {
-        const Eigen::Index d_k = p.q.cols();
+    // "1–2": the query heads that read key/value head g.
+    std::string shared_heads(int g) const {
+        const int per = layout_.heads / layout_.kv_heads;
+        return column_span((g - 1) * per, per);
+    }
+
+    void record_scores(HeadPass<T>& h, int head) {
+        const Eigen::Index d = h.q.cols();
+        const std::string d_name = layout_.several() ? "d_head" : "d_k";
         stages_.add(StageId::scores, "Attention scores: query · key",
-                    mode_.learned_projections ? "S = Q·Kᵀ" : "S = X·Xᵀ", tokens_, tokens_, std::move(p.scores));
+                    mode_.learned_projections ? (layout_.several() ? fmt::format("S_{} = Q_{}·K_{}ᵀ", head, head, head) : "S = Q·Kᵀ")
+                                              : "S = X·Xᵀ",
+                    tokens_, tokens_, std::move(h.scores));
         switch (scale_.rule) {
         case ScaleRule::none:
-            stages_.skip(StageId::scaled, "Scaled scores", "S' = S", tokens_, tokens_, std::move(p.scaled),
-                         mode_.scaled ? "no scaling: --scale none leaves the scores as they are (the Transformer divides by √d_k)"
+            stages_.skip(StageId::scaled, "Scaled scores", "S' = S", tokens_, tokens_, std::move(h.scaled),
+                         mode_.scaled ? fmt::format("no scaling: --scale none leaves the scores as they are (the "
+                                                    "Transformer divides by √{})",
+                                                    d_name)
                                       : "no scaling: the simplified version uses raw dot products");
             return;
         case ScaleRule::sqrt:
-            stages_.add(StageId::scaled, fmt::format("Scaled scores: divided by √d_k = √{}", d_k), "S' = S / √d_k",
-                        tokens_, tokens_, std::move(p.scaled));
+            stages_.add(StageId::scaled, fmt::format("Scaled scores: divided by √{} = √{}", d_name, d),
+                        fmt::format("S' = S / √{}", d_name), tokens_, tokens_, std::move(h.scaled));
             return;
         case ScaleRule::value:
             stages_.add(StageId::scaled, fmt::format("Scaled scores: divided by {} (--scale)", scale_.value),
-                        fmt::format("S' = S / {}", scale_.value), tokens_, tokens_, std::move(p.scaled));
+                        fmt::format("S' = S / {}", scale_.value), tokens_, tokens_, std::move(h.scaled));
             return;
         }
     }
 
-    void record_mask(MatrixT<T> masked, const std::optional<BoolMatrix>& mask, std::string_view scores_name) {
+    void record_mask(MatrixT<T> masked, const std::optional<BoolMatrix>& mask, std::string_view scores_name, int head) {
         if (mask)
             stages_.add(StageId::masked, "Masked scores: later positions excluded",
                         "S'' = S' with −∞ where key j > query i", tokens_, tokens_, std::move(masked), &*mask);
@@ -140,9 +254,36 @@ private:
                          std::move(masked), "no mask: bidirectional, every position sees every position");
     }
 
+    // The heads side by side, the output and what each head adds to it.
+    void record_output(SinglePass<T>& p) {
+        if (layout_.several()) {
+            std::vector<std::string> blocks;
+            for (int head = 1; head <= layout_.heads; ++head)
+                blocks.push_back(fmt::format("head {}: c{}", head, column_span((head - 1) * layout_.d_v, layout_.d_v)));
+            stages_.add(StageId::concat, fmt::format("The heads' context vectors side by side ({})", fmt::join(blocks, "; ")),
+                        "concat = [Z_1 … Z_H]", tokens_, numbered("c", p.concat.cols()), std::move(p.concat));
+        }
+        if (p.output.size() == 0) return;
+        stages_.add(StageId::output,
+                    layout_.several() ? "Output: the heads' contexts mixed by W_o" : "Output: the context vectors mapped by W_o",
+                    layout_.several() ? "output = concat·W_o" : "output = Z·W_o", tokens_, numbered("o", p.output.cols()),
+                    std::move(p.output));
+        for (int head = 1; head <= static_cast<int>(p.contributions.size()); ++head) {
+            stages_.set_head(head, 0);
+            stages_.add(StageId::head_contributions,
+                        fmt::format("What head {} adds to the output: its context times its rows c{} of W_o", head,
+                                    column_span((head - 1) * layout_.d_v, layout_.d_v)),
+                        fmt::format("Z_{}·W_o[rows of head {}]", head, head), tokens_,
+                        numbered("o", p.contributions[static_cast<std::size_t>(head - 1)].cols()),
+                        std::move(p.contributions[static_cast<std::size_t>(head - 1)]));
+        }
+        stages_.set_head(0, 0);
+    }
+
     Trace& trace_;
     const ModeSpec& mode_;
     const ScaleSetting& scale_;
+    const HeadLayout& layout_;
     StageBuilder stages_;
     const Labels tokens_;  // shared by every stage
 };
@@ -152,9 +293,10 @@ void refuse_dim(const std::string& origin, std::string_view own) {
                                  own));
 }
 
-// The one place single-sequence weights come from: the input, or the seed.
-SingleWeights weights_for(const Sequence& sequence, const std::optional<Projections>& given, const TraceOptions& options,
-                          const std::string& origin) {
+// The one place single-sequence weights come from: the input, or the seed. With several heads
+// and no W_o in the input, W_o is generated (and said so).
+SingleWeights weights_for(const Sequence& sequence, const std::optional<Projections>& given, const HeadCounts& counts,
+                          const TraceOptions& options, const std::string& origin) {
     const ModeSpec& mode = mode_spec(options.mode);
     SingleWeights w;
     if (!mode.learned_projections) {
@@ -166,11 +308,25 @@ SingleWeights weights_for(const Sequence& sequence, const std::optional<Projecti
         if (options.dim) refuse_dim(origin, fmt::format("d_k = {}", given->query.cols()));
         w.projections = *given;
         w.origin = WeightsOrigin::file;
+        w.layout = head_layout(*w.projections, counts, origin);
+        if (counts.heads > 1 && !w.projections->output) {
+            const Eigen::Index width = w.layout.heads * w.layout.d_v;
+            SplitMix64 rng(options.seed);
+            w.projections->output = random_matrix(rng, width, width, 1.0 / std::sqrt(static_cast<double>(width)));
+            w.layout.d_out = width;
+            w.output_generated = true;
+            w.notes.push_back(fmt::format("W_o generated from seed {} (splitmix64), not learned: the input gives W_q, "
+                                          "W_k and W_v but no \"output\"",
+                                          options.seed));
+        }
         return w;
     }
     const Eigen::Index d_in = sequence.vectors.cols();
-    w.projections = generate_projections(options.seed, d_in, options.dim.value_or(d_in));
+    const Eigen::Index d_model = generated_model_size(d_in, counts, options);
+    const Eigen::Index d_kv = d_model / counts.heads * counts.kv_heads;
+    w.projections = generate_projections(options.seed, d_in, d_model, d_kv, counts.heads > 1);
     w.origin = WeightsOrigin::generated;
+    w.layout = head_layout(*w.projections, counts, origin);
     return w;
 }
 
@@ -189,13 +345,17 @@ Trace trace_with(const Sequence& sequence, SingleWeights w, const TraceOptions& 
     trace.temperature = options.temperature;
     Projections* p = w.projections ? &*w.projections : nullptr;
     const ScaleSetting scale{options.scale.value_or(mode.default_scale()), options.scale_value};
+    const HeadLayout& layout = w.layout;
     if (options.dtype == Dtype::float32)
-        SingleStages<float>(trace, mode, scale)
-            .record(attend<float>(sequence.vectors, p, mode, scale, options.normalization, options.temperature), p);
+        SingleStages<float>(trace, mode, scale, layout)
+            .record(attend<float>(sequence.vectors, p, layout, mode, scale, options.normalization, options.temperature), p,
+                    w.output_generated);
     else
-        SingleStages<double>(trace, mode, scale)
-            .record(attend<double>(sequence.vectors, p, mode, scale, options.normalization, options.temperature), p);
-    if (options.query) trace.worked = work_through(trace, find_query_row(trace.tokens, *options.query));
+        SingleStages<double>(trace, mode, scale, layout)
+            .record(attend<double>(sequence.vectors, p, layout, mode, scale, options.normalization, options.temperature), p,
+                    w.output_generated);
+    if (options.query)
+        trace.worked = work_through(trace, find_query_row(trace.tokens, *options.query), options.head.value_or(1));
     return trace;
 }
 
@@ -207,7 +367,22 @@ SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
     if (!single || mode.reads_pair) refuse_mode_for_input(problem, mode);
     if (options.score != Score::additive)
         throw UsageError(fmt::format("--score {} applies to mode bahdanau only", to_string(options.score)));
-    return {&single->sequence, weights_for(single->sequence, single->weights, options, problem.origin)};
+    HeadCounts counts = head_counts(*single, options, problem.origin);
+    std::vector<std::string> notes;
+    if (!mode.takes_heads) {
+        if (options.heads || options.kv_heads)
+            throw UsageError(fmt::format("--heads and --kv-heads apply to modes self and causal: {} mode has no "
+                                         "projections to split",
+                                         mode.name()));
+        if (counts.heads > 1 || counts.kv_heads > 1)
+            notes.push_back(fmt::format("the input's {} heads are not used: {} mode has no projections to split (try "
+                                        "--mode self)",
+                                        counts.heads, mode.name()));
+        counts = HeadCounts{};
+    }
+    SingleSetup setup{&single->sequence, weights_for(single->sequence, single->weights, counts, options, problem.origin)};
+    setup.weights.notes.insert(setup.weights.notes.begin(), notes.begin(), notes.end());
+    return setup;
 }
 
 Trace trace_single_problem(const Problem& problem, const TraceOptions& options) {
@@ -218,7 +393,8 @@ Trace trace_single_problem(const Problem& problem, const TraceOptions& options) 
 Trace trace_single(const Sequence& sequence, const Projections* weights, const TraceOptions& options,
                    const std::string& origin) {
     const std::optional<Projections> given = weights ? std::optional<Projections>(*weights) : std::nullopt;
-    return trace_with(sequence, weights_for(sequence, given, options, origin), options, origin);
+    const HeadCounts counts = head_counts(SingleSequenceInput{}, options, origin);
+    return trace_with(sequence, weights_for(sequence, given, counts, options, origin), options, origin);
 }
 
 }  // namespace attntrace

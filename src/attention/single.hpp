@@ -1,6 +1,7 @@
 // The single-sequence modes (plain, self, causal): one sentence attending to itself.
 #pragma once
 
+#include "attention/heads.hpp"
 #include "attention/trace.hpp"
 #include "core/problem.hpp"
 #include "core/stage.hpp"
@@ -17,6 +18,8 @@ struct SingleWeights {
     std::optional<Projections> projections;
     WeightsOrigin origin = WeightsOrigin::none;
     std::vector<std::string> notes;
+    HeadLayout layout;              // how the heads split the projections (one head without them)
+    bool output_generated = false;  // W_o drawn from the seed for weights that lack it
 };
 
 // The sequence of `problem` and its weights for `options.mode`, after the checks every

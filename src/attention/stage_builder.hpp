@@ -27,6 +27,13 @@ class StageBuilder {
 public:
     explicit StageBuilder(Trace& trace) : trace_(trace) {}
 
+    // The stages added from now on belong to (1-based) `head`, reading key/value head
+    // `kv_head` (0 for either: one for the run, every head its own).
+    void set_head(int head, int kv_head) {
+        head_ = head;
+        kv_head_ = kv_head;
+    }
+
     // A stage the mode computes. Entries the mask forbids may be −∞; all others must be finite.
     // Stages are stored as double: a float64 matrix given as an rvalue moves in (taken only
     // here, inside, so the other arguments may still read it), anything else is copied or
@@ -36,6 +43,8 @@ public:
                const BoolMatrix* allowed = nullptr) {
         Stage stage;
         stage.id = id;
+        stage.head = head_;
+        stage.kv_head = kv_head_;
         stage.title = std::move(title);
         stage.formula = std::move(formula);
         stage.rows = std::move(rows);
@@ -74,12 +83,14 @@ private:
                 }
         if (first == rows * cols) return;
         const Eigen::Index r = first / cols, c = first % cols;
-        throw_overflow(trace_.origin, stage.id, stage.rows[static_cast<std::size_t>(r)], r,
+        throw_overflow(trace_.origin, {stage.id, stage.head}, stage.rows[static_cast<std::size_t>(r)], r,
                        stage.cols[static_cast<std::size_t>(c)], c, stage.data(r, c), "the entry",
                        stage.id == StageId::scaled ? division_overflow_cause(trace_.scale, 1) : std::string(input_too_large));
     }
 
     Trace& trace_;
+    int head_ = 0;
+    int kv_head_ = 0;
 };
 
 }  // namespace attntrace

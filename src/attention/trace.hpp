@@ -23,6 +23,9 @@ struct TraceOptions {
     std::optional<ScaleRule> scale;     // --scale; absent: the mode's own (√d_k, or none)
     double scale_value = 1;             // the divisor of ScaleRule::value
     double temperature = 1;             // --temperature: softmax(S / T)
+    std::optional<int> heads;           // --heads: attention heads (self and causal)
+    std::optional<int> kv_heads;        // --kv-heads: key/value heads (grouped-query attention)
+    std::optional<int> head;            // --head: the head -q works through (default 1)
 };
 
 // The divisor of the scores: √d_k, 1, or the number given.

@@ -4,6 +4,7 @@
 #include "attention/kernels.hpp"
 #include "attention/stage_builder.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -65,12 +66,17 @@ inline constexpr double tie_tolerance = 4 * std::numeric_limits<T>::epsilon();
 // Appends the `weights` stage with each row's sum and strongest key, and notes what the
 // learner should know (negative weights, rows whose every key is masked). A row whose sum
 // could not divide is refused here, in pipeline order, after the stages before it.
+// A note joins the trace once, however many heads give it.
+inline void add_note(Trace& trace, std::string note) {
+    if (std::find(trace.notes.begin(), trace.notes.end(), note) == trace.notes.end()) trace.notes.push_back(std::move(note));
+}
+
 template <typename T>
 void record_weights(StageBuilder& stages, Trace& trace, Normalized<T> normalized, const MatrixT<T>& scores,
-                    const BoolMatrix* mask, const WeightsNames& names, Labels rows, Labels cols) {
+                    const BoolMatrix* mask, const WeightsNames& names, Labels rows, Labels cols, int head = 0) {
     if (normalized.overflow) {
         const auto [r, c] = *normalized.overflow;
-        throw_overflow(trace.origin, StageId::weights, rows[static_cast<std::size_t>(r)], r, cols[static_cast<std::size_t>(c)],
+        throw_overflow(trace.origin, {StageId::weights, head}, rows[static_cast<std::size_t>(r)], r, cols[static_cast<std::size_t>(c)],
                        c, static_cast<double>(scores(r, c) / static_cast<T>(trace.temperature)),
                        fmt::format("{} / T", names.scores), division_overflow_cause(1, trace.temperature));
     }
@@ -91,11 +97,11 @@ void record_weights(StageBuilder& stages, Trace& trace, Normalized<T> normalized
                                 : tempered ? fmt::format("{} = softmax({} / T) per row", names.weights, names.scores)
                                            : fmt::format("{} = softmax({}) per row", names.weights, names.scores);
     if (!softmax && trace.temperature != 1)
-        trace.notes.push_back(fmt::format("--temperature {} changes nothing here: dividing by the row sum gives the "
+        add_note(trace, fmt::format("--temperature {} changes nothing here: dividing by the row sum gives the "
                                           "same weights for scores divided by any T (softmax is the one that changes)",
                                           trace.temperature));
     if (!softmax && (normalized.weights.array() < 0).any())
-        trace.notes.push_back("some scores are negative, so dividing by the row sum gives negative "
+        add_note(trace, "some scores are negative, so dividing by the row sum gives negative "
                               "weights; softmax (the default) always gives weights in [0, 1]");
     Stage& stage = stages.add(StageId::weights, std::move(title), formula, std::move(rows), std::move(cols),
                               std::move(normalized.weights), mask);
@@ -104,6 +110,7 @@ void record_weights(StageBuilder& stages, Trace& trace, Normalized<T> normalized
     for (Eigen::Index r = 0; r < stage.data.rows(); ++r) {
         if (mask && !mask->row(r).any()) {
             stage.strongest.push_back(-1);
+            stage.tied.push_back(0);
             blind.push_back(stage.rows[static_cast<std::size_t>(r)]);
             continue;
         }
@@ -113,7 +120,7 @@ void record_weights(StageBuilder& stages, Trace& trace, Normalized<T> normalized
         stage.tied.push_back((stage.data.row(r).array() >= top - std::abs(top) * tie_tolerance<T>).count());
     }
     if (!blind.empty())
-        trace.notes.push_back(fmt::format("every key is masked for {}: their weights are all 0 (a softmax over "
+        add_note(trace, fmt::format("every key is masked for {}: their weights are all 0 (a softmax over "
                                           "no keys would be 0/0) and their context vectors 0",
                                           fmt::join(blind, ", ")));
 }

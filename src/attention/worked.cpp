@@ -102,20 +102,28 @@ void work_mask_and_weights(WorkedExample& w, const Stage& masked, std::string_vi
     }
 }
 
-// output = input·W, column by column, with W the trace's parameter `name`; appended to the
-// inputs as "output = input·W" too.
-void add_projection(WorkedExample& w, const Trace& trace, const std::string& output, std::string_view name,
-                    std::vector<double> result) {
+// `output` = `input`·W, column by column, with W the columns first … first + count − 1 of the
+// trace's parameter `name` (all of them when count is 0).
+WorkedProjection projection(const Trace& trace, const LabelledVector& input, const std::string& output,
+                            std::string_view name, std::vector<double> result, Eigen::Index first = 0,
+                            Eigen::Index count = 0) {
     const Matrix& m = trace.parameter(name).data;
-    const LabelledVector input = w.inputs.front();
-    const std::string product = fmt::format("{}·{}", input.label, name);
-    w.inputs.push_back({output == product ? product : fmt::format("{} = {}", output, product), result});
-    WorkedProjection out{output, input.label, std::string(name), input.values, {}, std::move(result)};
-    for (Eigen::Index k = 0; k < m.cols(); ++k) {
+    WorkedProjection out{output, input.label, std::string(name), input.values, {}, std::move(result), first};
+    for (Eigen::Index k = first; k < (count ? first + count : m.cols()); ++k) {
         const auto column = m.col(k);
         out.columns.emplace_back(column.begin(), column.end());
     }
-    w.projections.push_back(std::move(out));
+    return out;
+}
+
+// The same, appended to the inputs as "output = input·W" too (the input is the first of them).
+void add_projection(WorkedExample& w, const Trace& trace, const std::string& output, std::string_view name,
+                    std::vector<double> result, Eigen::Index first = 0, Eigen::Index count = 0) {
+    const LabelledVector input = w.inputs.front();
+    const std::string product = fmt::format("{}·{}", input.label, name);
+    const std::string label = output == product ? product : fmt::format("{} = {}", output, product);
+    w.inputs.push_back({count ? fmt::format("{}, columns {}–{}", label, first + 1, first + count) : label, result});
+    w.projections.push_back(projection(trace, input, output, name, std::move(result), first, count));
 }
 
 // How this run scaled its scores (the mode's own rule or --scale's).
@@ -128,20 +136,30 @@ void work_scale(WorkedExample& w, const Trace& trace, Eigen::Index d_k) {
 
 void work_single(WorkedExample& w, const Trace& trace) {
     const Eigen::Index i = w.row;
+    const int h = w.head;  // 0 with one head
     const bool plain = !mode_spec(trace.mode).learned_projections;
-    const Stage& keys = trace.at(StageId::keys);
-    const Stage& queries = trace.at(StageId::queries);
+    const Stage& keys = trace.at(StageId::keys, h);
+    const Stage& queries = trace.at(StageId::queries, h);
     w.inputs.push_back({fmt::format("x_{}", w.query), row_of(trace.at(StageId::inputs), i)});
     if (!plain) {
-        add_projection(w, trace, fmt::format("q_{}", w.query), "W_q", row_of(queries, i));
+        const Eigen::Index d_head = queries.col_count();
+        add_projection(w, trace, fmt::format("q_{}", w.query), "W_q", row_of(queries, i), h ? (h - 1) * d_head : 0,
+                       h ? d_head : 0);
     }
     for (Eigen::Index j = 0; j < keys.row_count(); ++j)
         w.dots.push_back({w.keys[static_cast<std::size_t>(j)], row_of(queries, i), row_of(keys, j),
-                          trace.at(StageId::scores).data(i, j)});
+                          trace.at(StageId::scores, h).data(i, j)});
     work_scale(w, trace, queries.col_count());
-    w.scaled = row_of(trace.at(StageId::scaled), i);
-    work_mask_and_weights(w, trace.at(StageId::masked), "they come after it, and a causal model must not see the future");
-    w.values = labelled_rows(trace.at(StageId::values), plain ? "x" : "v");
+    w.scaled = row_of(trace.at(StageId::scaled, h), i);
+    work_mask_and_weights(w, trace.at(StageId::masked, h), "they come after it, and a causal model must not see the future");
+    w.values = labelled_rows(trace.at(StageId::values, h), plain ? "x" : "v");
+    // The heads' contexts side by side, mixed by W_o, for this token.
+    if (const Stage* output = trace.find(StageId::output)) {
+        const Stage* concat = trace.find(StageId::concat);
+        const LabelledVector input{fmt::format("{}_{}", concat ? "concat" : "z", w.query),
+                                   row_of(concat ? *concat : trace.at(StageId::context), i)};
+        w.output = projection(trace, input, fmt::format("output_{}", w.query), "W_o", row_of(*output, i));
+    }
 }
 
 void work_bahdanau(WorkedExample& w, const Trace& trace) {
@@ -185,14 +203,17 @@ void work_bahdanau(WorkedExample& w, const Trace& trace) {
 
 }  // namespace
 
-WorkedExample work_through(const Trace& trace, Eigen::Index row) {
+WorkedExample work_through(const Trace& trace, Eigen::Index row, int head) {
+    if (trace.heads > 1 && (head < 1 || head > trace.heads))
+        throw UsageError(fmt::format("--head {}: the heads are numbered 1 to {}", head, trace.heads));
     WorkedExample w;
+    w.head = trace.heads > 1 ? head : 0;
     w.mode = trace.mode;
     w.score = trace.score;
     w.normalization = trace.normalization;
     w.temperature = trace.temperature;
     w.row = row;
-    const Stage& weights = trace.at(StageId::weights);
+    const Stage& weights = trace.at(StageId::weights, w.head);
     w.query = weights.rows[static_cast<std::size_t>(row)];
     w.keys = weights.cols;
     if (mode_spec(trace.mode).reads_pair) work_bahdanau(w, trace);
@@ -208,7 +229,7 @@ WorkedExample work_through(const Trace& trace, Eigen::Index row) {
         std::sort(order.begin(), order.end());
         for (const std::size_t j : order) w.strongest.push_back(w.keys[j]);
     }
-    w.context = row_of(trace.at(StageId::context), row);
+    w.context = row_of(trace.at(StageId::context, w.head), row);
     return w;
 }
 

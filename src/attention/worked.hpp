@@ -12,7 +12,9 @@ namespace attntrace {
 
 // The worked example of `row` in a traced single-sequence or bahdanau problem: the trace
 // supplies every matrix, its parameters included.
-WorkedExample work_through(const Trace& trace, Eigen::Index row);
+// With several heads, `head` (1-based) is the head worked through, followed by the output's
+// row: the heads' contexts side by side times W_o. Throws UsageError for a head that is not.
+WorkedExample work_through(const Trace& trace, Eigen::Index row, int head = 1);
 
 // Finds the query row: the first token spelled exactly `spec`, else a 1-based position.
 // Throws UsageError naming the tokens when neither fits.

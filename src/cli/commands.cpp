@@ -78,6 +78,7 @@ struct TraceState {
     TraceFlags flags;
     LimitFlags limits;
     bool list = false;
+    int head = 0;  // --head
 
     int run() {
         return attntrace::run(
@@ -86,6 +87,7 @@ struct TraceState {
                 const auto query = request.trace.query;
                 request.trace = flags.apply();
                 request.trace.query = query;
+                if (head > 0) request.trace.head = request.render.head = head;
                 request.max_memory = limits.memory();
                 request.max_seconds = limits.seconds();
                 request.max_input = limits.input();
@@ -110,6 +112,9 @@ void add_trace_options(CLI::App& app, TraceState& s) {
         ->delimiter(',');
     app.add_option("-q,--query", s.request.trace.query,
                    "work through one query's arithmetic: a token as spelled, or a 1-based position");
+    app.add_option("--head", s.head, "several heads: show this head's stages alone, and work through it with -q "
+                                     "(default: every head; -q works through head 1)")
+        ->check(CLI::Range(1, max_heads));
     app.add_flag("--explain", s.request.render.explain, "explain each stage before showing it");
     auto* svg = app.add_option("--svg", s.request.svg_path,
                                "also write a heatmap of the attention weights (or of --svg-stage) to this SVG file");

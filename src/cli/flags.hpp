@@ -112,6 +112,7 @@ struct TraceFlags {
     std::string mode, normalize = "softmax", score = "additive", dtype = "float64", scale;
     long long dim = 0;
     int threads = 0;
+    int heads = 0, kv_heads = 0;  // 0: the input's, else 1
     TraceOptions options;
 
     void add_to(CLI::App& app);
@@ -176,6 +177,12 @@ inline void TraceFlags::add_to(CLI::App& app) {
         ->capture_default_str();
     app.add_option("--seed", options.seed, "seed for weights the input does not give")->check(whole_number_u64)->capture_default_str();
     app.add_option("--dim", dim, "d_k = d_v (bahdanau: d_a) of generated weights (default: d_in)")->check(CLI::Range(1LL, 1LL << 20));
+    app.add_option("--heads", heads, "self, causal: split the projections into this many attention heads (default: the "
+                                     "input's \"heads\", else 1)")
+        ->check(CLI::Range(1, max_heads));
+    app.add_option("--kv-heads", kv_heads, "grouped-query attention: this many key/value heads, each shared by a group "
+                                           "of query heads (1: multi-query; default: one per head)")
+        ->check(CLI::Range(1, max_heads));
     app.add_option("--threads", threads, "OpenMP threads (default: all cores); the output is the same for any")
         ->check(CLI::Range(1, max_threads));
     add_enum<Dtype>(app, "--dtype", dtype, "compute in float64 (default) or float32 (faster for long inputs)")->capture_default_str();
@@ -206,6 +213,8 @@ inline TraceOptions TraceFlags::apply() const {
     o.normalization = *parse_enum<Normalization>(normalize);  // CLI11 has checked the names
     o.score = *parse_enum<Score>(score);
     if (dim > 0) o.dim = dim;
+    if (heads > 0) o.heads = heads;
+    if (kv_heads > 0) o.kv_heads = kv_heads;
     o.dtype = *parse_enum<Dtype>(dtype);
     prepare_threads(threads > 0 ? std::optional<int>(threads) : std::nullopt);
     return o;

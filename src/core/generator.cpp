@@ -12,12 +12,18 @@ Matrix random_matrix(SplitMix64& rng, Eigen::Index rows, Eigen::Index cols, doub
 }
 
 Projections generate_projections(std::uint64_t seed, Eigen::Index d_in, Eigen::Index d_k) {
+    return generate_projections(seed, d_in, d_k, d_k, false);
+}
+
+Projections generate_projections(std::uint64_t seed, Eigen::Index d_in, Eigen::Index d_model, Eigen::Index d_kv,
+                                 bool output) {
     SplitMix64 rng(seed);
     const double scale = 1.0 / std::sqrt(static_cast<double>(d_in));
     Projections p;
-    p.query = random_matrix(rng, d_in, d_k, scale);
-    p.key = random_matrix(rng, d_in, d_k, scale);
-    p.value = random_matrix(rng, d_in, d_k, scale);
+    p.query = random_matrix(rng, d_in, d_model, scale);
+    p.key = random_matrix(rng, d_in, d_kv, scale);
+    p.value = random_matrix(rng, d_in, d_kv, scale);
+    if (output) p.output = random_matrix(rng, d_model, d_model, 1.0 / std::sqrt(static_cast<double>(d_model)));
     return p;
 }
 

@@ -44,6 +44,13 @@ Matrix random_matrix(SplitMix64& rng, Eigen::Index rows, Eigen::Index cols, doub
 // with `seed`, each entry in [-1/√d_in, 1/√d_in) so projections keep the inputs' scale.
 Projections generate_projections(std::uint64_t seed, Eigen::Index d_in, Eigen::Index d_k);
 
+// The same for several heads: W_q (d_in × d_model), then W_k and W_v (d_in × d_kv, the
+// columns of the key/value heads), then W_o (d_model × d_model, entries in
+// [-1/√d_model, 1/√d_model)) when `output` — one stream, so with d_kv = d_model and no
+// W_o the three matrices are those of generate_projections.
+Projections generate_projections(std::uint64_t seed, Eigen::Index d_in, Eigen::Index d_model, Eigen::Index d_kv,
+                                 bool output);
+
 // W_a (d_s × d_a), U_a (d_h × d_a) and v_a (d_a), drawn in that order from one stream, each
 // entry in [-1/√fan_in, 1/√fan_in) with fan_in = d_s, d_h and d_a respectively.
 AdditiveWeights generate_additive_weights(std::uint64_t seed, Eigen::Index d_s, Eigen::Index d_h,

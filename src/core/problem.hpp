@@ -27,11 +27,13 @@ struct Vocabulary {
     Matrix vectors;  // words.size() × d
 };
 
-// The three learned projections of self-attention, applied as X·W.
+// The learned projections of self-attention, applied as X·W. With H heads the columns of each
+// split into H blocks (K and V into G blocks for G key/value heads).
 struct Projections {
-    Matrix query;  // d_in × d_k
-    Matrix key;    // d_in × d_k
-    Matrix value;  // d_in × d_v
+    Matrix query;                 // d_in × d_model (d_k with one head)
+    Matrix key;                   // d_in × d_model, or G·d_head
+    Matrix value;                 // d_in × d_v·heads, or G·d_v
+    std::optional<Matrix> output;  // W_o: H·d_v × d_out, mixing the heads' contexts
 };
 
 // The learned parameters of Bahdanau's additive score e = v_a · tanh(s·W_a + h·U_a).
@@ -45,6 +47,8 @@ struct AdditiveWeights {
 struct SingleSequenceInput {
     Sequence sequence;
     std::optional<Projections> weights;  // absent: generated from --seed when a mode needs them
+    std::optional<int> heads;            // "heads": the number of attention heads
+    std::optional<int> kv_heads;         // "kv_heads": key/value heads (grouped-query attention)
 };
 
 // A decoder looking back at an encoder (bahdanau).

@@ -25,9 +25,11 @@ enum class StageId {
     scores, scaled, masked, weights, context,                                   // every mode
     dot, cosine,                                                                // similarity's tables
     parameters,  // the weights a run uses: a section of their own, not a stage of the trace
+    positions, queries_rotated, keys_rotated,                                    // position information
+    concat, output, head_contributions,                                          // several heads
 };
 
-inline constexpr NameTable<StageId, 16> stage_names{{
+inline constexpr NameTable<StageId, 22> stage_names{{
     {StageId::inputs, "inputs"},
     {StageId::queries, "queries"},
     {StageId::keys, "keys"},
@@ -44,11 +46,21 @@ inline constexpr NameTable<StageId, 16> stage_names{{
     {StageId::dot, "dot"},
     {StageId::cosine, "cosine"},
     {StageId::parameters, "parameters"},
+    {StageId::positions, "positions"},
+    {StageId::queries_rotated, "queries_rotated"},
+    {StageId::keys_rotated, "keys_rotated"},
+    {StageId::concat, "concat"},
+    {StageId::output, "output"},
+    {StageId::head_contributions, "head_contributions"},
 }};
 constexpr const auto& names_of(StageId) { return stage_names; }
 
 struct Stage {
     StageId id = StageId::inputs;
+    // Several heads: the 1-based head a per-head stage belongs to (0: one stage for the run),
+    // and the key/value head it reads (grouped-query attention; 0 when every head has its own).
+    int head = 0;
+    int kv_head = 0;
     std::string title;    // for people: "Attention weights"
     std::string formula;  // plain text: "S = Q·Kᵀ"
     bool applied = true;
@@ -79,6 +91,7 @@ struct Parameter {
     std::string row_prefix, col_prefix;
     Matrix data;         // one row for a vector
     bool vector = false;  // a vector in the input (v_a): one row labelled with the name
+    bool generated = false;  // drawn from the seed though the input gives the others (W_o)
 };
 
 // What a run is: shared by the products that describe one (a trace, a summary) and written
@@ -95,6 +108,8 @@ struct RunHeader {
     // Things the learner should know about this run that no single stage shows (one line each).
     std::vector<std::string> notes;
     Dims dims;                // ("d_in", 3), ("d_k", 2), …
+    int heads = 1;     // attention heads
+    int kv_heads = 1;  // key/value heads (grouped-query attention when fewer than heads)
     ScaleRule scale_rule = ScaleRule::none;  // what the scores are divided by
     double scale = 1;                        // that divisor (√d_k, 1 or the number given)
     double temperature = 1;                  // softmax(S / T)
@@ -131,17 +146,18 @@ struct Trace : RunHeader {
             if (p.name == name) return p;
         throw std::out_of_range("no parameter " + std::string(name));
     }
-    const Stage* find(StageId id) const {
+    // The stage `id` of `head` (0: the first stage of that id, whatever its head).
+    const Stage* find(StageId id, int head = 0) const {
         for (const auto& stage : stages)
-            if (stage.id == id) return &stage;
+            if (stage.id == id && (head == 0 || stage.head == head)) return &stage;
         return nullptr;
     }
     // A stage every trace of this mode has (its absence is a bug, not a data error).
-    const Stage& at(StageId id) const;
+    const Stage& at(StageId id, int head = 0) const;
 };
 
-inline const Stage& Trace::at(StageId id) const {
-    if (const Stage* stage = find(id)) return *stage;
+inline const Stage& Trace::at(StageId id, int head) const {
+    if (const Stage* stage = find(id, head)) return *stage;
     throw std::logic_error("a trace without its " + std::string(to_string(id)) + " stage");
 }
 

@@ -23,8 +23,9 @@ struct WorkedProjection {
     std::string input_label;                   // "x_journey"
     std::string matrix;                        // "W_q"
     std::vector<double> input;
-    std::vector<std::vector<double>> columns;  // column k of the matrix
+    std::vector<std::vector<double>> columns;  // the matrix's columns first_column, first_column + 1, …
     std::vector<double> result;                // as the trace holds it
+    std::int64_t first_column = 0;             // 0-based: a head reads a block of the columns
 };
 
 // One score written out: a · b = Σ_k a_k·b_k (single-sequence modes, Luong's dot and general).
@@ -46,6 +47,7 @@ struct WorkedAdditive {
 
 struct WorkedExample {
     Mode mode = Mode::plain;
+    int head = 0;  // the head worked through (1-based; 0: one head)
     Score score = Score::additive;
     Normalization normalization = Normalization::softmax;
     std::string query;             // the query token (a target token in bahdanau mode)
@@ -85,6 +87,9 @@ struct WorkedExample {
 
     std::vector<LabelledVector> values;  // the vectors mixed into the context (v_j or h_j)
     std::vector<double> context;
+    // Several heads (or a W_o): the token's output, its context (several heads: the heads'
+    // contexts side by side) times W_o.
+    std::optional<WorkedProjection> output;
 };
 
 }  // namespace attntrace

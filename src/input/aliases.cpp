@@ -18,7 +18,7 @@ void add(Aliases& aliases, const std::string& where, std::initializer_list<std::
 struct Projection {
     std::string_view letter, field;
 };
-constexpr Projection projections[] = {{"q", "query"}, {"k", "key"}, {"v", "value"}};
+constexpr Projection projections[] = {{"q", "query"}, {"k", "key"}, {"v", "value"}, {"o", "output"}};
 
 // How papers, libraries and tutorials spell a projection: W_q, Wq, W_query, Q,
 // query_weights, q_proj (and, compared in lower case, WQ, W_Q, …).
@@ -60,6 +60,9 @@ const Aliases& top_level_aliases() {
             out.push_back({std::string(p.field), where});
         }
         add(out, "the weights of mode bahdanau go inside \"weights\"", {"w_a", "u_a", "v_a"});
+        add(out, "the number of attention heads goes under \"heads\"", {"num_heads", "n_heads", "n_head", "head_count"});
+        add(out, "the number of key/value heads goes under \"kv_heads\"",
+            {"num_kv_heads", "n_kv_heads", "num_key_value_heads", "kv_head_count"});
         return out;
     }();
     return aliases;

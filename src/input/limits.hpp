@@ -15,5 +15,6 @@ inline constexpr int max_json_depth = 64;
 inline constexpr std::size_t max_tokens = std::size_t{1} << 20;  // 1,048,576
 // Numbers in one vector (d_in, d_h, d_s) or in one row of a weight matrix.
 inline constexpr std::size_t max_dimension = std::size_t{1} << 16;  // 65,536
+inline constexpr int max_heads = 4096;  // attention heads, and key/value heads
 
 }  // namespace attntrace

@@ -563,20 +563,36 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
     return seq;
 }
 
-Projections read_projections(const Reader& in, const Json& weights, Eigen::Index d_in) {
+// W_q, W_k, W_v and the optional W_o. With key/value heads of their own ("kv_heads"), W_k and
+// W_v are narrower than W_q, and how they split is checked with the heads (attention/heads).
+Projections read_projections(const Reader& in, const Json& weights, Eigen::Index d_in, bool grouped) {
     const std::string pointer = "/weights";
     in.require_object(weights, pointer);
-    in.only_keys(weights, pointer, {"query", "key", "value"}, projection_aliases());
+    in.only_keys(weights, pointer, {"query", "key", "value", "output"}, projection_aliases());
     in.require_all(weights, pointer, {"query", "key", "value"});
     Projections p;
     const auto d_in_why = fmt::format("d_in = {} from the embeddings", d_in);
     p.query = in.matrix_of_shape(weights["query"], "/weights/query", d_in, 0,
                                  fmt::format("d_in × d_k, {}", d_in_why));
-    p.key = in.matrix_of_shape(weights["key"], "/weights/key", d_in, p.query.cols(),
-                               fmt::format("d_in × d_k, like /weights/query; {}", d_in_why));
+    p.key = in.matrix_of_shape(weights["key"], "/weights/key", d_in, grouped ? 0 : p.query.cols(),
+                               grouped ? fmt::format("d_in × G·d_head, {}", d_in_why)
+                                       : fmt::format("d_in × d_k, like /weights/query; {}", d_in_why));
     p.value = in.matrix_of_shape(weights["value"], "/weights/value", d_in, 0,
                                  fmt::format("d_in × d_v, {}", d_in_why));
+    if (weights.contains("output"))
+        p.output = in.matrix_of_shape(weights["output"], "/weights/output", p.value.cols(), 0,
+                                      fmt::format("rows: one per number of the heads' contexts put side by side, {} "
+                                                  "like the columns of /weights/value",
+                                                  p.value.cols()));
     return p;
+}
+
+// "heads" or "kv_heads": a whole number from 1 to `most`.
+int read_count(const Reader& in, const Json& value, std::string_view pointer, int most) {
+    const double x = in.number(value, pointer);
+    if (!(x >= 1 && x <= most && x == std::floor(x)))
+        in.fail(pointer, fmt::format("expected a whole number from 1 to {}, found {}", most, describe(value)));
+    return static_cast<int>(x);
 }
 
 // {"W_a", "U_a", "v_a"} for the additive score (all three or none) and "W" for Luong's
@@ -626,8 +642,10 @@ std::vector<bool> read_mask(const Reader& in, const Json& mask, std::size_t n) {
 SingleSequenceInput read_single(const Reader& in, const Json& doc, Problem& problem) {
     SingleSequenceInput input;
     input.sequence = read_sequence(in, doc, "", "embeddings", true, &problem.vocabulary, problem.notes);
+    if (doc.contains("heads")) input.heads = read_count(in, doc["heads"], "/heads", max_heads);
+    if (doc.contains("kv_heads")) input.kv_heads = read_count(in, doc["kv_heads"], "/kv_heads", max_heads);
     if (doc.contains("weights"))
-        input.weights = read_projections(in, doc["weights"], input.sequence.vectors.cols());
+        input.weights = read_projections(in, doc["weights"], input.sequence.vectors.cols(), input.kv_heads.has_value());
     return input;
 }
 
@@ -693,7 +711,8 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
     Json doc = parse_json(json_text, origin, budget);
     unpack_objects(in, doc);
     in.require_object(doc, "");
-    in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights", "source", "target"},
+    in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights", "heads", "kv_heads",
+                           "source", "target"},
                  top_level_aliases());
 
     Problem problem;
@@ -714,6 +733,10 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
                 in.fail(pointer_child("", single),
                         "a source/target input has no top-level sentence, tokens or embeddings: "
                         "they go inside \"source\" and \"target\"");
+        for (const char* heads : {"heads", "kv_heads"})
+            if (doc.contains(heads))
+                in.fail(pointer_child("", heads), "heads belong to self-attention (modes self and causal); a "
+                                                  "source/target input is traced by bahdanau mode, which has one");
         problem.input = read_encoder_decoder(in, doc, problem.notes);
     } else {
         problem.input = read_single(in, doc, problem);

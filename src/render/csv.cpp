@@ -53,7 +53,8 @@ void write_cells(std::ostream& out, const StageText& text, std::size_t r) {
 
 // One block of a stage (docs/output-formats.md).
 void write_stage(const Stage& stage, const RenderOptions& options, std::ostream& out) {
-    write_row(out, "stage", {std::string(stage.name())});
+    if (stage.head > 0) write_row(out, "stage", {std::string(stage.name()), std::to_string(stage.head)});
+    else write_row(out, "stage", {std::string(stage.name())});
     write_row(out, "formula", {stage.formula});
     if (!stage.applied) {
         write_row(out, "applied", {"false", stage.reason});
@@ -86,11 +87,11 @@ class CsvRenderer final : public TextRenderer {
 public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
         bool first = true;
-        for (const StageId id : shown_stages(trace, options)) {
+        for (const Shown& item : shown_stages(trace, options)) {
             if (!first) out << '\n';
             first = false;
-            if (id == StageId::parameters) write_parameters(trace, options, out);
-            else write_stage(trace.at(id), options, out);
+            if (!item.stage) write_parameters(trace, options, out);
+            else write_stage(*item.stage, options, out);
         }
     }
 

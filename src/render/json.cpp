@@ -140,6 +140,8 @@ void write_worked(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
 void write_stage(JsonWriter& json, const Trace& trace, const Stage& stage, const RenderOptions& options) {
     json.object();
     json.key("name").string(stage.name());
+    if (stage.head > 0) json.key("head").integer(stage.head);
+    if (stage.kv_head > 0) json.key("kv_head").integer(stage.kv_head);
     json.key("title").string(stage.title);
     json.key("formula").string(stage.formula);
     if (options.explain) json.key("explanation").strings(explanation(trace, stage));
@@ -206,8 +208,8 @@ public:
                 json.key("tokens").strings(trace.tokens);
             }
             write_dims(json, trace);
-            const std::vector<StageId> shown = shown_stages(trace, options);
-            if (std::find(shown.begin(), shown.end(), StageId::parameters) != shown.end()) {
+            const std::vector<Shown> shown = shown_stages(trace, options);
+            if (std::any_of(shown.begin(), shown.end(), [](const Shown& item) { return !item.stage; })) {
                 json.key("parameters").object();
                 for (const auto& p : trace.parameters) {  // as given: exact, a vector as a vector
                     json.key(p.name);
@@ -217,9 +219,9 @@ public:
                 json.end();
             }
             json.key("stages").array();
-            for (const StageId id : shown) {
-                if (id == StageId::parameters) continue;  // the "parameters" object above
-                write_stage(json, trace, trace.at(id), options);
+            for (const Shown& item : shown) {
+                if (!item.stage) continue;  // the "parameters" object above
+                write_stage(json, trace, *item.stage, options);
                 flush(out, os);  // stage by stage: a large trace never holds two copies of its text
             }
             json.end();

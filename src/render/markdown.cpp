@@ -62,7 +62,8 @@ void write_table(const Stage& stage, const RenderOptions& options, std::ostream&
 // "## name · shape", the explanation paragraphs, the formula, then a pipe table.
 void write_stage(const Stage& stage, const RenderOptions& options, const std::vector<std::string>& explanation,
                  std::ostream& out) {
-    out << fmt::format("## {} · {}×{}\n\n", stage.name(), stage.row_count(), stage.col_count());
+    out << fmt::format("## {}{} · {}×{}\n\n", stage.name(), stage.head > 0 ? fmt::format(" · head {}", stage.head) : "",
+                       stage.row_count(), stage.col_count());
     for (const auto& line : explanation) out << line << "\n\n";
     out << fmt::format("`{}`", stage.formula);
     if (!stage.applied) {
@@ -100,12 +101,12 @@ public:
         for (const auto& note : trace.notes) out << "> Note: " << markdown_cell(note) << "\n\n";
         if (trace.weights == WeightsOrigin::generated)
             out << fmt::format("> Weights generated from seed {} (splitmix64), not learned.\n\n", trace.seed);
-        for (const StageId id : shown_stages(trace, options)) {
-            if (id == StageId::parameters) {
+        for (const Shown& item : shown_stages(trace, options)) {
+            if (!item.stage) {
                 write_parameters(trace, options, out);
                 continue;
             }
-            const Stage& stage = trace.at(id);
+            const Stage& stage = *item.stage;
             write_stage(stage, options, options.explain ? explanation(trace, stage) : std::vector<std::string>{}, out);
         }
         if (trace.worked) {

@@ -34,11 +34,23 @@ void render(const Trace& trace, const CheckReport& report, const RenderOptions& 
     renderer(options.format).check(trace, report, options, out);
 }
 
-std::vector<StageId> shown_stages(const Trace& trace, const RenderOptions& options) {
-    std::vector<StageId> out;
-    for (const StageId id : mode_spec(trace.mode).stages)
-        if (options.stages.empty() || std::find(options.stages.begin(), options.stages.end(), id) != options.stages.end())
-            out.push_back(id);
+std::vector<Shown> shown_stages(const Trace& trace, const RenderOptions& options) {
+    const auto order = mode_spec(trace.mode).stages;
+    const auto rank = [&](StageId id) { return std::find(order.begin(), order.end(), id) - order.begin(); };
+    const auto selected = [&](StageId id) {
+        return options.stages.empty() || std::find(options.stages.begin(), options.stages.end(), id) != options.stages.end();
+    };
+    std::vector<Shown> out;
+    bool parameters_placed = false;
+    for (const Stage& stage : trace.stages) {
+        if (!parameters_placed && rank(stage.id) > rank(StageId::parameters)) {
+            parameters_placed = true;
+            if (selected(StageId::parameters)) out.push_back({StageId::parameters, nullptr});
+        }
+        if (selected(stage.id) && (options.head == 0 || stage.head == 0 || stage.head == options.head))
+            out.push_back({stage.id, &stage});
+    }
+    if (!parameters_placed && selected(StageId::parameters)) out.push_back({StageId::parameters, nullptr});
     return out;
 }
 

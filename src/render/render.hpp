@@ -35,6 +35,7 @@ struct RenderOptions {
     std::vector<StageId> stages;   // the stages to show, empty: all
     bool color = false;            // tables: shade scores and weights (ANSI 256 colours)
     Shade shade = Shade::row;      // the range a weight is shaded against
+    int head = 0;                  // several heads: show only this one's stages (0: all)
     bool explain = false;          // a few sentences and the shapes before each stage
 };
 
@@ -59,8 +60,15 @@ void render(const Similarity& similarity, const RenderOptions& options, std::ost
 void render(const Comparison& comparison, const RenderOptions& options, std::ostream& out);
 void render(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out);
 
-// What a trace shows, in its mode's pipeline order: the stages `options` selects (all when
-// none is named), and StageId::parameters where the parameters section goes.
-std::vector<StageId> shown_stages(const Trace& trace, const RenderOptions& options);
+// One item a trace shows: a stage, or the parameters section (stage null).
+struct Shown {
+    StageId id;
+    const Stage* stage;
+};
+
+// What a trace shows, in its order (several heads one after another): the stages `options`
+// selects (all when none is named; only one head's with options.head), and the parameters
+// section after the inputs.
+std::vector<Shown> shown_stages(const Trace& trace, const RenderOptions& options);
 
 }  // namespace attntrace

@@ -74,12 +74,13 @@ std::string parameters_heading(const Trace& trace) {
         return mode_spec(trace.mode).reads_pair
                    ? "none · Luong's dot score compares decoder and encoder states as they are"
                    : "none · plain attention has no trainable weights: the embeddings themselves are the queries, keys and values";
-    std::vector<std::string_view> names;
-    for (const auto& p : trace.parameters) names.push_back(p.name);
-    return fmt::format("{} · {}", fmt::join(names, ", "),
-                       trace.weights == WeightsOrigin::generated
-                           ? fmt::format("generated from seed {} (splitmix64), not learned", trace.seed)
-                           : std::string("given in the input"));
+    std::vector<std::string_view> names, generated;  // generated: drawn though the input gives the others
+    for (const auto& p : trace.parameters) (p.generated ? generated : names).push_back(p.name);
+    const std::string from_seed = fmt::format("generated from seed {} (splitmix64), not learned", trace.seed);
+    std::string text = fmt::format("{} · {}", fmt::join(names, ", "),
+                                   trace.weights == WeightsOrigin::generated ? from_seed : std::string("given in the input"));
+    if (!generated.empty()) text += fmt::format("; {} {}", fmt::join(generated, ", "), from_seed);
+    return text;
 }
 
 Stage parameter_table(const Parameter& p) {

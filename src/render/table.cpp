@@ -239,8 +239,8 @@ void write_preamble(const Trace& trace, const RenderOptions& options, std::ostre
 // Heading, then the reason (skipped) or the title and the aligned table.
 void write_stage(const Stage& stage, const RenderOptions& options, std::ostream& out) {
     put_wrapped(out,
-                fmt::format("{} · {}×{} · {}{}", stage.name(), stage.row_count(), stage.col_count(), stage.formula,
-                            stage.applied ? "" : " · not applied"),
+                fmt::format("{}{} · {}×{} · {}{}", stage.name(), stage.head > 0 ? fmt::format(" · head {}", stage.head) : "",
+                            stage.row_count(), stage.col_count(), stage.formula, stage.applied ? "" : " · not applied"),
                 options.width);
     if (!stage.applied) {
         put_wrapped(out, stage.reason, options.width);
@@ -268,14 +268,14 @@ public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
         write_preamble(trace, options, out);
         bool first = true;
-        for (const StageId id : shown_stages(trace, options)) {
+        for (const Shown& item : shown_stages(trace, options)) {
             if (!first) out << '\n';
             first = false;
-            if (id == StageId::parameters) {
+            if (!item.stage) {
                 write_parameters(trace, options, out);
                 continue;
             }
-            const Stage& stage = trace.at(id);
+            const Stage& stage = *item.stage;
             if (options.explain)
                 for (const auto& line : explanation(trace, stage)) put_wrapped(out, "  " + line, options.width);
             write_stage(stage, options, out);

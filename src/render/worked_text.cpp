@@ -75,13 +75,29 @@ void write_scores(Writer& out, const WorkedExample& w) {
 }
 
 // Each projected vector entry as the input row times a column of the matrix.
-void write_projections(Writer& out, const WorkedExample& w) {
-    for (const auto& p : w.projections) {
+void write_projection(Writer& out, const WorkedProjection& p) {
+    const auto first = static_cast<std::size_t>(p.first_column);
+    if (first == 0)
         out.line(fmt::format("  entry k of {} is {} times column k of {}:", p.output, p.input_label, p.matrix));
-        for (std::size_t k = 0; k < p.columns.size(); ++k)
-            out.line(fmt::format("  entry {} = {} = {}   (column {} of {}: {})", k + 1, out.products(p.input, p.columns[k]),
-                                 out.number(p.result[k]), k + 1, p.matrix, out.vector(p.columns[k])));
-    }
+    else
+        out.line(fmt::format("  entry k of {} is {} times column {} + k of {} (this head's columns):", p.output,
+                             p.input_label, first, p.matrix));
+    for (std::size_t k = 0; k < p.columns.size(); ++k)
+        out.line(fmt::format("  entry {} = {} = {}   (column {} of {}: {})", k + 1, out.products(p.input, p.columns[k]),
+                             out.number(p.result[k]), first + k + 1, p.matrix, out.vector(p.columns[k])));
+}
+
+void write_projections(Writer& out, const WorkedExample& w) {
+    for (const auto& p : w.projections) write_projection(out, p);
+}
+
+// Several heads: the token's output row from the heads' contexts and W_o.
+void write_output(Writer& out, const WorkedExample& w) {
+    if (!w.output) return;
+    out.line(fmt::format("{} = {} = {}", w.output->input_label, w.head ? "the heads' context rows side by side" : "the context row",
+                         out.vector(w.output->input)));
+    out.line(fmt::format("{} = {}·W_o = {}", w.output->output, w.output->input_label, out.vector(w.output->result)));
+    write_projection(out, *w.output);
 }
 
 void write_scaling(Writer& out, const WorkedExample& w) {
@@ -220,8 +236,8 @@ void write_context(Writer& out, const WorkedExample& w) {
 
 std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
     Writer out(digits);
-    out.line(fmt::format("worked example · {} \"{}\" (row {}) · {} mode", mode_spec(w.mode).reads_pair ? "target" : "query",
-                         w.query, w.row + 1, to_string(w.mode)));
+    out.line(fmt::format("worked example · {} \"{}\" (row {}) · {} mode{}", mode_spec(w.mode).reads_pair ? "target" : "query",
+                         w.query, w.row + 1, to_string(w.mode), w.head ? fmt::format(" · head {}", w.head) : ""));
     for (const auto& input : w.inputs) out.line(fmt::format("{} = {}", input.label, out.vector(input.values)));
     write_projections(out, w);
     write_scores(out, w);
@@ -231,6 +247,7 @@ std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
     write_weights(out, w);
     write_strongest(out, w);
     write_context(out, w);
+    write_output(out, w);
     return out.take();
 }
 
