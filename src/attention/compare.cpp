@@ -27,19 +27,29 @@ ContextIn context_in(const Trace& t, const std::string& token, std::size_t top) 
     in.origin = t.origin;
     in.description = t.description;
     in.position = find_token(t, token);
-    in.context = t.at(StageId::context).data.row(in.position);
     in.notes = t.notes;
     if (t.weights == WeightsOrigin::generated)
         in.notes.push_back(fmt::format("weights generated from seed {} (splitmix64), not learned", t.seed));
-    const Stage& weights_stage = t.at(StageId::weights);
-    const Matrix& weights = weights_stage.data;
-    const Matrix& values = t.at(StageId::values).data;
+    const Stage& weights_stage = t.at(StageId::weights);  // the mask is the same for every head
     std::vector<std::string> hidden;
-    for (Eigen::Index j = 0; j < values.rows(); ++j)
+    for (Eigen::Index j = 0; j < weights_stage.col_count(); ++j)
         if (weights_stage.is_masked(in.position, j)) hidden.push_back(t.tokens[static_cast<std::size_t>(j)]);
     if (!hidden.empty())
         in.notes.push_back(fmt::format("{} mode hides the tokens after \"{}\" from it ({}): weight 0, no part in its context",
                                        to_string(t.mode), t.tokens[static_cast<std::size_t>(in.position)], bounded_list(hidden)));
+    if (const Stage* output = t.find(StageId::output)) {
+        // Several heads (or a W_o): the layer's output is what the token becomes; every head's
+        // weights feed it, so no single weight × value says what moved it.
+        in.context = output->data.row(in.position);
+        in.notes.push_back(fmt::format("the vectors compared are the output of {} mixed by W_o; each head weighs the "
+                                       "tokens differently, so no single list of what moved the word is shown (see "
+                                       "head_contributions in a trace)",
+                                       t.heads == 1 ? std::string("the context") : fmt::format("the {} heads", t.heads)));
+        return in;
+    }
+    in.context = t.at(StageId::context).data.row(in.position);
+    const Matrix& weights = weights_stage.data;
+    const Matrix& values = t.at(StageId::values).data;
     for (Eigen::Index j = 0; j < values.rows(); ++j) {
         if (j == in.position || weights_stage.is_masked(in.position, j)) continue;
         Contribution c;
@@ -62,6 +72,7 @@ Comparison compare_contexts(const Trace& a, const Trace& b, const std::string& t
     Comparison c;
     c.token = token;
     c.mode = a.mode;
+    c.output = a.find(StageId::output) != nullptr;
     c.a = context_in(a, token, top);
     c.b = context_in(b, token, top);
     if (c.a.context.size() != c.b.context.size())

@@ -32,6 +32,7 @@ struct ContextIn {
 struct Comparison {
     std::string token;
     Mode mode = Mode::plain;
+    bool output = false;  // the vectors are the layer's output (several heads, or a W_o), not one context
     ContextIn a, b;
     Vector difference;              // b − a
     double norm_a = 0, norm_b = 0, norm_difference = 0;  // |a|, |b|, |b − a|

@@ -54,23 +54,26 @@ std::optional<RunFacts::Row> both_ways(const Stage& scores, Eigen::Index r, doub
 }  // namespace
 
 void observe(Trace& trace) {
-    RunFacts& facts = trace.facts;
-    facts.score_spread = spread(trace.at(StageId::scores));
-    facts.scaled_spread = spread(trace.at(StageId::scaled));
-    // The scores the weights come from: scaled and masked. Softmax at T = 1 when the run divided
-    // by the sum (the temperature applies to softmax only).
-    const Stage& masked = trace.at(StageId::masked);
-    const double temperature = trace.normalization == Normalization::softmax ? trace.temperature : 1;
-    double widest = -1;
-    for (Eigen::Index r = 0; r < masked.row_count(); ++r) {
-        const auto row = both_ways(masked, r, temperature);
-        if (!row) continue;
-        ++facts.compared_rows;
-        facts.softmax_higher += row->by_softmax > row->by_sum;
-        facts.softmax_lower += row->by_softmax < row->by_sum;
-        if (const double gap = std::abs(row->by_softmax - row->by_sum); gap > widest) {
-            widest = gap;
-            facts.example = row;
+    trace.facts.clear();
+    for (int head = trace.heads > 1 ? 1 : 0; head <= (trace.heads > 1 ? trace.heads : 0); ++head) {
+        RunFacts& facts = trace.facts.emplace_back();
+        facts.score_spread = spread(trace.at(StageId::scores, head));
+        facts.scaled_spread = spread(trace.at(StageId::scaled, head));
+        // The scores the weights come from: scaled and masked. Softmax at T = 1 when the run
+        // divided by the sum (the temperature applies to softmax only).
+        const Stage& masked = trace.at(StageId::masked, head);
+        const double temperature = trace.normalization == Normalization::softmax ? trace.temperature : 1;
+        double widest = -1;
+        for (Eigen::Index r = 0; r < masked.row_count(); ++r) {
+            const auto row = both_ways(masked, r, temperature);
+            if (!row) continue;
+            ++facts.compared_rows;
+            facts.softmax_higher += row->by_softmax > row->by_sum;
+            facts.softmax_lower += row->by_softmax < row->by_sum;
+            if (const double gap = std::abs(row->by_softmax - row->by_sum); gap > widest) {
+                widest = gap;
+                facts.example = row;
+            }
         }
     }
 }

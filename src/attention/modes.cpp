@@ -110,6 +110,10 @@ double scale_divisor(ScaleRule rule, double value, Eigen::Index d_k) {
 
 void check_options_for_mode(const TraceOptions& options) {
     const ModeSpec& mode = mode_spec(options.mode);
+    if ((options.heads || options.kv_heads) && !mode.takes_heads)
+        throw UsageError(fmt::format("--heads and --kv-heads apply to modes self and causal: {} mode has no projections "
+                                     "to split into heads",
+                                     mode.name()));
     if (options.scale && !mode.takes_scale)
         throw UsageError(fmt::format("--scale: {} mode's scores are used as they are (additive scores pass through tanh); "
                                      "--scale applies to modes {}",

@@ -369,11 +369,7 @@ SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
         throw UsageError(fmt::format("--score {} applies to mode bahdanau only", to_string(options.score)));
     HeadCounts counts = head_counts(*single, options, problem.origin);
     std::vector<std::string> notes;
-    if (!mode.takes_heads) {
-        if (options.heads || options.kv_heads)
-            throw UsageError(fmt::format("--heads and --kv-heads apply to modes self and causal: {} mode has no "
-                                         "projections to split",
-                                         mode.name()));
+    if (!mode.takes_heads) {  // --heads itself is refused with the other options (check_options_for_mode)
         if (counts.heads > 1 || counts.kv_heads > 1)
             notes.push_back(fmt::format("the input's {} heads are not used: {} mode has no projections to split (try "
                                         "--mode self)",

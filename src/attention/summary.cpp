@@ -127,7 +127,11 @@ StreamResult stream(const Sequence& sequence, const std::optional<Projections>& 
 }  // namespace
 
 Summary summarize(const Problem& problem, const TraceOptions& trace_options, const SummaryOptions& options) {
+    check_options_for_mode(trace_options);
     const SingleSetup setup = setup_single(problem, trace_options);
+    if (setup.weights.layout.heads > 1 || setup.weights.projections && setup.weights.projections->output)
+        throw UsageError("--summary follows one head without an output projection for now: run several heads, or W_o, "
+                         "without --summary");
     Summary summary;
     summary.mode = trace_options.mode;
     summary.dtype = trace_options.dtype;

@@ -57,6 +57,7 @@ WorkShape work_shape(const Problem& problem, const TraceOptions& options) {
         if (!mode_spec(options.mode).learned_projections) s.d_k = s.d_v = s.d_in;
         s.label_bytes = labels(single->sequence.tokens);
         s.causal = mode_spec(options.mode).causal;
+        if (mode_spec(options.mode).takes_heads) s.heads = options.heads.value_or(single->heads.value_or(1));
         return s;
     }
     const auto& pair = std::get<EncoderDecoderInput>(problem.input);

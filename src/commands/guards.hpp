@@ -20,8 +20,9 @@ struct WorkShape {
     double d_in = 0, d_k = 0, d_v = 0;   // bahdanau: the widest state, d_a and d_h
     double label_bytes = 0;              // the text of the row and column labels
     bool causal = false;                 // only the keys up to each query are visited
+    double heads = 1;                    // each head has its own score matrices (d_k, d_v: all heads')
 
-    double cells() const { return rows * cols; }
+    double cells() const { return rows * cols * heads; }
     double visited() const { return causal ? cells() / 2 + rows : cells(); }
 };
 

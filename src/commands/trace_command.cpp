@@ -104,7 +104,7 @@ void check_summary_request(const TraceRequest& request) {
 // The checks of the command line alone, before anything is read.
 void check_request(TraceRequest& request) {
     request.render.stages = stage_ids(request.stages);
-    request.svg = {svg_stage_id(request.svg_stage), request.render.shade};
+    request.svg = {svg_stage_id(request.svg_stage), request.render.shade, request.render.head};
     if (request.render.format == Format::csv && (request.render.explain || request.trace.query))
         throw UsageError("--explain and --query need room for text: use --format table, markdown or json");
     if (request.summary) check_summary_request(request);
@@ -162,6 +162,10 @@ void run_full_trace(const Problem& problem, const TraceRequest& request, std::os
     require_time(trace_seconds(shape, request.render.format), request.max_seconds, problem.origin,
                  "a full trace of this input", mode.streams ? "--summary is much faster" : "");
     const Trace result = trace(problem, request.trace);
+    if (request.render.head > result.heads)
+        throw UsageError(fmt::format("--head {}: this trace has {} head{}{}", request.render.head, result.heads,
+                                     result.heads == 1 ? "" : "s",
+                                     result.heads == 1 ? " (--heads H splits the projections into H)" : ""));
     if (svg) render_svg(result, request.svg, *svg);
     if (request.check) {
         const CheckReport report = check_trace(result);

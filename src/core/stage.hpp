@@ -138,7 +138,9 @@ struct Trace : RunHeader {
     std::vector<Stage> stages;
     std::vector<Parameter> parameters;    // the weights the run uses (none in plain mode)
     std::optional<WorkedExample> worked;  // --query: one row's arithmetic
-    RunFacts facts;
+    std::vector<RunFacts> facts;  // one per head (one with one head)
+    // The facts of `head` (1-based; 0: the first).
+    const RunFacts& facts_of(int head) const { return facts.at(head > 0 ? static_cast<std::size_t>(head - 1) : 0); }
 
     // The parameter called `name` ("W_q"); std::out_of_range when the run has none by that name.
     const Parameter& parameter(std::string_view name) const {

@@ -22,8 +22,8 @@ std::string weights_source(const Trace& trace) {
 }
 
 // Softmax against dividing by the row sum, as measured on this run (RunFacts).
-std::string normalisation_contrast(const Trace& trace) {
-    const RunFacts& f = trace.facts;
+std::string normalisation_contrast(const Trace& trace, int head) {
+    const RunFacts& f = trace.facts_of(head);
     const std::string softmax = trace.normalization == Normalization::softmax && trace.temperature != 1
                                     ? fmt::format("softmax at T = {}", trace.temperature)
                                     : std::string("softmax");
@@ -60,8 +60,25 @@ std::vector<std::string> single_inputs(const Trace& trace, const Stage& stage) {
     const auto n = inputs.row_count();
     const auto d_in = inputs.col_count();
     const auto projection = [&](std::string_view symbol, std::string_view weight) {
+        if (stage.head > 0)  // "Q_2 = X·W_q, columns 3–4: (6×3)·(3×2) → 6×2"
+            return fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, d_in, d_in, stage.col_count(), shape(stage));
         return fmt::format("{} = X·{}: ({}×{})·({}×{}) → {}", symbol, weight, n, d_in, d_in,
                            stage.col_count(), shape(stage));
+    };
+    // Several heads: a head's block of columns is its own projection.
+    const auto heads_note = [&](std::string_view what, std::string_view weight) -> std::string {
+        if (stage.head == 0) return "";
+        const std::string owner = stage.kv_head > 0 && what != "queries" ? fmt::format("key/value head {}", stage.kv_head)
+                                                                          : fmt::format("head {}", stage.head);
+        std::string text = fmt::format(" With {} heads, these {} are {}'s block of columns of X·{}: multiplying X by "
+                                       "that block of {} gives the same numbers, so one product makes every head's {} at once.",
+                                       trace.heads, what, owner, weight, weight, what);
+        if (stage.kv_head > 0)
+            text += fmt::format(" Grouped-query attention: {} key/value head{} {} {} query heads, so this head reads "
+                                "key/value head {}.",
+                                trace.kv_heads, trace.kv_heads == 1 ? "" : "s", trace.kv_heads == 1 ? "serves" : "serve",
+                                trace.heads, stage.kv_head);
+        return text;
     };
     const StageId id = stage.id;
     if (id == StageId::inputs)
@@ -76,24 +93,27 @@ std::vector<std::string> single_inputs(const Trace& trace, const Stage& stage) {
         return {fmt::format("A query is what a token is looking for in the others, the question it asks of "
                             "the sentence. A matrix W_q turns each embedding into its query: entry k of the query "
                             "is the embedding times column k of W_q (shown under parameters; {}).",
-                            weights_source(trace)),
+                            weights_source(trace)) +
+                    heads_note("queries", "W_q"),
                 projection("Q", "W_q")};
     if (id == StageId::keys)
         return {"A key is what a token offers to be found by: a query scores high against keys "
-                "that point the same way. W_k makes the keys from the same embeddings.",
+                "that point the same way. W_k makes the keys from the same embeddings." +
+                    heads_note("keys", "W_k"),
                 projection("K", "W_k")};
     return {"A value is the information a token hands on once it is attended to. The key "
-            "decides how much is taken from a token; the value decides what is taken.",
+            "decides how much is taken from a token; the value decides what is taken." +
+                heads_note("values", "W_v"),
             projection("V", "W_v")};
 }
 
 // The weights stage of any mode: what the normalisation does, measured against the other on
 // this run. `formula` holds "{}" for the normalisation's name.
-std::vector<std::string> weights_explanation(const Trace& trace, const std::string& formula) {
+std::vector<std::string> weights_explanation(const Trace& trace, const std::string& formula, int head = 0) {
     if (trace.normalization == Normalization::sum)
         return {"Dividing each score by its row's sum gives weights that sum to 1, the first normalisation the "
                 "lecture shows; negative scores give negative weights, which softmax never does. " +
-                    normalisation_contrast(trace),
+                    normalisation_contrast(trace, head),
                 fmt::vformat(formula, fmt::make_format_args("score / row sum"))};
     std::string text = "Softmax turns each row of scores into weights between 0 and 1 that sum to 1. It depends only "
                        "on the differences between scores (two weights are in the ratio e^(a − b) of their scores), "
@@ -101,7 +121,7 @@ std::vector<std::string> weights_explanation(const Trace& trace, const std::stri
     if (trace.temperature != 1)
         text += fmt::format("At T = {} the differences are divided by T first, which {} them. ", trace.temperature,
                             trace.temperature < 1 ? "widens" : "narrows");
-    return {text + normalisation_contrast(trace) +
+    return {text + normalisation_contrast(trace, head) +
                 " The weights say how the values are mixed; they do not prove that what is weighted most is what matters.",
             fmt::vformat(formula, fmt::make_format_args(trace.temperature != 1 ? "softmax of scores ÷ T" : "softmax"))};
 }
@@ -115,16 +135,16 @@ std::vector<std::string> single_attention(const Trace& trace, const Stage& stage
     if (id == StageId::scores)
         return {"Each query meets every key in a dot product, which is large when the two vectors "
                 "point the same way. Row i holds how well token i's query matches each key.",
-                fmt::format("S = {}: ({}×{})·({}×{}) → {}", plain ? "X·Xᵀ" : "Q·Kᵀ", n,
-                            trace.at(StageId::queries).col_count(), trace.at(StageId::keys).col_count(), n, square)};
+                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::queries, stage.head).col_count(),
+                            trace.at(StageId::keys, stage.head).col_count(), n, square)};
     if (id == StageId::scaled) {
-        const auto d_k = trace.at(StageId::queries).col_count();
+        const auto d_k = trace.at(StageId::queries, stage.head).col_count();
         const std::string why = fmt::format(
             "A dot product adds d_k terms: when they are independent, its variance is d_k times theirs, so "
             "its spread grows like √d_k, and softmax of widely spread scores hands nearly all the weight to "
             "one key. Dividing by √d_k keeps the spread about that of a single term. Here the scores "
             "spread with a standard deviation of {}",
-            number(trace.facts.score_spread));
+            number(trace.facts_of(stage.head).score_spread));
         if (!stage.applied)
             return {why + (mode_spec(trace.mode).scaled
                                ? "; --scale none leaves them so (without it they would be divided by √" +
@@ -132,8 +152,14 @@ std::vector<std::string> single_attention(const Trace& trace, const Stage& stage
                                : "; plain attention, the lecture's first version, uses them as they are."),
                     fmt::format("S' = S: {}", square)};
         const std::string divisor = trace.scale_rule == ScaleRule::sqrt ? fmt::format("√{}", d_k) : number(trace.scale);
-        return {fmt::format("{}, and {} after dividing by {}{}.", why, number(trace.facts.scaled_spread), divisor,
-                            trace.scale_rule == ScaleRule::value ? " (--scale)" : ""),
+        const std::string per_head =
+            stage.head > 0 ? fmt::format(" With heads, each score is a dot product of one head's d_head = {} numbers, not "
+                                         "of all d_model = {}: the other heads' columns never enter it, so √d_head is "
+                                         "the right divisor.",
+                                         d_k, d_k * trace.heads)
+                           : "";
+        return {fmt::format("{}, and {} after dividing by {}{}.{}", why, number(trace.facts_of(stage.head).scaled_spread),
+                            divisor, trace.scale_rule == ScaleRule::value ? " (--scale)" : "", per_head),
                 fmt::format("S' = S / {}: {} → {}", divisor, square, square)};
     }
     if (id == StageId::masked) {
@@ -147,9 +173,34 @@ std::vector<std::string> single_attention(const Trace& trace, const Stage& stage
                 fmt::format("S'' = S' + M, M_ij = −∞ for j > i: {} ({} entries hidden)", square,
                             n * (n - 1) / 2)};
     }
-    if (id == StageId::weights) return weights_explanation(trace, fmt::format("A = {{}} per row: {} → {}", square, square));
+    if (id == StageId::weights)
+        return weights_explanation(trace, fmt::format("A = {{}} per row: {} → {}", square, square), stage.head);
+    if (id == StageId::concat)
+        return {fmt::format("Each of the {} heads gave every token a context vector of {} numbers. Put side by side they "
+                            "make one vector of {} per token: head 1's numbers first.",
+                            trace.heads, stage.col_count() / trace.heads, stage.col_count()),
+                fmt::format("concat = [Z_1 … Z_{}]: {} × ({} × {}) → {}", trace.heads, trace.heads, n,
+                            stage.col_count() / trace.heads, square)};
+    if (id == StageId::output) {
+        const auto rows = trace.parameter("W_o").data.rows();
+        if (trace.heads == 1)
+            return {"W_o maps each context vector to the output, as the output projection of a Transformer layer does.",
+                    fmt::format("output = Z·W_o: ({}×{})·({}×{}) → {}", n, rows, rows, stage.col_count(), square)};
+        return {fmt::format("W_o mixes the heads: every output number is a weighted sum of all {} numbers of the "
+                            "concatenation. Its rows fall into {} blocks, one per head, so the output is the sum of each "
+                            "head's context times its own block (head_contributions shows each).",
+                            rows, trace.heads),
+                fmt::format("output = concat·W_o: ({}×{})·({}×{}) → {}", n, rows, rows, stage.col_count(), square)};
+    }
+    if (id == StageId::head_contributions)
+        return {fmt::format("What head {} adds to the output: its context times its rows of W_o. Adding the {} "
+                            "contributions gives the output (up to rounding), so each number can be traced to the heads that "
+                            "moved it.",
+                            stage.head, trace.heads),
+                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::context, stage.head).col_count(),
+                            trace.at(StageId::context, stage.head).col_count(), stage.col_count(), square)};
     // context
-    const auto d_v = trace.at(StageId::values).col_count();
+    const auto d_v = trace.at(StageId::values, stage.head).col_count();
     const std::string order =
         mode_spec(trace.mode).causal
             ? "Word order enters only through the mask: without it, shuffling the sentence would permute the rows "

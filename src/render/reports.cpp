@@ -122,11 +122,12 @@ Report comparison_report(const Comparison& c, int digits) {
         for (const auto& note : in->notes) report.preamble.push_back(fmt::format("note on {}: {}", name, note));
     }
     Stage table;
-    table.id = StageId::context;
-    table.title = fmt::format("The context vector of \"{}\" in each input, and how it moved", c.token);
-    table.formula = "z = Σ_j a_j·v_j";
+    table.id = c.output ? StageId::output : StageId::context;
+    table.title = c.output ? fmt::format("The output vector of \"{}\" in each input, and how it moved", c.token)
+                           : fmt::format("The context vector of \"{}\" in each input, and how it moved", c.token);
+    table.formula = c.output ? "output = concat·W_o" : "z = Σ_j a_j·v_j";
     table.rows = {"A", "B", "B − A"};
-    table.cols = numbered("z", c.difference.size());
+    table.cols = numbered(c.output ? "o" : "z", c.difference.size());
     table.data.resize(3, c.difference.size());
     table.data << c.a.context, c.b.context, c.difference;
     report.tables.push_back(std::move(table));
@@ -135,6 +136,7 @@ Report comparison_report(const Comparison& c, int digits) {
                                         format_fixed(c.norm_a, digits), format_fixed(c.norm_b, digits),
                                         format_fixed(c.norm_difference, digits)));
     for (const auto& [name, in] : {std::pair{"A", &c.a}, std::pair{"B", &c.b}}) {
+        if (in->moved_most.empty()) continue;  // the output of several heads (see the notes)
         report.footer.push_back(fmt::format("other words that moved \"{}\" most in {}:", c.token, name));
         for (auto& line : moved_lines(*in, digits)) report.footer.push_back(std::move(line));
     }

@@ -201,7 +201,9 @@ Content content_of(const Trace& trace, const Stage& stage, const Shading& shadin
     const std::string largest = shading.diverging ? fmt::format("|{}|", picture.noun) : std::string(picture.noun);
     Content content;
     content.title = fmt::format("{} · {} · {}", picture.title, mode_text(trace), trace.origin);
-    content.subtitle = fmt::format("{} · {}×{} · {}", stage.name(), stage.row_count(), stage.col_count(), stage.formula);
+    content.subtitle = fmt::format("{}{} · {}×{} · {}", stage.name(),
+                                   stage.head > 0 ? fmt::format(" · head {} of {}", stage.head, trace.heads) : "",
+                                   stage.row_count(), stage.col_count(), stage.formula);
     if (!stage.applied) content.subtitle += fmt::format(" · not applied: {}", stage.reason);
     const std::string_view colours = shading.diverging ? "red below 0, blue above, darkest at" : "from 0 to";
     content.shading_note = shading.shade == Shade::row
@@ -456,7 +458,7 @@ std::string svg_stage_choices() {
 
 void render_svg(const Trace& trace, const SvgOptions& options, std::ostream& out) {
     (void)picture_of(options.stage);
-    const Stage* stage = trace.find(options.stage);
+    const Stage* stage = trace.find(options.stage, options.head);
     if (!stage)
         throw std::invalid_argument(fmt::format("render_svg: the trace has no {} stage", to_string(options.stage)));
     const Shading shading = shading_of(*stage, options.shade);

@@ -24,6 +24,7 @@ std::string svg_stage_choices();
 struct SvgOptions {
     StageId stage = StageId::weights;  // one of svg_stages
     Shade shade = Shade::row;          // each cell against its row's largest |value|, or the table's
+    int head = 0;                      // several heads: the head drawn (0: the first)
 };
 
 // Writes one standalone SVG 1.1 document showing `trace`'s stage `options.stage`. The same
