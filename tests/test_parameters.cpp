@@ -318,11 +318,31 @@ TEST_CASE("where e^s would overflow, the worked example says that is why the max
     CHECK(t["worked"]["sum_unshifted"].is_null());
     CHECK(t["worked"]["weights"][0] == 1.0);  // e^(0 − 900) is 0 in a double
     const auto r = cli::run({input.path(), "-q", "big", "-s", "weights"});
-    CHECK_THAT(r.out, Contains("softmax: e^s would overflow for a score this large (e^710 is beyond the largest double), "
+    CHECK_THAT(r.out, Contains("softmax: e^s would overflow for scores this large (e^710 is beyond the largest double), "
                                "so subtract the row max 900 first"));
     // The other row is small enough for both ways: e^0 = 1 and e^1 = 2.7183, sum 3.7183.
     const auto small = cli::run({input.path(), "-q", "small", "-s", "weights"});
     CHECK_THAT(small.out, Contains("  sum = 3.7183\n"));
+}
+
+TEST_CASE("in float32, e^s overflows near e^88.7: the worked example says so, and the JSON stays JSON", "[parameters][worked]") {
+    // Found by the fuzzer: plain scores of the middle row are 50·6 + 25 = 325, 50² + 25 = 2525
+    // and 275. e^325 fits a double (about 1e141) but not a float32 (largest about 3.4e38, e^88.7),
+    // so a float32 run must not claim the unshifted exps; writing them gave "inf" in the JSON.
+    const cli::TempFile input(R"({"tokens":["a","b","c"],"embeddings":[[6,5],[50,5],[5,5]]})");
+    const json wide = run_json({input.path(), "-q", "1"});  // scores 61, 325, 55: e^325 ≈ 1.4e141
+    CHECK(wide["worked"]["exp_unshifted"].is_array());
+    const json narrow = run_json({input.path(), "-q", "1", "--dtype", "float32"});
+    CHECK(narrow["worked"]["exp_unshifted"].is_null());
+    CHECK(narrow["worked"]["sum_unshifted"].is_null());
+    const auto r = cli::run({input.path(), "-q", "1", "--dtype", "float32", "-s", "weights"});
+    CHECK_THAT(r.out, Contains("softmax: e^s would overflow for scores this large (this run is float32, and e^89 is "
+                               "beyond the largest float32), so subtract the row max 325 first"));
+    // Small scores fit both: x·x = 9 and 0 give e^9 ≈ 8103 and 1, kept in float32 too.
+    const cli::TempFile mild(R"({"tokens":["a","b"],"embeddings":[[3,0],[0,2]]})");
+    const json small = run_json({mild.path(), "-q", "1", "--dtype", "float32"});
+    REQUIRE(small["worked"]["exp_unshifted"].is_array());
+    CHECK(small["worked"]["exp_unshifted"][0].get<double>() == Approx(std::exp(9.0)).epsilon(1e-6));
 }
 
 TEST_CASE("the query row is found whatever the case of the word, and two spellings that match are refused", "[parameters][worked]") {

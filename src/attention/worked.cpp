@@ -29,17 +29,22 @@ std::vector<LabelledVector> labelled_rows(const Stage& stage, std::string_view s
     return out;
 }
 
-// e^x of each visible entry and their sum; none when one of them overflows.
-std::optional<std::vector<double>> plain_exps(const std::vector<double>& scores, const std::vector<bool>& allowed, double& sum) {
+// e^x of each visible entry and their sum; none when one of them, or the sum, overflows
+// the run's number type (float32 overflows near e^88.7, long before float64 does).
+std::optional<std::vector<double>> plain_exps(const std::vector<double>& scores, const std::vector<bool>& allowed,
+                                              Dtype dtype, double& sum) {
+    const double largest = dtype == Dtype::float32 ? double{std::numeric_limits<float>::max()}
+                                                   : std::numeric_limits<double>::max();
+    const auto fits = [&](double x) { return std::isfinite(x) && x <= largest; };
     std::vector<double> exps(scores.size(), 0.0);
     sum = 0;
     for (std::size_t j = 0; j < scores.size(); ++j)
         if (allowed.empty() || allowed[j]) {
             exps[j] = std::exp(scores[j]);
-            if (!std::isfinite(exps[j])) return std::nullopt;
+            if (!fits(exps[j])) return std::nullopt;
             sum += exps[j];
         }
-    if (!std::isfinite(sum)) return std::nullopt;
+    if (!fits(sum)) return std::nullopt;
     return exps;
 }
 
@@ -56,7 +61,7 @@ void work_normalisation(WorkedExample& w, const std::vector<double>& scores,
             if (visible(j)) w.sum += scores[j];
         return;
     }
-    w.exps_unshifted = plain_exps(scores, w.allowed, w.sum_unshifted);
+    w.exps_unshifted = plain_exps(scores, w.allowed, w.dtype, w.sum_unshifted);
     w.max = -std::numeric_limits<double>::infinity();
     for (std::size_t j = 0; j < n; ++j)
         if (visible(j)) w.max = std::max(w.max, scores[j]);
@@ -212,6 +217,7 @@ WorkedExample work_through(const Trace& trace, Eigen::Index row, int head) {
     w.score = trace.score;
     w.normalization = trace.normalization;
     w.temperature = trace.temperature;
+    w.dtype = trace.dtype;
     w.row = row;
     const Stage& weights = trace.at(StageId::weights, w.head);
     w.query = weights.rows[static_cast<std::size_t>(row)];

@@ -66,13 +66,15 @@ struct WorkedExample {
     std::optional<std::int64_t> d_k;  // the d_k under the root (ScaleRule::sqrt)
     std::vector<double> scaled;       // scores after scaling (equal to the scores when none)
     double temperature = 1;           // softmax(scaled / T)
+    Dtype dtype = Dtype::float64;     // the run's number type: what overflows
     std::vector<double> tempered;     // scaled / T, when T ≠ 1 (softmax only)
 
     std::vector<bool> allowed;  // empty: no mask
     std::string mask_reason;    // why the excluded keys are excluded
 
     // softmax as a learner computes it by hand: e^s of each visible score and their sum;
-    // none when some e^s overflows (a score above about 709)
+    // none when some e^s overflows the run's number type (a score above about 709 in
+    // float64, about 88 in float32)
     std::optional<std::vector<double>> exps_unshifted;
     double sum_unshifted = 0;
     // softmax as computed, for numerical safety: the row max, each score minus it, each exp,

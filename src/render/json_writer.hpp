@@ -2,7 +2,8 @@
 // a container puts each item on its own line, indented two spaces a level (Layout::lines), or
 // all its items on one line ("[1, 2]", "{"a": 1}": Layout::inline_). Numbers are written round-
 // trip exact (a float32 run's as the shortest text of the float); a number that is not finite
-// (a masked −∞) is null: JSON has no infinity. Text goes into a buffer that the caller writes
+// in the run's type (a masked −∞; in float32, anything beyond ±3.4e38) is null: JSON has no
+// infinity. Text goes into a buffer that the caller writes
 // out as it grows, so a large trace streams.
 #pragma once
 
@@ -14,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -55,7 +57,9 @@ public:
     }
     JsonWriter& number(double value, Dtype dtype) {
         item();
-        if (std::isfinite(value)) append_exact(out_, value, dtype);
+        const bool finite = std::isfinite(value) &&
+                            (dtype == Dtype::float64 || std::fabs(value) <= std::numeric_limits<float>::max());
+        if (finite) append_exact(out_, value, dtype);
         else out_.append(std::string_view("null"));
         return *this;
     }

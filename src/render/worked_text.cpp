@@ -187,9 +187,12 @@ void write_weights(Writer& out, const WorkedExample& w) {
                              "overflowing when scores are large",
                              out.number(w.max)));
     } else {
-        out.line(fmt::format("softmax: e^{} would overflow for a score this large (e^710 is beyond the largest double), "
-                             "so subtract the row max {} first: e^(−max) multiplies every term and cancels in the division",
-                             s, out.number(w.max)));
+        out.line(fmt::format("softmax: e^{} would overflow for scores this large ({}), so subtract the row max {} "
+                             "first: e^(−max) multiplies every term and cancels in the division",
+                             s,
+                             w.dtype == Dtype::float32 ? "this run is float32, and e^89 is beyond the largest float32"
+                                                       : "e^710 is beyond the largest double",
+                             out.number(w.max)));
     }
     for (std::size_t j = 0; j < w.keys.size(); ++j)
         out.line(visible(j) ? fmt::format("  {}  exp({} − {}) = exp({}) = {}", pad_right(w.keys[j], width),
