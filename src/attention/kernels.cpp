@@ -1,5 +1,6 @@
 #include "attention/kernels.hpp"
 
+#include "attention/isa.hpp"
 #include "util/parallel.hpp"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <limits>
 
 namespace attntrace {
+namespace ATTNTRACE_ISA {  // one copy per instruction set: attention/isa.hpp
 namespace {
 
 // out(rows of A) = A·B for each fixed block of rows of A. A: m×k, B: k×n → m×n.
@@ -129,4 +131,5 @@ ATTNTRACE_KERNELS(float)
 ATTNTRACE_KERNELS(double)
 #undef ATTNTRACE_KERNELS
 
+}  // namespace ATTNTRACE_ISA
 }  // namespace attntrace

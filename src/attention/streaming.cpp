@@ -1,5 +1,6 @@
 #include "attention/streaming.hpp"
 
+#include "attention/isa.hpp"
 #include "util/parallel.hpp"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <xmmintrin.h>
 
 namespace attntrace {
+namespace ATTNTRACE_ISA {  // one copy per instruction set: attention/isa.hpp
 namespace {
 
 // Flush-to-zero and denormals-are-zero for the hot loop: exp(s − m) of far-off keys would
@@ -195,4 +197,5 @@ template StreamResult stream_attention<float>(const MatrixT<float>&, const Matri
 template StreamResult stream_attention<double>(const MatrixT<double>&, const MatrixT<double>&,
                                                const MatrixT<double>&, const StreamOptions&);
 
+}  // namespace ATTNTRACE_ISA
 }  // namespace attntrace

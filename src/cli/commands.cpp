@@ -2,12 +2,14 @@
 
 #include "attention/modes.hpp"
 #include "cli/flags.hpp"
+#include "cli/manual.hpp"
 #include "commands/bench_command.hpp"
 #include "commands/compare_command.hpp"
 #include "commands/generate_command.hpp"
 #include "commands/similarity_command.hpp"
 #include "commands/trace_command.hpp"
 #include "core/error.hpp"
+#include "input/examples.hpp"
 #include "render/svg.hpp"
 #include "input/limits.hpp"
 #include "util/output.hpp"
@@ -27,7 +29,7 @@
 namespace attntrace {
 namespace {
 
-constexpr const char* version = "attntrace 0.1.0";
+constexpr const char* version = ATTNTRACE_VERSION;  // CMakeLists.txt's project(VERSION)
 constexpr std::size_t max_message_chars = 2000;
 
 // What a parsed command does: returns the exit status.
@@ -71,6 +73,13 @@ int run(Job&& job, const std::optional<std::string>& output_path) {
     }
 }
 
+// svg_stages by name.
+std::vector<std::string> svg_stage_names() {
+    std::vector<std::string> names;
+    for (const StageId id : svg_stages) names.emplace_back(to_string(id));
+    return names;
+}
+
 // attntrace [INPUT]: the main job.
 struct TraceState {
     TraceRequest request;
@@ -79,6 +88,8 @@ struct TraceState {
     LimitFlags limits;
     bool list = false;
     int head = 0;  // --head
+    bool man = false;          // --man: print the man page
+    std::string completions;   // --completions SHELL: print its completion script
 
     int run() {
         return attntrace::run(
@@ -92,7 +103,7 @@ struct TraceState {
                 request.max_seconds = limits.seconds();
                 request.max_input = limits.input();
                 request.mode = flags.requested_mode();
-                output.apply(request.render);
+                output.apply(request.render, outputs.main_output());
                 run_trace(std::move(request), outputs);
             },
             output.path);
@@ -100,35 +111,54 @@ struct TraceState {
 };
 
 void add_trace_options(CLI::App& app, TraceState& s) {
-    auto* input = app.add_option("INPUT", s.request.input_path,
-                                 "input JSON file (docs/input-format.md), - for stdin, example:NAME; "
-                                 "default: the built-in example your_journey");
-    auto* example = app.add_option("--example", s.request.example, "trace a built-in example by name");
+    auto* input = describe(app.add_option("INPUT", s.request.input_path,
+                                          "input JSON file (docs/input-format.md), - for stdin, example:NAME; none: "
+                                          "standard input when it is a pipe or a file that is not empty, else the "
+                                          "built-in example your_journey"),
+                           "Input", "", Completes::input);
+    auto* example = describe(app.add_option("--example", s.request.example, "trace a built-in example by name"), "Input",
+                             "NAME", Completes::example);
     input->excludes(example);
-    app.add_flag("--list-examples", s.list, "list the built-in examples and exit")->excludes(example)->excludes(input);
+    app.add_flag("--list-examples", s.list, "list the built-in examples and exit")
+        ->excludes(example)
+        ->excludes(input)
+        ->group("Input");
     s.flags.add_to(app);
     s.output.add_to(app);
-    app.add_option("-s,--stage", s.request.stages, "show only these stages, comma-separated (e.g. scores,weights)")
-        ->delimiter(',');
-    app.add_option("-q,--query", s.request.trace.query,
-                   "work through one query's arithmetic: a token as spelled, or a 1-based position");
-    app.add_option("--head", s.head, "several heads: show this head's stages alone, and work through it with -q "
-                                     "(default: every head; -q works through head 1)")
-        ->check(CLI::Range(1, max_heads));
-    app.add_flag("--explain", s.request.render.explain, "explain each stage before showing it");
-    auto* svg = app.add_option("--svg", s.request.svg_path,
-                               "also write a heatmap of the attention weights (or of --svg-stage) to this SVG file");
-    app.add_option("--svg-stage", s.request.svg_stage, "the stage --svg draws: " + svg_stage_choices())
-        ->needs(svg)
-        ->capture_default_str();
-    app.add_flag("--summary", s.request.summary,
-                 "long inputs: per query its top keys, largest weight and entropy, by the streaming path "
-                 "(no n×n matrix); --stage context adds the context vectors");
-    app.add_option("--top", s.request.top, "keys per query in the summary")->check(CLI::Range(1, 1000))->capture_default_str();
-    s.limits.add_to(app);
+    describe(app.add_option("-s,--stage", s.request.stages, "show only these stages, comma-separated (e.g. scores,weights)")
+                 ->delimiter(','),
+             "Output", "NAME,…", Completes::list, all_stage_names());
+    describe(app.add_option("-q,--query", s.request.trace.query,
+                            "work through one query's arithmetic: a token as spelled, or a 1-based position"),
+             "Output", "TOKEN|N");
+    describe(app.add_option("--head", s.head, "several heads: show this head's stages alone, and work through it with -q "
+                                              "(default: every head; -q works through head 1)")
+                 ->check(in_range(1, max_heads)),
+             "Attention", "H");
+    app.add_flag("--explain", s.request.render.explain, "explain each stage before showing it")->group("Output");
+    auto* svg = describe(app.add_option("--svg", s.request.svg_path,
+                                        "also write a heatmap of the attention weights (or of --svg-stage) to this SVG "
+                                        "file; - is stdout"),
+                         "Output", "FILE", Completes::file);
+    auto* svg_stage = app.add_option("--svg-stage", s.request.svg_stage, "the stage --svg draws")->needs(svg)->capture_default_str();
+    describe(svg_stage, "Output", "NAME", Completes::choice, svg_stage_names());
     app.add_flag("--check", s.request.check,
                  "verify the trace (rows sum to 1, masked weights 0, context = weights·values, all finite) "
-                 "and print the verdict instead of the trace");
+                 "and print the verdict instead of the trace")
+        ->group("Output");
+    app.add_flag("--summary", s.request.summary,
+                 "per query its top keys, largest weight and entropy, by the streaming path "
+                 "(no n×n matrix); --stage context adds the context vectors")
+        ->group("Long inputs");
+    describe(app.add_option("--top", s.request.top, "keys per query in the summary")
+                 ->check(in_range(1, 1000))
+                 ->capture_default_str(),
+             "Long inputs", "K");
+    s.limits.add_to(app);
+    app.add_flag("--man", s.man, "print the man page (roff) and exit")->group("");
+    app.add_option("--completions", s.completions, "print the completion script for this shell and exit")
+        ->check(one_of({"bash", "zsh", "fish"}))
+        ->group("");
 }
 
 Command add_similarity(CLI::App& app) {
@@ -140,17 +170,19 @@ Command add_similarity(CLI::App& app) {
     auto s = std::make_shared<State>();
     auto* command = app.add_subcommand(
         "similarity", "dot-product and cosine-similarity tables of an input's words (embeddings as points in space)");
-    command->add_option("INPUT", s->request.input, "input JSON file, - for stdin, or example:NAME")->required();
+    describe(command->add_option("INPUT", s->request.input, "input JSON file, - for stdin, or example:NAME")->required(),
+             "Input", "", Completes::input);
     s->output.add_to(*command);
-    command->add_option("--svg", s->request.svg_path,
-                        "also draw the words' vectors as arrows from the origin in this SVG file (more than two "
-                        "numbers: projected onto their first two principal directions)");
+    describe(command->add_option("--svg", s->request.svg_path,
+                                 "also draw the words' vectors as arrows from the origin in this SVG file (more than two "
+                                 "numbers: projected onto their first two principal directions); - is stdout"),
+             "Output", "FILE", Completes::file);
     s->limits.add_to(*command);
     return {command, [s] {
                 return run(
                     [&](Outputs& outputs) {
                         prepare_threads(std::nullopt);
-                        s->output.apply(s->request.render);
+                        s->output.apply(s->request.render, outputs.main_output());
                         s->request.max_memory = s->limits.memory();
                         s->request.max_seconds = s->limits.seconds();
                         s->request.max_input = s->limits.input();
@@ -168,13 +200,16 @@ Command add_generate(CLI::App& app) {
     auto s = std::make_shared<State>();
     auto* command =
         app.add_subcommand("generate", "write a long random input (tokens, embeddings, weights) from the portable generator");
-    command->add_option("-n,--tokens", s->request.tokens, "number of tokens")
-        ->check(CLI::Range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))
-        ->capture_default_str();
-    command->add_option("-d,--dim", s->request.dim, "vector dimension d_in = d_k = d_v")
-        ->check(CLI::Range(std::int64_t{1}, static_cast<std::int64_t>(max_dimension)))
-        ->capture_default_str();
-    command->add_option("--seed", s->request.seed, "seed of the generator")->check(whole_number_u64)->capture_default_str();
+    describe(command->add_option("-n,--tokens", s->request.tokens, "number of tokens")
+                 ->check(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))
+                 ->capture_default_str(),
+             "Input", "N");
+    describe(command->add_option("-d,--dim", s->request.dim, "vector dimension d_in = d_k = d_v")
+                 ->check(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_dimension)))
+                 ->capture_default_str(),
+             "Input", "N");
+    describe(command->add_option("--seed", s->request.seed, "seed of the generator")->check(whole_number_u64)->capture_default_str(),
+             "Input", "N");
     add_output_path(*command, s->output);
     return {command, [s] { return run([&](std::ostream& out) { run_generate(s->request, out); }, s->output); }};
 }
@@ -206,25 +241,38 @@ Command add_bench(CLI::App& app) {
     auto s = std::make_shared<State>();
     BenchRequest& r = s->request;
     auto* command = app.add_subcommand("bench", "time the trace and streaming paths over growing n against this machine's GEMM rate");
-    command->add_option("--sizes", r.sizes, "token counts, comma-separated")->delimiter(',')
-        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))->capture_default_str();
-    command->add_option("--dim", r.dim, "d_in = d_k = d_v")->check(CLI::Range(std::int64_t{1}, std::int64_t{4096}))->capture_default_str();
+    describe(command->add_option("--sizes", r.sizes, "token counts, comma-separated")
+                 ->delimiter(',')
+                 ->check(in_range(std::int64_t{1}, std::int64_t{1} << 20))
+                 ->capture_default_str(),
+             "Runs", "N,…");
+    describe(command->add_option("--dim", r.dim, "d_in = d_k = d_v")
+                 ->check(in_range(std::int64_t{1}, std::int64_t{4096}))
+                 ->capture_default_str(),
+             "Runs", "N");
     std::vector<std::string> streaming;  // bench times the modes with a streaming path
     for (const ModeSpec& spec : mode_specs())
         if (spec.streams) streaming.emplace_back(spec.name());
-    command->add_option("--modes", s->modes, fmt::format("{} and/or {}", fmt::join(streaming.begin(), streaming.end() - 1, ", "),
-                                                         streaming.back()))
-        ->delimiter(',')->check(one_of(streaming))->capture_default_str();
-    command->add_option("--dtypes", s->dtypes, "float32 and/or float64")->delimiter(',')
-        ->check(one_of(enum_names<Dtype>()))->capture_default_str();
-    command->add_option("--threads", r.threads, "thread counts (default: 1 to the number of cores)")
-        ->delimiter(',')->check(CLI::Range(1, max_threads));
-    command->add_option("--paths", s->paths, "streaming and/or trace")->delimiter(',')
-        ->check(one_of(enum_names<BenchPath>()))->capture_default_str();
-    command->add_option("--trace-max", r.trace_max, "largest n for the trace path, which holds n×n matrices")->capture_default_str();
-    command->add_option("--repeats", r.repeats, "timed runs per configuration after a warm-up (median)")
-        ->check(CLI::Range(1, 1000))->capture_default_str();
-    command->add_option("-f,--format", s->format, "table or json")->check(one_of({"table", "json"}))->capture_default_str();
+    choose(command->add_option("--modes", s->modes, "the modes to time")->delimiter(','), "Runs", streaming, true)
+        ->capture_default_str();
+    choose(command->add_option("--dtypes", s->dtypes, "the working precisions to time")->delimiter(','), "Runs",
+           enum_names<Dtype>(), true)
+        ->capture_default_str();
+    describe(command->add_option("--threads", r.threads, "thread counts (default: 1 to the number of cores)")
+                 ->delimiter(',')
+                 ->check(in_range(1, max_threads)),
+             "Runs", "N,…");
+    choose(command->add_option("--paths", s->paths, "the paths to time")->delimiter(','), "Runs", enum_names<BenchPath>(),
+           true)
+        ->capture_default_str();
+    describe(command->add_option("--trace-max", r.trace_max, "largest n for the trace path, which holds n×n matrices")
+                 ->capture_default_str(),
+             "Runs", "N");
+    describe(command->add_option("--repeats", r.repeats, "timed runs per configuration after a warm-up (median)")
+                 ->check(in_range(1, 1000))
+                 ->capture_default_str(),
+             "Runs", "N");
+    choose(command->add_option("-f,--format", s->format, "output format"), "Output", {"table", "json"})->capture_default_str();
     add_output_path(*command, s->output);
     s->limits.add_to(*command, false);
     return {command, [s] {
@@ -254,32 +302,28 @@ Command add_compare(CLI::App& app) {
     auto s = std::make_shared<State>();
     auto* command =
         app.add_subcommand("compare", "one word's context vector in two inputs: their difference, cosine and what moved it");
-    command->add_option("A", s->request.a, "first input (file, - or example:NAME)")->required();
-    command->add_option("B", s->request.b, "second input")->required();
-    command->add_option("-t,--token", s->request.token, "the word to follow (first occurrence)")->required();
+    describe(command->add_option("A", s->request.a, "first input (file, - or example:NAME)")->required(), "Input", "",
+             Completes::input);
+    describe(command->add_option("B", s->request.b, "second input")->required(), "Input", "", Completes::input);
+    describe(command->add_option("-t,--token", s->request.token, "the word to follow (first occurrence)")->required(),
+             "Input", "WORD");
     s->flags.add_to(*command);
     s->output.add_to(*command);
     s->limits.add_to(*command);
     return {command, [s] {
                 return run(
-                    [&](std::ostream& out) {
+                    [&](Outputs& outputs) {
                         CompareRequest& request = s->request;
                         request.mode = s->flags.requested_mode();
                         request.trace = s->flags.apply();
-                        s->output.apply(request.render);
+                        s->output.apply(request.render, outputs.main_output());
                         request.max_memory = s->limits.memory();
                         request.max_seconds = s->limits.seconds();
                         request.max_input = s->limits.input();
-                        run_compare(std::move(request), out);
+                        run_compare(std::move(request), outputs.main());
                     },
                     s->output.path);
             }};
-}
-
-Command add_trace_command(CLI::App& app) {
-    auto s = std::make_shared<TraceState>();
-    add_trace_options(app, *s);
-    return {&app, [s] { return s->run(); }};
 }
 
 // Every name an option of `app` answers to ("--temperature", "-q").
@@ -321,6 +365,118 @@ std::string unexpected_argument(const CLI::App& app, const std::vector<Command>&
     return {};
 }
 
+// The examples at the end of each command's --help and in the man page.
+const std::vector<Example> trace_examples{
+    {"attntrace", "the built-in example \"Your journey starts with one step\", every stage"},
+    {"attntrace -s scores,weights", "only the scores and the softmax weights"},
+    {"attntrace -m causal -s masked,weights", "the causal mask and the zero weights it leaves"},
+    {"attntrace --example teacher_smiled -q smiled", "the row of \"smiled\", worked through by hand"},
+    {"attntrace my_sentence.json -m self --seed 7", "your own input (docs/input-format.md), weights generated"},
+    {"attntrace -f json | jq '.stages[] | select(.name == \"weights\") | .data[1]'", "one row of weights, by jq"},
+    {"attntrace -f csv --tidy -o trace.csv", "one line per number, for pandas.read_csv"},
+    {"attntrace long.json --summary --dtype float32", "a long input: per query its strongest keys"},
+    {"echo '{\"sentence\": \"a b\", \"embeddings\": {\"a\": [1, 0], \"b\": [0, 1]}}' | attntrace", "an input from a pipe"},
+};
+const std::vector<std::vector<Example>> subcommand_examples{
+    {{"attntrace similarity example:fruit_and_pets", "apple near orange, far from dog"},
+     {"attntrace similarity example:fruit_and_pets --svg words.svg", "the words as arrows in a picture"}},
+    {{"attntrace generate -n 8192 -d 64 -o long.json", "8192 random tokens of 64 numbers, same seed same bytes"},
+     {"attntrace generate -n 4096 | attntrace - -m causal --summary", "straight into a causal summary"}},
+    {{"attntrace bench", "both paths, n = 512 … 16384, float32 and float64"},
+     {"attntrace bench --sizes 1024,4096 --modes causal --paths streaming", "the causal streaming path alone"}},
+    {{"attntrace compare example:big_dream example:big_mistake --token big", "how the context of \"big\" moves"},
+     {"attntrace compare example:bank_river example:bank_money -t bank -m self", "the same in self mode"}},
+};
+
+// --help with the options in their groups (positionals with the rest), a metavariable each,
+// and the defaults CLI11 captured.
+class HelpFormatter : public CLI::Formatter {
+public:
+    std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override {
+        std::string out = make_description(app) + make_usage(app, name);
+        for (const std::string& group : app->get_groups()) {
+            auto options = app->get_options([&](const CLI::Option* o) { return o->get_group() == group; });
+            if (!group.empty() && !options.empty()) out += make_group(group, false, options);
+        }
+        return out + make_subcommands(app, mode) + "\n" + make_footer(app);
+    }
+    std::string make_option_name(const CLI::Option* o, bool) const override {
+        return o->get_positional() ? o->get_name(true, false) : o->get_name(false, true);
+    }
+    std::string make_option_opts(const CLI::Option* o) const override {
+        return o->get_option_text().empty() ? "" : " " + o->get_option_text();
+    }
+    std::string make_option_desc(const CLI::Option* o) const override { return help_of(*o); }
+
+    // The help with the default, when it has one it does not state.
+    static std::string help_of(const CLI::Option& o) {
+        const std::string& help = o.get_description();
+        if (o.get_default_str().empty() || help.find("default") != std::string::npos) return help;
+        return fmt::format("{} (default: {})", help, o.get_default_str());
+    }
+};
+
+// The last touches of a command's --help: its examples, and -h,--help last in its own group.
+void finish_help(CLI::App& app, const std::vector<Example>& examples) {
+    app.footer(examples_text(examples));
+    app.set_help_flag("-h,--help", "print this help and exit")->group("Help");
+}
+
+CommandDoc command_doc(const CLI::App& app, const std::vector<Example>& examples) {
+    CommandDoc doc;
+    doc.name = app.get_parent() ? app.get_name() : "";
+    doc.summary = app.get_description();
+    std::string usage = app.get_formatter()->make_usage(&app, doc.name.empty() ? "attntrace" : "attntrace " + doc.name);
+    usage = usage.substr(usage.find(':') + 2);
+    while (!usage.empty() && usage.back() == '\n') usage.pop_back();
+    doc.usage = usage;
+    doc.examples = examples;
+    for (const CLI::Option* o : app.get_options()) {
+        if (o->get_group().empty() || o->get_group() == "Help") continue;
+        OptionDoc option;
+        if (o->get_positional()) option.positional = o->get_name(true, false);
+        for (const auto& name : o->get_snames()) option.flags.push_back("-" + name);
+        for (const auto& name : o->get_lnames()) option.flags.push_back("--" + name);
+        option.metavar = o->get_option_text();
+        option.help = HelpFormatter::help_of(*o);
+        option.group = o->get_group();
+        if (const auto it = option_values().find(o); it != option_values().end()) {
+            option.choices = it->second.choices;
+            option.completes = it->second.completes;
+        }
+        doc.options.push_back(std::move(option));
+    }
+    return doc;
+}
+
+// The command line as data, for the man page and the completions (cli/manual.hpp).
+ProgramDoc program_doc(const CLI::App& app, const std::vector<Command>& subcommands) {
+    ProgramDoc doc;
+    doc.version = version;
+    doc.description = {
+        "attntrace traces the attention mechanism one step at a time. Given a sentence and a few word vectors (JSON), "
+        "it prints every intermediate matrix: the inputs, the query, key and value projections, the scores, the scaling "
+        "by √d_k, the mask, the softmax weights and the context vectors, as tables for a terminal, or as JSON, JSON "
+        "Lines, Markdown or CSV for other programs. Four modes follow two lectures on attention: plain (no trainable "
+        "weights), self (scaled dot product), causal (self with a mask on later positions) and bahdanau (a decoder "
+        "looking back at encoder states).",
+        "With no INPUT, attntrace reads standard input when it is a pipe or a file that is not empty (as jq does), and "
+        "traces the built-in example your_journey otherwise. " +
+            fmt::format("{} examples are built in; --list-examples names them.", examples().size()),
+        "For long inputs --summary takes a streaming path that never holds the n×n matrix and prints, per query, its "
+        "strongest keys, its largest weight and the entropy of its weights; tables of more than 64 tokens switch to it "
+        "by themselves.",
+        "Errors are one line on standard error starting \"attntrace: error:\", with nothing on standard output; a file "
+        "named by -o or --svg is written whole or not at all."};
+    doc.main = command_doc(app, trace_examples);
+    for (std::size_t i = 0; i < subcommands.size(); ++i)
+        doc.subcommands.push_back(command_doc(*subcommands[i].app, subcommand_examples[i]));
+    for (const auto& example : examples()) doc.example_names.emplace_back(example.name);
+    for (const auto& group : app.get_groups())
+        if (!group.empty() && group != "Help") doc.groups.push_back(group);
+    return doc;
+}
+
 }  // namespace
 
 int run_command_line(int argc, char** argv) {
@@ -328,10 +484,15 @@ int run_command_line(int argc, char** argv) {
     CLI::App app{"Trace the attention mechanism step by step: scores, scaling, masking, softmax "
                  "weights and context vectors, as tables, JSON, markdown or CSV.",
                  "attntrace"};
-    app.set_version_flag("--version", version);
+    app.formatter(std::make_shared<HelpFormatter>());
     app.get_formatter()->column_width(30);
-    const Command trace = add_trace_command(app);
+    auto trace_state = std::make_shared<TraceState>();
+    add_trace_options(app, *trace_state);
+    const Command trace{&app, [trace_state] { return trace_state->run(); }};
     const std::vector<Command> subcommands{add_similarity(app), add_generate(app), add_bench(app), add_compare(app)};
+    finish_help(app, trace_examples);
+    for (std::size_t i = 0; i < subcommands.size(); ++i) finish_help(*subcommands[i].app, subcommand_examples[i]);
+    app.set_version_flag("-V,--version", fmt::format("attntrace {}", version), "print the version and exit")->group("Help");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -345,6 +506,17 @@ int run_command_line(int argc, char** argv) {
         }
         return run([&](std::ostream& out) { app.exit(e, out, out); }, std::nullopt);  // --help, --version
     }
+    if (trace_state->man || !trace_state->completions.empty())
+        return run(
+            [&](std::ostream& out) {
+                const ProgramDoc doc = program_doc(app, subcommands);
+                const std::string& shell = trace_state->completions;
+                out << (trace_state->man        ? man_page(doc)
+                        : shell == "bash"       ? bash_completion(doc)
+                        : shell == "zsh"        ? zsh_completion(doc)
+                                                : fish_completion(doc));
+            },
+            std::nullopt);
     for (const Command& command : subcommands)
         if (command.app->parsed()) return command.run();
     return trace.run();

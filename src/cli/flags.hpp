@@ -16,6 +16,9 @@
 
 #include "util/suggest.hpp"
 #include "util/utf8.hpp"
+#include "util/output.hpp"
+
+#include "cli/manual.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -28,10 +31,37 @@
 #include <utility>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
 namespace attntrace {
+
+// What --help, the man page and the completions know of an option besides CLI11's own
+// fields: the values it takes and what completes them. Its metavariable ("FILE", "N") is
+// CLI11's option_text.
+struct OptionValues {
+    std::vector<std::string> choices;
+    Completes completes = Completes::nothing;
+};
+inline std::map<const CLI::Option*, OptionValues>& option_values() {
+    static std::map<const CLI::Option*, OptionValues> values;
+    return values;
+}
+
+// Gives `option` its metavariable, its group in --help, and what completes its value.
+inline CLI::Option* describe(CLI::Option* option, const std::string& group, const std::string& metavar,
+                             Completes completes = Completes::nothing, std::vector<std::string> choices = {}) {
+    option->group(group)->option_text(metavar);
+    option_values()[option] = {std::move(choices), completes};
+    return option;
+}
+
+// A range check whose description stays out of --help (the metavariable and the help say it).
+template <typename T>
+CLI::Validator in_range(T min, T max) {
+    return CLI::Range(min, max).description("");
+}
 
 // A finite number > 0, written in full ("0.5", "2", "1e-3").
 inline std::optional<double> positive_number(const std::string& text) {
@@ -58,10 +88,12 @@ inline const CLI::Validator whole_number_u64(
         if (error != std::errc() || stop != end) return "expected a whole number from 0 to 18446744073709551615, found " + text;
         return {};
     },
-    "UINT64");
+    "");
 
 inline void add_output_path(CLI::App& app, std::optional<std::string>& path) {
-    app.add_option("-o,--output", path, "write to FILE instead of stdout (all or nothing: renamed into place when done)");
+    describe(app.add_option("-o,--output", path,
+                            "write to FILE instead of stdout, all or nothing (renamed into place when done); - is stdout"),
+             "Output", "FILE", Completes::file);
 }
 
 // The names `value` may take, with the closest to a misspelt one suggested:
@@ -75,13 +107,22 @@ inline CLI::Validator one_of(std::vector<std::string> names) {
             return fmt::format("\"{}\" is not one of {}{}", printable(text, 64), list,
                                near ? fmt::format(" (did you mean {}?)", *near) : "");
         },
-        "{" + list + "}");
+        "");
+}
+
+// An option that takes one of `names` (or, with `list`, several, comma-separated), shown as
+// "a|b|c" in --help.
+inline CLI::Option* choose(CLI::Option* option, const std::string& group, std::vector<std::string> names, bool list = false) {
+    option->check(one_of(names));
+    const std::string metavar = fmt::format("{}{}", fmt::join(names, "|"), list ? ",…" : "");
+    return describe(option, group, metavar, list ? Completes::list : Completes::choice, std::move(names));
 }
 
 // `--name VALUE` for a value of enum E, checked against E's names (the default shown).
 template <Named E>
-CLI::Option* add_enum(CLI::App& app, const std::string& flags, std::string& value, const std::string& help) {
-    return app.add_option(flags, value, help)->check(one_of(enum_names<E>()));
+CLI::Option* add_enum(CLI::App& app, const std::string& flags, std::string& value, const std::string& help,
+                      const std::string& group) {
+    return choose(app.add_option(flags, value, help), group, enum_names<E>());
 }
 
 // How output looks and where it goes: shared by every command that prints tables.
@@ -94,7 +135,8 @@ struct OutputFlags {
     std::optional<std::string> path;  // -o FILE
 
     void add_to(CLI::App& app);
-    void apply(RenderOptions& render) const;
+    // The options, with colour and width decided by where the output goes (`main`).
+    void apply(RenderOptions& render, const Output& main) const;
 };
 
 // What a command may take from the machine: shared by the commands that read inputs.
@@ -122,43 +164,54 @@ struct TraceFlags {
 };
 
 inline void OutputFlags::add_to(CLI::App& app) {
-    add_enum<Format>(app, "-f,--format", format, "output format: " + enum_choices<Format>())->capture_default_str();
-    app.add_option("--digits", digits, "decimals in tables")->check(CLI::Range(0, 17))->capture_default_str();
-    app.add_option("--width", width, "table width in columns, 0 for no limit (default: the terminal's)")
-        ->check(CLI::Range(0, 1'000'000));
-    app.add_option("--color", color, "shade scores and weights in tables: auto (a terminal, NO_COLOR unset), always, never")
-        ->check(one_of({"auto", "always", "never"}))
+    add_enum<Format>(app, "-f,--format", format, "output format (docs/output-formats.md)", "Output")->capture_default_str();
+    describe(app.add_option("--digits", digits, "decimals in tables")->check(in_range(0, 17))->capture_default_str(),
+             "Output", "N");
+    describe(app.add_option("--width", width,
+                            "table width in columns, 0 for no limit (default: the terminal's; none in a file)")
+                 ->check(in_range(0, 1'000'000)),
+             "Output", "N");
+    choose(app.add_option("--color", color,
+                          "shade scores and weights in tables; auto: when the output is a terminal, NO_COLOR is unset "
+                          "and TERM is not dumb"),
+           "Output", {"auto", "always", "never"})
         ->capture_default_str();
     add_enum<Shade>(app, "--shade", shade,
-                    "shade each weight against its own row (a row is one distribution) or the whole table")
+                    "shade each weight against its own row (a row is one distribution) or the whole table", "Output")
         ->capture_default_str();
     add_output_path(app, path);
 }
 
-inline void OutputFlags::apply(RenderOptions& render) const {
+inline void OutputFlags::apply(RenderOptions& render, const Output& main) const {
     render.format = *parse_enum<Format>(format);
     render.digits = digits;
-    render.width = width >= 0 ? static_cast<std::size_t>(width) : output_width();
-    render.color = color == "always" || (color == "auto" && color_wanted());
+    render.width = width >= 0 ? static_cast<std::size_t>(width) : output_width(main.descriptor(), main.is_stdout());
+    render.color = color == "always" || (color == "auto" && color_wanted(main.descriptor()));
     render.shade = *parse_enum<Shade>(shade);
 }
 
 inline void LimitFlags::add_to(CLI::App& app, bool reads_input) {
     const CLI::Validator size(
         [](std::string& text) -> std::string {
-            return parse_size(text) ? std::string() : "expected a size such as 512M or 4G, found " + text;
+            return parse_size(text) ? std::string() : "expected a size such as 512M, 4g or 4GiB, found " + text;
         },
-        "SIZE");
-    app.add_option("--max-memory", max_memory, "refuse work needing more memory than this, e.g. 4G (default: half the machine's)")
-        ->check(size);
-    if (reads_input) app.add_option("--max-input", max_input, "refuse inputs larger than this (default: 1G)")->check(size);
-    app.add_option("--max-time", max_time,
-                   "refuse work estimated to take longer than this, e.g. 90s, 10m, 2h; 0 for no limit (default: 5m)")
-        ->check(CLI::Validator(
-            [](std::string& text) -> std::string {
-                return parse_duration(text) ? std::string() : "expected a duration such as 90s, 10m or 0, found " + text;
-            },
-            "DURATION"));
+        "");
+    describe(app.add_option("--max-memory", max_memory,
+                            "refuse work needing more memory than this, e.g. 4G (default: half the machine's)")
+                 ->check(size),
+             "Limits", "SIZE");
+    if (reads_input)
+        describe(app.add_option("--max-input", max_input, "refuse inputs larger than this (default: 1G)")->check(size),
+                 "Limits", "SIZE");
+    describe(app.add_option("--max-time", max_time,
+                            "refuse work estimated to take longer than this, e.g. 90s, 10m, 2h; 0 for no limit (default: 5m)")
+                 ->check(CLI::Validator(
+                     [](std::string& text) -> std::string {
+                         return parse_duration(text) ? std::string()
+                                                     : "expected a duration such as 90s, 10m or 0, found " + text;
+                     },
+                     "")),
+             "Limits", "DURATION");
 }
 
 inline MemoryLimit LimitFlags::memory() const {
@@ -170,39 +223,53 @@ inline std::uint64_t LimitFlags::input() const { return max_input.empty() ? defa
 inline double LimitFlags::seconds() const { return max_time.empty() ? default_max_seconds : *parse_duration(max_time); }
 
 inline void TraceFlags::add_to(CLI::App& app) {
-    add_enum<Mode>(app, "-m,--mode", mode, enum_choices<Mode>() + " (default: the input's mode, else plain)");
-    add_enum<Normalization>(app, "--normalize", normalize, "turn scores into weights by softmax, or by dividing by the row sum")
+    add_enum<Mode>(app, "-m,--mode", mode, "the attention to trace (default: the input's mode, else plain)", "Attention");
+    add_enum<Normalization>(app, "--normalize", normalize, "turn scores into weights by softmax, or by dividing by the row sum",
+                            "Attention")
         ->capture_default_str();
-    add_enum<Score>(app, "--score", score, "bahdanau: additive (v_a·tanh(s·W_a + h·U_a)), Luong's dot (s·h) or general (s·W·h)")
+    add_enum<Score>(app, "--score", score, "bahdanau: additive (v_a·tanh(s·W_a + h·U_a)), Luong's dot (s·h) or general (s·W·h)",
+                    "Attention")
         ->capture_default_str();
-    app.add_option("--seed", options.seed, "seed for weights the input does not give")->check(whole_number_u64)->capture_default_str();
-    app.add_option("--dim", dim, "d_k = d_v (bahdanau: d_a) of generated weights (default: d_in)")->check(CLI::Range(1LL, 1LL << 20));
-    app.add_option("--heads", heads, "self, causal: split the projections into this many attention heads (default: the "
-                                     "input's \"heads\", else 1)")
-        ->check(CLI::Range(1, max_heads));
-    app.add_option("--kv-heads", kv_heads, "grouped-query attention: this many key/value heads, each shared by a group "
-                                           "of query heads (1: multi-query; default: one per head)")
-        ->check(CLI::Range(1, max_heads));
-    app.add_option("--threads", threads, "OpenMP threads (default: all cores); the output is the same for any")
-        ->check(CLI::Range(1, max_threads));
-    add_enum<Dtype>(app, "--dtype", dtype, "compute in float64 (default) or float32 (faster for long inputs)")->capture_default_str();
-    app.add_option("--scale", scale,
-                   "divide the scores by sqrt (√d_k), none, or a positive number (default: sqrt in self and causal "
-                   "modes, none in plain)")
-        ->check(CLI::Validator(
-            [](std::string& text) -> std::string {
-                return parse_scale(text) ? std::string()
-                                         : "expected sqrt, none or a positive number such as 8, found " + text;
-            },
-            "SCALE"));
-    app.add_option("--temperature", options.temperature,
-                   "softmax of scores ÷ T: T < 1 sharpens the weights, T > 1 flattens them")
-        ->check(CLI::Validator(
-            [](std::string& text) -> std::string {
-                return positive_number(text) ? std::string() : "expected a positive number such as 0.5 or 2, found " + text;
-            },
-            "T"))
+    describe(app.add_option("--seed", options.seed, "seed for weights the input does not give")
+                 ->check(whole_number_u64)
+                 ->capture_default_str(),
+             "Attention", "N");
+    describe(app.add_option("--dim", dim, "d_k = d_v (bahdanau: d_a) of generated weights (default: d_in)")
+                 ->check(in_range(1LL, 1LL << 20)),
+             "Attention", "N");
+    describe(app.add_option("--heads", heads, "self, causal: split the projections into this many attention heads "
+                                              "(default: the input's \"heads\", else 1)")
+                 ->check(in_range(1, max_heads)),
+             "Attention", "H");
+    describe(app.add_option("--kv-heads", kv_heads, "grouped-query attention: this many key/value heads, each shared by "
+                                                    "a group of query heads (1: multi-query; default: one per head)")
+                 ->check(in_range(1, max_heads)),
+             "Attention", "G");
+    describe(app.add_option("--scale", scale,
+                            "divide the scores by sqrt (√d_k), none, or a positive number (default: sqrt in self and causal "
+                            "modes, none in plain)")
+                 ->check(CLI::Validator(
+                     [](std::string& text) -> std::string {
+                         return parse_scale(text) ? std::string()
+                                                  : "expected sqrt, none or a positive number such as 8, found " + text;
+                     },
+                     "")),
+             "Attention", "sqrt|none|N");
+    describe(app.add_option("--temperature", options.temperature,
+                            "softmax of scores ÷ T: T < 1 sharpens the weights, T > 1 flattens them")
+                 ->check(CLI::Validator(
+                     [](std::string& text) -> std::string {
+                         return positive_number(text) ? std::string()
+                                                      : "expected a positive number such as 0.5 or 2, found " + text;
+                     },
+                     ""))
+                 ->capture_default_str(),
+             "Attention", "T");
+    add_enum<Dtype>(app, "--dtype", dtype, "compute in float64 or float32 (faster for long inputs)", "Long inputs")
         ->capture_default_str();
+    describe(app.add_option("--threads", threads, "OpenMP threads (default: all cores); the output is the same for any")
+                 ->check(in_range(1, max_threads)),
+             "Long inputs", "N");
 }
 
 inline std::optional<Mode> TraceFlags::requested_mode() const { return mode.empty() ? std::nullopt : parse_enum<Mode>(mode); }

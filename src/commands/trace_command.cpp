@@ -184,7 +184,11 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     // Opened before any work, so that a path that cannot be written, or that names the main
     // output's file, is refused at once; committed with the rest.
     std::ostream* svg = request.svg_path ? &outputs.add(*request.svg_path) : nullptr;
+    // No input named: what is piped in, else the built-in example.
+    std::optional<InputText> piped;
+    if (!request.input_path && !request.example) piped = piped_input(request.max_input);
     const InputText input = request.input_path ? read_input(*request.input_path, request.max_input)
+                            : piped            ? std::move(*piped)
                                                : example_input(request.example.value_or(std::string(default_example)));
     const Problem problem = load_input(input, request.max_memory);
     request.trace.mode = resolve_mode(problem, request.mode);

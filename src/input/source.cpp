@@ -162,6 +162,14 @@ InputText read_input(const std::string& path, std::uint64_t max_bytes) {
     return {mapping->text(), origin, mapping, mapping.get()};
 }
 
+std::optional<InputText> piped_input(std::uint64_t max_bytes) {
+    struct stat info {};
+    if (::fstat(STDIN_FILENO, &info) != 0 || !(S_ISFIFO(info.st_mode) || S_ISREG(info.st_mode))) return std::nullopt;
+    InputText input = read_input("-", max_bytes);
+    if (input.text.find_first_not_of(" \t\r\n") == std::string_view::npos) return std::nullopt;
+    return input;
+}
+
 InputText example_input(std::string_view name) {
     if (const Example* example = find_example(name)) return {example->json, fmt::format("example:{}", name), nullptr};
     std::string names;

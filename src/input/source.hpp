@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,6 +33,11 @@ struct InputText {
 // same name messages and JSON give it). Throws DataError when it cannot be read, or when it
 // is larger than `max_bytes` (--max-input).
 InputText read_input(const std::string& path, std::uint64_t max_bytes = default_max_input_bytes);
+
+// With no input named: standard input, read as jq reads it, when it is a pipe or a file and
+// holds more than white space; else nothing, and the caller takes its default. A terminal,
+// /dev/null or a closed standard input is not read.
+std::optional<InputText> piped_input(std::uint64_t max_bytes);
 
 // A built-in example. Throws UsageError naming the known examples when there is none.
 InputText example_input(std::string_view name);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <algorithm>
 #include <fstream>
@@ -130,15 +131,17 @@ std::optional<std::uint64_t> parse_size(std::string_view text) {
     double value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (error != std::errc() || !(value >= 0) || !std::isfinite(value)) return std::nullopt;
-    std::string_view unit = text.substr(static_cast<std::size_t>(end - text.data()));
-    if (unit.ends_with("iB")) unit.remove_suffix(2);
-    else if (unit.ends_with("B") && unit.size() > 1) unit.remove_suffix(1);
+    // The unit in any case: 4g, 4G, 4GB, 4GiB, 4gib (all binary: 4 × 2³⁰ bytes), or bytes.
+    std::string unit(text.substr(static_cast<std::size_t>(end - text.data())));
+    for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (unit.ends_with("ib") && unit.size() > 2) unit.resize(unit.size() - 2);
+    else if (unit.ends_with("b")) unit.pop_back();
     double scale = 1;
-    if (unit == "K" || unit == "k") scale = 1024.0;
-    else if (unit == "M") scale = 1024.0 * 1024;
-    else if (unit == "G") scale = 1024.0 * 1024 * 1024;
-    else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
-    else if (!unit.empty() && unit != "B") return std::nullopt;
+    if (unit == "k") scale = 1024.0;
+    else if (unit == "m") scale = 1024.0 * 1024;
+    else if (unit == "g") scale = 1024.0 * 1024 * 1024;
+    else if (unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
+    else if (!unit.empty()) return std::nullopt;
     const double bytes = value * scale;
     if (bytes >= 1.8e19) return std::nullopt;
     return static_cast<std::uint64_t>(bytes);

@@ -54,7 +54,8 @@ private:
 // when the cgroup (a container, a JupyterHub pod) or a resource limit allows less.
 MemoryLimit default_memory_limit();
 
-// "512M", "2G", "1.5GiB", "100000" (bytes): nothing when the text is not a size.
+// "512M", "2g", "1.5GiB", "4gb", "100000" (bytes); the unit in any case, always binary (k = 1024):
+// nothing when the text is not a size.
 std::optional<std::uint64_t> parse_size(std::string_view text);
 
 // 1536 → "1.5 KiB", 3·2³⁰ → "3.0 GiB".

@@ -204,7 +204,7 @@ void refuse_read_only(const std::string& name, const std::string& file, const st
 }
 
 Destination locate(const std::optional<std::string>& path) {
-    if (!path) return through_descriptor(1, path);
+    if (!path || *path == "-") return through_descriptor(1, path);  // "-": standard output, as for the input
     const auto end = follow(*path);
     if (const int* n = std::get_if<int>(&end)) return through_descriptor(*n, path);
     Destination d;
@@ -365,6 +365,7 @@ Output::Output(Destination&& d)
       temporary_(std::move(d.temporary)),
       slot_(d.slot),
       fd_(d.fd),
+      stdout_(d.kind == Kind::descriptor && d.descriptor == 1),
       buffer_(fd_, name_, target_ ? buffer_size : direct_hold),
       stream_(&buffer_) {
     // Errors raised by the buffer come out of the stream operation that hit them.

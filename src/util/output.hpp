@@ -63,7 +63,7 @@ struct FileId {
     bool operator==(const FileId&) const = default;
 };
 
-// One destination. No path: standard output. A path of an open descriptor (/dev/stdout,
+// One destination. No path, or "-": standard output. A path of an open descriptor (/dev/stdout,
 // /dev/fd/N, /proc/self/fd/N) is written through that descriptor. A path to a regular file
 // (or to nothing yet, or a symlink to either, followed to its end): a temporary file beside the
 // file, renamed over it by publish(), with the old file's permissions and, where the system
@@ -82,6 +82,9 @@ public:
     const std::optional<std::string>& path() const { return path_; }
     const FileId& id() const { return id_; }
     bool replaces_file() const { return target_.has_value(); }
+    // The descriptor written (a temporary's for a file), to ask whether it is a terminal.
+    int descriptor() const { return fd_; }
+    bool is_stdout() const { return stdout_; }  // written through descriptor 1
     // Writes what is still buffered and closes the output; a temporary is synced to disk first.
     void finish();
     // Renames the temporary over the file; nothing to do for an output written directly.
@@ -95,6 +98,7 @@ private:
     std::string temporary_;
     std::size_t slot_;  // where the signal handler finds temporary_
     int fd_;            // ours (a duplicate, for a descriptor), until finish() closes it
+    bool stdout_;
     bool published_ = false;
     FdStreambuf buffer_;
     std::ostream stream_;
@@ -108,6 +112,7 @@ class Outputs {
 public:
     explicit Outputs(const std::optional<std::string>& main_path);
     std::ostream& main() { return main_->stream(); }
+    const Output& main_output() const { return *main_; }
     // Opens one more output; refuses (UsageError) a path that names the file of an output
     // already open, however it is spelled.
     std::ostream& add(const std::string& path);

@@ -8,19 +8,20 @@
 
 namespace attntrace {
 
-bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
+bool is_terminal(int fd) { return ::isatty(fd) == 1; }
 
-bool color_wanted() {
+bool color_wanted(int fd) {
     const char* no_color = std::getenv("NO_COLOR");
-    return stdout_is_terminal() && (no_color == nullptr || *no_color == '\0');
+    const char* term = std::getenv("TERM");
+    return is_terminal(fd) && (no_color == nullptr || *no_color == '\0') && !(term && std::strcmp(term, "dumb") == 0);
 }
 
-std::size_t output_width() {
-    if (stdout_is_terminal()) {
+std::size_t output_width(int fd, bool is_stdout) {
+    if (is_terminal(fd)) {
         winsize size{};
-        if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+        if (::ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
     }
-    if (const char* columns = std::getenv("COLUMNS")) {
+    if (const char* columns = std::getenv("COLUMNS"); columns && is_stdout) {
         std::size_t value = 0;
         const char* end = columns + std::strlen(columns);
         if (std::from_chars(columns, end, value).ptr == end) return value;

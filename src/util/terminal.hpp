@@ -1,17 +1,19 @@
-// What we need to know about the terminal.
+// What we need to know about the terminal, asked of the descriptor the output goes to: a
+// file named by -o is not a terminal even when the command was typed in one.
 #pragma once
 
 #include <cstddef>
 
 namespace attntrace {
 
-bool stdout_is_terminal();
+bool is_terminal(int fd);
 
-// --color auto: colour when stdout is a terminal and NO_COLOR is unset or empty (no-color.org).
-bool color_wanted();
+// --color auto: colour when `fd` is a terminal, NO_COLOR is unset or empty (no-color.org) and
+// TERM is not "dumb".
+bool color_wanted(int fd);
 
-// Columns for tables: the terminal's width when stdout is one, else $COLUMNS when set,
-// else 0 (no limit: a pipe or a file gets whole tables).
-std::size_t output_width();
+// Columns for tables written to `fd`: the terminal's width when it is one; else, for standard
+// output, $COLUMNS when set; else 0 (no limit: a pipe or a file gets whole tables).
+std::size_t output_width(int fd, bool is_stdout);
 
 }  // namespace attntrace
