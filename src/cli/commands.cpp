@@ -366,7 +366,7 @@ std::string unexpected_argument(const CLI::App& app, const std::vector<Command>&
 }
 
 // The examples at the end of each command's --help and in the man page.
-const std::vector<Example> trace_examples{
+const std::vector<UsageExample> trace_examples{
     {"attntrace", "the built-in example \"Your journey starts with one step\", every stage"},
     {"attntrace -s scores,weights", "only the scores and the softmax weights"},
     {"attntrace -m causal -s masked,weights", "the causal mask and the zero weights it leaves"},
@@ -377,7 +377,7 @@ const std::vector<Example> trace_examples{
     {"attntrace long.json --summary --dtype float32", "a long input: per query its strongest keys"},
     {"echo '{\"sentence\": \"a b\", \"embeddings\": {\"a\": [1, 0], \"b\": [0, 1]}}' | attntrace", "an input from a pipe"},
 };
-const std::vector<std::vector<Example>> subcommand_examples{
+const std::vector<std::vector<UsageExample>> subcommand_examples{
     {{"attntrace similarity example:fruit_and_pets", "apple near orange, far from dog"},
      {"attntrace similarity example:fruit_and_pets --svg words.svg", "the words as arrows in a picture"}},
     {{"attntrace generate -n 8192 -d 64 -o long.json", "8192 random tokens of 64 numbers, same seed same bytes"},
@@ -417,16 +417,16 @@ public:
 };
 
 // The last touches of a command's --help: its examples, and -h,--help last in its own group.
-void finish_help(CLI::App& app, const std::vector<Example>& examples) {
+void finish_help(CLI::App& app, const std::vector<UsageExample>& examples) {
     app.footer(examples_text(examples));
     app.set_help_flag("-h,--help", "print this help and exit")->group("Help");
 }
 
-CommandDoc command_doc(const CLI::App& app, const std::vector<Example>& examples) {
+CommandDoc command_doc(const CLI::App& app, const std::vector<UsageExample>& examples) {
     CommandDoc doc;
     doc.name = app.get_parent() ? app.get_name() : "";
     doc.summary = app.get_description();
-    std::string usage = app.get_formatter()->make_usage(&app, doc.name.empty() ? "attntrace" : "attntrace " + doc.name);
+    std::string usage = HelpFormatter().make_usage(&app, doc.name.empty() ? "attntrace" : "attntrace " + doc.name);
     usage = usage.substr(usage.find(':') + 2);
     while (!usage.empty() && usage.back() == '\n') usage.pop_back();
     doc.usage = usage;

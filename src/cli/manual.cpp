@@ -36,8 +36,8 @@ void roff_options(std::string& out, const std::vector<OptionDoc>& options, std::
         if (group.empty() || o.group == group) out += fmt::format(".TP\n{}\n{}\n", roff_heading(o), roff(o.help));
 }
 
-void roff_examples(std::string& out, const std::vector<Example>& examples) {
-    for (const Example& e : examples) out += fmt::format(".TP\n.B {}\n{}\n", roff(e.command), roff(e.says));
+void roff_examples(std::string& out, const std::vector<UsageExample>& examples) {
+    for (const UsageExample& e : examples) out += fmt::format(".TP\n.B {}\n{}\n", roff(e.command), roff(e.says));
 }
 
 // "attntrace similarity [OPTIONS] INPUT": the command in bold, the rest as it is.
@@ -102,9 +102,9 @@ void bash_values(std::string& out, const CommandDoc& c, const ProgramDoc& doc, s
 
 }  // namespace
 
-std::string examples_text(const std::vector<Example>& examples) {
+std::string examples_text(const std::vector<UsageExample>& examples) {
     std::string out = "Examples:\n";
-    for (const Example& e : examples) out += fmt::format("  {}\n      {}\n", e.command, e.says);
+    for (const UsageExample& e : examples) out += fmt::format("  {}\n      {}\n", e.command, e.says);
     return out;
 }
 
@@ -129,7 +129,7 @@ std::string man_page(const ProgramDoc& doc) {
     }
     out += ".SH EXAMPLES\n";
     roff_examples(out, doc.main.examples);
-    out += R"(.SH EXIT STATUS
+    out += R"~(.SH EXIT STATUS
 .TP
 .B 0
 success (for \-\-check: every invariant holds)
@@ -173,12 +173,12 @@ completion of options, modes, formats, example names and commands
 .SH SEE ALSO
 .BR jq (1),
 .BR python3 (1)
-)";
+)~";
     return out;
 }
 
 std::string bash_completion(const ProgramDoc& doc) {
-    std::string out = fmt::format(R"(# bash completion for attntrace {}, generated from its option definitions by
+    std::string out = fmt::format(R"~(# bash completion for attntrace {}, generated from its option definitions by
 # `attntrace --completions bash`. Needs nothing but bash.
 
 _attntrace_words() {{ COMPREPLY=($(compgen -W "$1" -- "$cur")); }}
@@ -213,7 +213,7 @@ _attntrace() {{
         esac
     done
     case $cmd in
-)",
+)~",
                                   doc.version, words(doc.example_names), words(doc.example_names),
                                   fmt::join(subcommand_names(doc), "|"));
     for (const CommandDoc& c : doc.subcommands) {
@@ -228,7 +228,7 @@ _attntrace() {{
     }
     out += "    *)\n        case $prev in\n";
     bash_values(out, doc.main, doc, "            ");
-    out += fmt::format(R"(        esac
+    out += fmt::format(R"~(        esac
         if [[ $cur == -* ]]; then _attntrace_words "{}"; return; fi
         _attntrace_inputs
         COMPREPLY+=($(compgen -W "{}" -- "$cur"))
@@ -236,7 +236,7 @@ _attntrace() {{
     esac
 }}
 complete -F _attntrace attntrace
-)",
+)~",
                        words(all_flags(doc.main)), words(subcommand_names(doc)));
     return out;
 }
@@ -266,7 +266,7 @@ std::string zsh_completion(const ProgramDoc& doc) {
         }
         return out;
     };
-    std::string out = fmt::format(R"(#compdef attntrace
+    std::string out = fmt::format(R"~(#compdef attntrace
 # zsh completion for attntrace {}, generated from its option definitions by
 # `attntrace --completions zsh`.
 
@@ -276,7 +276,7 @@ _attntrace_input() {{
 
 _attntrace() {{
   local -a commands=(
-)",
+)~",
                                   doc.version, [&] {
                                       std::string list;
                                       for (const auto& name : doc.example_names) list += "example\\:" + name + " ";
@@ -289,22 +289,22 @@ _attntrace() {{
         out += specs(c) + "      && return ;;\n";
     }
     out += "    *)\n      _arguments -s \\\n" + specs(doc.main);
-    out += R"(      '*::command:->first' && return
+    out += R"~(      '*::command:->first' && return
       _describe command commands ;;
   esac
 }
 
 _attntrace "$@"
-)";
+)~";
     return out;
 }
 
 std::string fish_completion(const ProgramDoc& doc) {
     const std::string subcommands = words(subcommand_names(doc));
-    std::string out = fmt::format(R"(# fish completion for attntrace {}, generated from its option definitions by
+    std::string out = fmt::format(R"~(# fish completion for attntrace {}, generated from its option definitions by
 # `attntrace --completions fish`.
 complete -c attntrace -f
-)",
+)~",
                                   doc.version);
     const auto options = [&](const CommandDoc& c, const std::string& condition) {
         for (const OptionDoc& o : c.options) {

@@ -30,7 +30,7 @@ struct OptionDoc {
     Completes completes = Completes::nothing;
 };
 
-struct Example {
+struct UsageExample {
     std::string command;  // "attntrace -m causal -s masked,weights"
     std::string says;     // what it shows
 };
@@ -40,7 +40,7 @@ struct CommandDoc {
     std::string summary;  // one line
     std::string usage;    // "attntrace similarity [OPTIONS] INPUT"
     std::vector<OptionDoc> options;
-    std::vector<Example> examples;
+    std::vector<UsageExample> examples;
 };
 
 struct ProgramDoc {
@@ -53,7 +53,7 @@ struct ProgramDoc {
 };
 
 // The lines of an EXAMPLES section for --help: each command, then what it shows.
-std::string examples_text(const std::vector<Example>& examples);
+std::string examples_text(const std::vector<UsageExample>& examples);
 
 std::string man_page(const ProgramDoc& doc);
 std::string bash_completion(const ProgramDoc& doc);
