@@ -4,7 +4,8 @@
 # meanings of their own, and a name with a leading '-' reads as an option. A name with any of
 # them fails the build here instead of passing unseen ("No tests ran" exits 0 in Catch2 v2
 # without --warn NoTests).
-execute_process(COMMAND "${TEST_EXECUTABLE}" --list-test-names-only
+# LIST_NAMES: the options that list the names alone (Catch2 v2 and v3 differ).
+execute_process(COMMAND "${TEST_EXECUTABLE}" ${LIST_NAMES}
                 OUTPUT_VARIABLE names RESULT_VARIABLE listed)
 if(listed LESS 0 OR names STREQUAL "")
   message(FATAL_ERROR "cannot list the test cases of ${TEST_EXECUTABLE}")

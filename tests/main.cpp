@@ -1,2 +1,9 @@
-#define CATCH_CONFIG_MAIN
+// Catch2's own main, for v2 or v3 (support/catch.hpp).
+#ifdef ATTNTRACE_CATCH3
+#include <catch2/catch_session.hpp>
+#else
+#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
+#endif
+
+int main(int argc, char* argv[]) { return Catch::Session().run(argc, argv); }

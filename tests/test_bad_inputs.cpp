@@ -2,7 +2,7 @@
 // format: the exit code, a fragment of the message, one line on stderr, nothing on stdout.
 #include "support/cli.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -6,7 +6,7 @@
 #include "support/cli.hpp"
 #include "support/schema.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <nlohmann/json.hpp>
 
 #include <cmath>

@@ -5,7 +5,7 @@
 #include "support/trace_json.hpp"
 #include "support/text.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

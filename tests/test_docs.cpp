@@ -2,7 +2,7 @@
 // "$ build/attntrace") is run again; the test fails when the output drifts from the page.
 #include "support/cli.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <algorithm>
 #include <filesystem>

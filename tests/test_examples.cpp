@@ -3,7 +3,7 @@
 #include "input/examples.hpp"
 #include "input/load.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 using namespace attntrace;
 

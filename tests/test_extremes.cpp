@@ -8,7 +8,7 @@
 #include "input/load.hpp"
 #include "support/cli.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <nlohmann/json.hpp>
 
 #include <cmath>

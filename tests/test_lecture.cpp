@@ -4,7 +4,7 @@
 #include "input/examples.hpp"
 #include "input/load.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <vector>
 

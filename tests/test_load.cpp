@@ -6,7 +6,7 @@
 
 #include "support/refusal.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 using namespace attntrace;
 using Catch::Contains;

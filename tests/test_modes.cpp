@@ -5,7 +5,7 @@
 #include "render/render.hpp"
 #include "attention/reference.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/format.h>
 #include <omp.h>
 

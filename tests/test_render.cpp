@@ -6,7 +6,7 @@
 #include "support/text.hpp"
 #include "util/utf8.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 
 #include <sstream>
 

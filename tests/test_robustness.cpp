@@ -12,7 +12,7 @@
 #include "util/memory.hpp"
 #include "util/threads.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <omp.h>
 #include <nlohmann/json.hpp>
 
@@ -24,7 +24,7 @@
 #include <tuple>
 #include <unistd.h>
 
-using Catch::Matchers::Contains;
+using Catch::Contains;
 using namespace attntrace;
 
 namespace {

@@ -6,7 +6,7 @@
 #include "input/load.hpp"
 #include "support/cli.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <omp.h>

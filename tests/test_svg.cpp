@@ -12,7 +12,7 @@
 #include "support/cli.hpp"
 #include "support/output_checks.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

@@ -9,7 +9,7 @@
 #include "support/text.hpp"
 #include "attention/reference.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 

@@ -1,7 +1,7 @@
 // Checks a parsed JSON document against the attntrace.trace/1 schema of docs/json-output.md.
 #pragma once
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <nlohmann/json.hpp>
 
 namespace schema {
