@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace attntrace {
 
@@ -43,9 +44,23 @@ bool use_avx2() {
 }  // namespace
 
 const char* kernel_isa() { return use_avx2() ? "avx2" : "baseline"; }
+std::string kernel_description() {
+    if (use_avx2()) return "AVX2 with FMA, chosen at run time (the build also holds kernels for any x86-64 CPU)";
+    const char* forced = std::getenv("ATTNTRACE_KERNELS");
+    if (forced && std::strcmp(forced, "baseline") == 0)
+        return "any x86-64 CPU, as ATTNTRACE_KERNELS=baseline asks (the build also holds AVX2 kernels)";
+    return "any x86-64 CPU, chosen at run time: this CPU lacks AVX2 or FMA";
+}
 #define ATTNTRACE_CALL(call) (use_avx2() ? isa_avx2::call : isa_baseline::call)
 #else
 const char* kernel_isa() { return "baseline"; }
+std::string kernel_description() {
+#if defined(ATTNTRACE_NATIVE_BUILD)
+    return "one copy, for the CPU of the machine that built it (-march=native)";
+#else
+    return "one copy, for the compiler's default target";
+#endif
+}
 #define ATTNTRACE_CALL(call) isa_baseline::call
 #endif
 

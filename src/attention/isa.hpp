@@ -9,6 +9,8 @@
 // the baseline's code. A build with ATTNTRACE_NATIVE=ON compiles one copy for its machine.
 #pragma once
 
+#include <string>
+
 #ifndef ATTNTRACE_ISA
 #define ATTNTRACE_ISA isa_baseline
 #endif
@@ -19,5 +21,8 @@ namespace attntrace {
 // variable ATTNTRACE_KERNELS=baseline chooses the baseline copy on any CPU (for comparing
 // the two; docs/performance.md).
 const char* kernel_isa();
+
+// The same in a sentence, for --version: which copy runs, and why.
+std::string kernel_description();
 
 }  // namespace attntrace

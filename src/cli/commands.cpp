@@ -1,5 +1,6 @@
 #include "cli/commands.hpp"
 
+#include "attention/isa.hpp"
 #include "attention/modes.hpp"
 #include "cli/flags.hpp"
 #include "cli/manual.hpp"
@@ -127,7 +128,7 @@ void add_trace_options(CLI::App& app, TraceState& s) {
     s.output.add_to(app);
     describe(app.add_option("-s,--stage", s.request.stages, "show only these stages, comma-separated (e.g. scores,weights)")
                  ->delimiter(','),
-             "Output", "NAME,…", Completes::list, all_stage_names());
+             "Output", "NAME,...", Completes::list, all_stage_names());
     describe(app.add_option("-q,--query", s.request.trace.query,
                             "work through one query's arithmetic: a token as spelled, or a 1-based position"),
              "Output", "TOKEN|N");
@@ -245,7 +246,7 @@ Command add_bench(CLI::App& app) {
                  ->delimiter(',')
                  ->check(in_range(std::int64_t{1}, std::int64_t{1} << 20))
                  ->capture_default_str(),
-             "Runs", "N,…");
+             "Runs", "N,...");
     describe(command->add_option("--dim", r.dim, "d_in = d_k = d_v")
                  ->check(in_range(std::int64_t{1}, std::int64_t{4096}))
                  ->capture_default_str(),
@@ -261,7 +262,7 @@ Command add_bench(CLI::App& app) {
     describe(command->add_option("--threads", r.threads, "thread counts (default: 1 to the number of cores)")
                  ->delimiter(',')
                  ->check(in_range(1, max_threads)),
-             "Runs", "N,…");
+             "Runs", "N,...");
     choose(command->add_option("--paths", s->paths, "the paths to time")->delimiter(','), "Runs", enum_names<BenchPath>(),
            true)
         ->capture_default_str();
@@ -432,7 +433,7 @@ CommandDoc command_doc(const CLI::App& app, const std::vector<UsageExample>& exa
     doc.usage = usage;
     doc.examples = examples;
     for (const CLI::Option* o : app.get_options()) {
-        if (o->get_group().empty() || o->get_group() == "Help") continue;
+        if (o->get_group().empty()) continue;
         OptionDoc option;
         if (o->get_positional()) option.positional = o->get_name(true, false);
         for (const auto& name : o->get_snames()) option.flags.push_back("-" + name);
@@ -473,7 +474,7 @@ ProgramDoc program_doc(const CLI::App& app, const std::vector<Command>& subcomma
         doc.subcommands.push_back(command_doc(*subcommands[i].app, subcommand_examples[i]));
     for (const auto& example : examples()) doc.example_names.emplace_back(example.name);
     for (const auto& group : app.get_groups())
-        if (!group.empty() && group != "Help") doc.groups.push_back(group);
+        if (!group.empty()) doc.groups.push_back(group);
     return doc;
 }
 
@@ -492,7 +493,10 @@ int run_command_line(int argc, char** argv) {
     const std::vector<Command> subcommands{add_similarity(app), add_generate(app), add_bench(app), add_compare(app)};
     finish_help(app, trace_examples);
     for (std::size_t i = 0; i < subcommands.size(); ++i) finish_help(*subcommands[i].app, subcommand_examples[i]);
-    app.set_version_flag("-V,--version", fmt::format("attntrace {}", version), "print the version and exit")->group("Help");
+    // The version, then which copy of the hot kernels this CPU runs (attention/isa.hpp).
+    app.set_version_flag("-V,--version", fmt::format("attntrace {}\nkernels: {}", version, kernel_description()),
+                         "print the version and exit")
+        ->group("Help");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -114,7 +114,7 @@ inline CLI::Validator one_of(std::vector<std::string> names) {
 // "a|b|c" in --help.
 inline CLI::Option* choose(CLI::Option* option, const std::string& group, std::vector<std::string> names, bool list = false) {
     option->check(one_of(names));
-    const std::string metavar = fmt::format("{}{}", fmt::join(names, "|"), list ? ",…" : "");
+    const std::string metavar = fmt::format("{}{}", fmt::join(names, "|"), list ? ",..." : "");
     return describe(option, group, metavar, list ? Completes::list : Completes::choice, std::move(names));
 }
 

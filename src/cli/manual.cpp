@@ -58,7 +58,6 @@ std::string words(const std::vector<std::string>& items) { return fmt::format("{
 std::vector<std::string> all_flags(const CommandDoc& c) {
     std::vector<std::string> flags;
     for (const OptionDoc& o : c.options) flags.insert(flags.end(), o.flags.begin(), o.flags.end());
-    flags.push_back("--help");
     return flags;
 }
 
