@@ -214,8 +214,18 @@ TEST_CASE("two outputs may not be one file, however it is spelled", "[output][cl
     // stdout counts too.
     const auto r = cli::run_to_file({"--svg", x}, x);
     CHECK(r.exit_code == 2);
-    CHECK(r.err == "attntrace: error: the standard output and " + x + " are the same file: give each output its own\n");
+    CHECK(r.err == "attntrace: error: the standard output (-) and " + x +
+                       " are the same file: give each output its own\n");
     CHECK(folder.names() == std::vector<std::string>{"hard.txt", "link.txt", "sub", "x.txt"});
+
+    // So does "-", the standard output by name, for -o and --svg alike.
+    for (const auto& args : {std::vector<std::string>{"--svg", "-"}, std::vector<std::string>{"-o", "-", "--svg", "-"}}) {
+        const auto both = cli::run(args);
+        CHECK(both.exit_code == 2);
+        CHECK(both.out.empty());
+        CHECK(both.err == "attntrace: error: the standard output (-) and the standard output (-) are the same file: give "
+                          "each output its own (-o FILE for the main output, and - for this one)\n");
+    }
 }
 
 TEST_CASE("a file name of up to 255 bytes can be written", "[output][cli]") {

@@ -34,9 +34,11 @@ struct InputText {
 // is larger than `max_bytes` (--max-input).
 InputText read_input(const std::string& path, std::uint64_t max_bytes = default_max_input_bytes);
 
-// With no input named: standard input, read as jq reads it, when it is a pipe or a file and
-// holds more than white space; else nothing, and the caller takes its default. A terminal,
-// /dev/null or a closed standard input is not read.
+// With no input named: standard input, read as jq reads it, when it is a pipe or a file;
+// else nothing, and the caller takes its default. A terminal, /dev/null (a device) or a
+// closed standard input is not read. Throws DataError when what was read is empty or white
+// space: a pipe that brought nothing is more likely a mistake upstream than a wish to see the
+// built-in example.
 std::optional<InputText> piped_input(std::uint64_t max_bytes);
 
 // A built-in example. Throws UsageError naming the known examples when there is none.

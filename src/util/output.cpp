@@ -407,10 +407,15 @@ std::ostream& Outputs::add(const std::string& path) {
 }
 
 void Outputs::refuse_same_file(const Destination& d) const {
+    // How a message names an output: "-" and no path are the standard output.
+    const auto named = [](const std::optional<std::string>& path) {
+        return !path || *path == "-" ? std::string("the standard output (-)") : *path;
+    };
     for (const Output* output : commit_order())
         if (output->id() == d.id)
-            throw UsageError(fmt::format("{} and {} are the same file: give each output its own",
-                                         output->path().value_or("the standard output"), *d.path));
+            throw UsageError(fmt::format("{} and {} are the same file: give each output its own{}",
+                                         named(output->path()), named(d.path),
+                                         d.path == "-" ? " (-o FILE for the main output, and - for this one)" : ""));
 }
 
 std::vector<Output*> Outputs::commit_order() const {

@@ -85,12 +85,13 @@ Command::Command(std::vector<std::string> words, const std::map<std::string, std
 
 namespace {
 
-// Spawns attntrace with stdin, stdout and stderr opened on the given files, stdout and stderr
-// with `flags`; an empty `out_path` leaves stdout closed.
-Result spawn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-             const std::string& in_path, const std::string& out_path, const std::string& err_path,
-             int flags = O_WRONLY | O_CREAT | O_TRUNC) {
-    Command command(with_binary(args), env);
+// Spawns `words` (a program, found on PATH, and its arguments) with stdin, stdout and stderr
+// opened on the given files, stdout and stderr with `flags`; an empty `out_path` leaves stdout
+// closed.
+Result spawn_words(const std::vector<std::string>& words, const std::map<std::string, std::string>& env,
+                   const std::string& in_path, const std::string& out_path, const std::string& err_path,
+                   int flags = O_WRONLY | O_CREAT | O_TRUNC) {
+    Command command(words, env);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
@@ -98,26 +99,42 @@ Result spawn(const std::vector<std::string>& args, const std::map<std::string, s
     else posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), flags, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), flags, 0644);
     pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
+    const int spawned = posix_spawnp(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
     posix_spawn_file_actions_destroy(&actions);
-    if (spawned != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(spawned));
+    if (spawned != 0) throw std::runtime_error(std::string("posix_spawn ") + words.at(0) + ": " + std::strerror(spawned));
     Result result;
     result.exit_code = wait_for(pid);
     result.err = slurp(err_path);
     return result;
 }
 
+Result spawn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+             const std::string& in_path, const std::string& out_path, const std::string& err_path,
+             int flags = O_WRONLY | O_CREAT | O_TRUNC) {
+    return spawn_words(with_binary(args), env, in_path, out_path, err_path, flags);
+}
+
 }  // namespace
 
-Result run(const std::vector<std::string>& args, const std::string& input,
-           const std::map<std::string, std::string>& env) {
+Result run_program(const std::vector<std::string>& words, const std::string& input,
+                   const std::map<std::string, std::string>& env) {
     const std::string dir = make_temp_dir();
-    const std::string in_path = dir + "/stdin", out_path = dir + "/stdout";
-    std::ofstream(in_path, std::ios::binary) << input;
-    Result result = spawn(args, env, in_path, out_path, dir + "/stderr");
+    // Nothing to feed: stdin is /dev/null, which attntrace does not read (as from a terminal).
+    std::string in_path = "/dev/null";
+    if (!input.empty()) {
+        in_path = dir + "/stdin";
+        std::ofstream(in_path, std::ios::binary) << input;
+    }
+    const std::string out_path = dir + "/stdout";
+    Result result = spawn_words(words, env, in_path, out_path, dir + "/stderr");
     result.out = slurp(out_path);
     std::filesystem::remove_all(dir);
     return result;
+}
+
+Result run(const std::vector<std::string>& args, const std::string& input,
+           const std::map<std::string, std::string>& env) {
+    return run_program(with_binary(args), input, env);
 }
 
 Result run_and_signal(const std::vector<std::string>& args, int delay_ms, int signal) {

@@ -14,10 +14,15 @@ struct Result {
     std::string err;
 };
 
-// Runs ATTNTRACE_BINARY with `args`, feeding `input` on stdin. `env` entries are added to
-// (or, with an empty value, removed from) the environment.
+// Runs ATTNTRACE_BINARY with `args`, feeding `input` on stdin (a file holding it; /dev/null,
+// which attntrace does not read, when it is empty). `env` entries are added to (or, with an
+// empty value, removed from) the environment.
 Result run(const std::vector<std::string>& args, const std::string& input = "",
            const std::map<std::string, std::string>& env = {});
+
+// The same for any program: words[0] is looked up on PATH.
+Result run_program(const std::vector<std::string>& words, const std::string& input = "",
+                   const std::map<std::string, std::string>& env = {});
 
 // Runs attntrace with stdout opened on `stdout_path` (such as /dev/full); `out` stays empty.
 Result run_to_file(const std::vector<std::string>& args, const std::string& stdout_path);
