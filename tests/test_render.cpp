@@ -67,6 +67,55 @@ TEST_CASE("labels with non-ASCII letters stay aligned", "[render][utf8]") {
     CHECK(first_number_end == header_end_of_first_column);
 }
 
+TEST_CASE("display widths of emoji, ZWJ sequences, Devanagari and Thai, by utf8proc", "[render][utf8]") {
+    CHECK(display_width("🚀") == 2);                       // U+1F680, an emoji: two columns
+    CHECK(display_width("👩‍💻") == 2);                       // woman + ZWJ + laptop: one emoji
+    CHECK(display_width("👍🏽") == 2);                       // a skin tone joins its emoji
+    CHECK(display_width("🇫🇷") == 2);                       // two regional indicators: one flag
+    CHECK(display_width("नमस्ते") == 4);                    // न म स ् त े: virama and vowel sign take none
+    CHECK(display_width("ที่") == 1);                        // ท with two marks above it
+    CHECK(display_width("ภาษาไทย") == 7);                   // seven letters, no marks
+    CHECK(display_width("a🚀b") == 4);
+    // Cut between clusters: a letter keeps its marks, an emoji sequence stays whole.
+    CHECK(prefix_within_width("नमस्ते", 3) == "नमस्");
+    CHECK(prefix_within_width("ที่ดี", 1) == "ที่");
+    CHECK(prefix_within_width("a👩‍💻b", 2) == "a");
+    CHECK(prefix_within_width("a👩‍💻b", 3) == "a👩‍💻");
+    CHECK(fold_case("ΣΟΦΙΑ ДОМ ĞÜL") == "σοφια дом ğül");
+}
+
+TEST_CASE("emoji, ZWJ sequences, Devanagari and Thai labels align in tables", "[render][utf8]") {
+    // Each label with the columns it takes, counted by hand from the Unicode data.
+    const std::vector<std::pair<std::string, std::size_t>> labels{
+        {"🚀", 2}, {"👩‍💻", 2}, {"नमस्ते", 4}, {"ที่", 1}, {"cat", 3}, {"👍🏽", 2}};
+    std::string tokens, embeddings;
+    for (std::size_t i = 0; i < labels.size(); ++i) {
+        tokens += (i ? ", \"" : "\"") + labels[i].first + "\"";
+        embeddings += fmt::format("{}[{}, {}]", i ? ", " : "", 0.1 * static_cast<double>(i + 1), 1 - 0.1 * static_cast<double>(i));
+    }
+    cli::TempFile file(R"({"tokens": [)" + tokens + R"(], "embeddings": [)" + embeddings + "]}");
+    const auto r = cli::run({file.path(), "-s", "scores"});
+    REQUIRE(r.exit_code == 0);
+    const auto table = table_lines(r.out, "scores");
+    REQUIRE(table.size() == 2 + labels.size());  // title, header, a row per label
+    // The columns of a line: each label counted by hand, everything else is ASCII.
+    const auto columns = [&](std::string line) {
+        std::size_t width = 0;
+        for (const auto& [label, w] : labels)
+            for (std::size_t at; (at = line.find(label)) != std::string::npos;) {
+                line.erase(at, label.size());
+                width += w;
+            }
+        return width + line.size();
+    };
+    const std::size_t width = columns(table[1]);
+    CHECK(width == 4 + labels.size() * 8);  // the label column (as wide as नमस्ते), then 8 a number
+    for (std::size_t i = 2; i < table.size(); ++i) {
+        INFO(table[i]);
+        CHECK(columns(table[i]) == width);
+    }
+}
+
 TEST_CASE("wide matrices fit the width by eliding middle columns", "[render]") {
     const auto full = cli::run({"--example", "teacher_smiled", "-s", "weights", "--width", "0"});
     const auto narrow = cli::run({"--example", "teacher_smiled", "-s", "weights", "--width", "72"});

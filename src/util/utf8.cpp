@@ -1,7 +1,9 @@
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
+#include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace attntrace {
@@ -40,31 +42,39 @@ Decoded decode(std::string_view text) {
 
 bool in(char32_t cp, char32_t first, char32_t last) { return cp >= first && cp <= last; }
 
-bool is_zero_width(char32_t cp) {
-    return in(cp, 0x0300, 0x036F) || in(cp, 0x0483, 0x0489) || in(cp, 0x0591, 0x05BD) ||
-           in(cp, 0x0610, 0x061A) || in(cp, 0x064B, 0x065F) || in(cp, 0x1AB0, 0x1AFF) ||
-           in(cp, 0x1DC0, 0x1DFF) || in(cp, 0x200B, 0x200F) || in(cp, 0x20D0, 0x20FF) ||
-           in(cp, 0xFE00, 0xFE0F) || in(cp, 0xFE20, 0xFE2F) || cp < 0x20 || in(cp, 0x7F, 0x9F);
-}
+// One grapheme cluster (Unicode's user-perceived character, as utf8proc segments text): its
+// length in bytes and the columns a terminal gives it. An ill-formed byte is a cluster of its
+// own, one column wide (a terminal shows a replacement character).
+struct Cluster {
+    std::size_t length = 0;
+    std::size_t width = 0;
+};
 
-bool is_wide(char32_t cp) {
-    return in(cp, 0x1100, 0x115F) || (in(cp, 0x2E80, 0xA4CF) && cp != 0x303F) ||
-           in(cp, 0xAC00, 0xD7A3) || in(cp, 0xF900, 0xFAFF) || in(cp, 0xFE30, 0xFE4F) ||
-           in(cp, 0xFF00, 0xFF60) || in(cp, 0xFFE0, 0xFFE6) || in(cp, 0x1F300, 0x1F64F) ||
-           in(cp, 0x1F900, 0x1F9FF) || in(cp, 0x20000, 0x3FFFD);
-}
-
-char32_t fold(char32_t cp) {
-    if (in(cp, 'A', 'Z')) return cp + 0x20;
-    if (in(cp, 0xC0, 0xDE) && cp != 0xD7) return cp + 0x20;         // À…Þ except ×
-    if (in(cp, 0x0100, 0x0137) || in(cp, 0x014A, 0x0177))            // Ā ā … pairs
-        return cp | 1;
-    if (in(cp, 0x0139, 0x0148) || in(cp, 0x0179, 0x017E))            // Ĺ ĺ … pairs
-        return (cp & 1) ? cp + 1 : cp;
-    if (in(cp, 0x0391, 0x03A9) && cp != 0x03A2) return cp + 0x20;    // Greek capitals
-    if (in(cp, 0x0410, 0x042F)) return cp + 0x20;                    // Cyrillic А…Я
-    if (in(cp, 0x0400, 0x040F)) return cp + 0x50;                    // Cyrillic Ѐ…Џ
-    return cp;
+Cluster next_cluster(std::string_view text) {
+    const Decoded first = decode(text);
+    if (first.length == 0) return {1, 1};
+    std::size_t i = first.length;
+    std::size_t width = static_cast<std::size_t>(std::max(0, utf8proc_charwidth(static_cast<utf8proc_int32_t>(first.code_point))));
+    std::size_t count = 1;
+    // An emoji sequence: joined by U+200D, with the emoji presentation selector U+FE0F or a
+    // skin tone U+1F3FB–1F3FF, or a flag of two regional indicators. A terminal that knows
+    // it draws one emoji, two columns wide, where the characters' widths would add up to more.
+    bool emoji_sequence = false;
+    utf8proc_int32_t state = 0;
+    utf8proc_int32_t previous = static_cast<utf8proc_int32_t>(first.code_point);
+    while (i < text.size()) {
+        const Decoded d = decode(text.substr(i));
+        if (d.length == 0) break;
+        const auto cp = static_cast<utf8proc_int32_t>(d.code_point);
+        if (utf8proc_grapheme_break_stateful(previous, cp, &state)) break;
+        emoji_sequence = emoji_sequence || cp == 0x200D || cp == 0xFE0F || in(d.code_point, 0x1F3FB, 0x1F3FF) ||
+                         in(d.code_point, 0x1F1E6, 0x1F1FF);
+        width += static_cast<std::size_t>(std::max(0, utf8proc_charwidth(cp)));
+        previous = cp;
+        i += d.length;
+        ++count;
+    }
+    return {i, emoji_sequence && count > 1 ? 2 : width};
 }
 
 }  // namespace
@@ -141,14 +151,9 @@ std::size_t utf8_length(std::string_view text) {
 std::size_t display_width(std::string_view text) {
     std::size_t width = 0;
     for (std::size_t i = 0; i < text.size();) {
-        const auto d = decode(text.substr(i));
-        if (d.length == 0) {
-            ++width;  // shown as a replacement character
-            ++i;
-            continue;
-        }
-        width += is_zero_width(d.code_point) ? 0 : is_wide(d.code_point) ? 2 : 1;
-        i += d.length;
+        const Cluster c = next_cluster(text.substr(i));
+        width += c.width;
+        i += c.length;
     }
     return width;
 }
@@ -162,7 +167,7 @@ std::string fold_case(std::string_view text) {
             out += text[i++];
             continue;
         }
-        append_utf8(out, fold(d.code_point));
+        append_utf8(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(d.code_point))));
         i += d.length;
     }
     return out;
@@ -172,18 +177,10 @@ std::string_view prefix_within_width(std::string_view text, std::size_t columns)
     std::size_t width = 0;
     std::size_t i = 0;
     while (i < text.size()) {
-        const auto d = decode(text.substr(i));
-        const std::size_t n = d.length == 0 ? 1 : d.length;
-        const std::size_t w = d.length == 0 ? 1 : display_width(text.substr(i, n));
-        if (width + w > columns) break;
-        width += w;
-        i += n;
-    }
-    // Keep combining marks that follow the last character we kept.
-    while (i < text.size()) {
-        const auto d = decode(text.substr(i));
-        if (d.length == 0 || !is_zero_width(d.code_point) || d.code_point < 0x300) break;
-        i += d.length;
+        const Cluster c = next_cluster(text.substr(i));
+        if (width + c.width > columns) break;  // never half a cluster: its marks stay with it
+        width += c.width;
+        i += c.length;
     }
     return text.substr(0, i);
 }

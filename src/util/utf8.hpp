@@ -1,4 +1,4 @@
-// Just enough UTF-8 for labels: validation, display width in terminal columns, case folding.
+// Just enough UTF-8 for labels: validation, display width in terminal columns (utf8proc), case folding.
 #pragma once
 
 #include <cstddef>
@@ -40,19 +40,21 @@ std::string bounded_join(const std::vector<std::string>& shown, std::size_t tota
 // Number of code points; each ill-formed byte counts as one.
 std::size_t utf8_length(std::string_view text);
 
-// Columns a terminal uses for `text`: combining marks take 0, East Asian wide characters 2,
-// everything else 1 ("é" is 1 column whether precomposed or e + U+0301).
+// Columns a terminal uses for `text`, by utf8proc (Unicode's tables, not ours): each grapheme
+// cluster as wide as utf8proc's widths of its characters add up to (combining marks 0, East
+// Asian wide characters and emoji such as 🚀 2, "é" 1 whether precomposed or e + U+0301), an
+// emoji sequence (👩‍💻, 👍🏽, a flag) 2.
 std::size_t display_width(std::string_view text);
 
 // Appends code point `cp` (≤ U+10FFFF, not a surrogate) to `out` as UTF-8.
 void append_utf8(std::string& out, char32_t cp);
 
-// Lower case for ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic capitals; other
-// characters are kept. Used for case-insensitive word look-up.
+// Each character's simple lower case, by utf8proc (every script that has case); ill-formed
+// bytes are kept. Used for case-insensitive word look-up.
 std::string fold_case(std::string_view text);
 
-// The longest prefix of `text` that fits in `columns` display columns, cut at a character
-// boundary.
+// The longest prefix of `text` that fits in `columns` display columns, cut between grapheme
+// clusters (a base letter keeps its marks, an emoji sequence stays whole).
 std::string_view prefix_within_width(std::string_view text, std::size_t columns);
 
 }  // namespace attntrace
