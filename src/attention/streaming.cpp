@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <omp.h>
 #include <optional>
 #include <xmmintrin.h>
@@ -168,6 +169,11 @@ StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const Ma
     const Eigen::Index blocks = (n + stream_query_block - 1) / stream_query_block;
     std::atomic<std::size_t> done{0};
     RegionErrors errors;  // the scratch, the products and the top lists allocate
+    // options.rows_done: which blocks are finished, and how far from the start all of them are.
+    std::vector<char> finished(options.rows_done ? static_cast<std::size_t>(blocks) : 0, 0);
+    Eigen::Index reported = 0;
+    std::mutex reporting;
+    const bool in_order = static_cast<bool>(options.rows_done);
 #pragma omp parallel
     {
         const FlushDenormals flush;
@@ -179,12 +185,23 @@ StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const Ma
         for (Eigen::Index turn = 0; turn < blocks; ++turn) {
             if (!scratch) continue;  // its allocation failed: the error is kept
             errors.run([&] {
-                const Eigen::Index block = options.causal ? blocks - 1 - turn : turn;
+                const Eigen::Index block = options.causal && !in_order ? blocks - 1 - turn : turn;
                 const Eigen::Index first = block * stream_query_block;
                 const Eigen::Index rows = std::min(stream_query_block, n - first);
                 query_block(q, k, v, options, first, rows, *scratch, result);
                 const std::size_t now = done += static_cast<std::size_t>(rows);
                 if (options.progress && omp_get_thread_num() == 0) options.progress(now, static_cast<std::size_t>(n));
+                if (in_order) {
+                    const std::lock_guard lock(reporting);
+                    finished[static_cast<std::size_t>(block)] = 1;
+                    const Eigen::Index from = reported;
+                    while (reported < blocks && finished[static_cast<std::size_t>(reported)]) ++reported;
+                    if (reported > from) {
+                        const Eigen::Index end = std::min(n, reported * stream_query_block);
+                        options.rows_done(result, static_cast<std::size_t>(from * stream_query_block),
+                                          static_cast<std::size_t>(end - from * stream_query_block));
+                    }
+                }
             });
         }
     }

@@ -26,6 +26,8 @@ struct QuerySummary {
     double entropy = 0;          // −Σ_j a_j ln a_j, in nats: 0 = all on one key, ln n = uniform
 };
 
+struct StreamResult;
+
 struct StreamOptions {
     bool causal = false;
     double scale = 1;              // 1/√d_k (1 in plain mode)
@@ -33,6 +35,11 @@ struct StreamOptions {
     bool context = false;          // also return Z = A·V
     // Called now and then with (rows done, rows in all), from one thread at a time.
     std::function<void(std::size_t, std::size_t)> progress;
+    // For output written as it is computed (--format jsonl): called in query order, from one
+    // thread at a time, with each run of rows [first, first + count) whose results are
+    // complete, as soon as every row before them is. With it, query blocks are handed out in
+    // order, the causal path's included.
+    std::function<void(const StreamResult&, std::size_t first, std::size_t count)> rows_done;
 };
 
 struct StreamResult {

@@ -119,6 +119,10 @@ StreamResult stream(const Sequence& sequence, const std::optional<Projections>& 
     stream_options.top = options.top;
     stream_options.context = options.context;
     stream_options.progress = options.progress;
+    if (options.rows_done)
+        stream_options.rows_done = [&](const StreamResult& partial, std::size_t first, std::size_t count) {
+            options.rows_done(summary, partial, first, count);
+        };
     StreamResult result = stream_attention<T>(queries, keys, values, stream_options);
     require_finite_scores<T>(result, queries, keys, summary, stream_options.scale, stream_options.causal);
     return result;

@@ -28,6 +28,9 @@ struct SummaryOptions {
     std::size_t top = 3;
     bool context = false;
     std::function<void(std::size_t, std::size_t)> progress;  // (rows done, rows in all)
+    // Output as it is computed (--format jsonl): StreamOptions::rows_done, with the summary's
+    // header (tokens, dtype, top) already filled in.
+    std::function<void(const Summary&, const StreamResult&, std::size_t first, std::size_t count)> rows_done;
 };
 
 // The streaming path on a single-sequence problem (plain, self or causal).

@@ -143,6 +143,10 @@ void add_trace_options(CLI::App& app, TraceState& s) {
                          "Output", "FILE", Completes::file);
     auto* svg_stage = app.add_option("--svg-stage", s.request.svg_stage, "the stage --svg draws")->needs(svg)->capture_default_str();
     describe(svg_stage, "Output", "NAME", Completes::choice, svg_stage_names());
+    app.add_flag("--tidy", s.request.render.tidy,
+                 "with --format csv: one line per number (stage,head,row,col,row_token,col_token,value,masked), "
+                 "for pandas.read_csv")
+        ->group("Output");
     app.add_flag("--check", s.request.check,
                  "verify the trace (rows sum to 1, masked weights 0, context = weights·values, all finite) "
                  "and print the verdict instead of the trace")

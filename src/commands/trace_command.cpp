@@ -107,6 +107,15 @@ void check_request(TraceRequest& request) {
     request.svg = {svg_stage_id(request.svg_stage), request.render.shade, request.render.head};
     if (request.render.format == Format::csv && (request.render.explain || request.trace.query))
         throw UsageError("--explain and --query need room for text: use --format table, markdown or json");
+    if (request.render.format == Format::jsonl && !request.summary)
+        throw UsageError("--format jsonl writes one line per query of --summary: add --summary, or use --format json "
+                         "for the trace");
+    if (request.render.tidy) {
+        if (request.render.format != Format::csv) throw UsageError("--tidy shapes the CSV output: add --format csv");
+        if (request.summary)
+            throw UsageError("--tidy lays out a trace's matrices; the CSV of --summary already has one line per query");
+        if (request.check) throw UsageError("--tidy lays out a trace's matrices, not the report of --check");
+    }
     if (request.summary) check_summary_request(request);
 }
 
@@ -132,7 +141,8 @@ std::string streaming_modes() {
     return list;
 }
 
-void run_summary(const Problem& problem, const TraceRequest& request, std::ostream& out, std::string note) {
+void run_summary(const Problem& problem, const TraceRequest& request, Outputs& outputs, std::string note) {
+    std::ostream& out = outputs.main();
     const ModeSpec& mode = mode_spec(request.trace.mode);
     if (!mode.streams)
         throw UsageError(fmt::format("--summary covers modes {}; {} traces are small", streaming_modes(), mode.name()));
@@ -147,7 +157,23 @@ void run_summary(const Problem& problem, const TraceRequest& request, std::ostre
                  "");
     ProgressBar progress("attention");
     options.progress = [&](std::size_t done, std::size_t total) { progress.update(done, total); };
+    // JSON Lines: each run of finished rows is written at once, and reaches a pipe or a
+    // terminal as it comes instead of being held to the end. A row whose numbers overflowed
+    // stops the lines; summarize() then says which entry it was.
+    const bool lines = request.render.format == Format::jsonl;
+    bool stopped = false;
+    if (lines)
+        options.rows_done = [&](const Summary& header, const StreamResult& partial, std::size_t first, std::size_t count) {
+            if (stopped) return;
+            const Matrix* context = options.context ? &partial.context : nullptr;
+            std::size_t whole = 0;
+            while (whole < count && summary_line_finite(partial.queries[first + whole], context, first + whole)) ++whole;
+            write_summary_lines(header, partial.queries, context, first, whole, out);
+            outputs.main_output().drain();
+            stopped = whole < count;
+        };
     Summary summary = summarize(problem, request.trace, options);
+    if (lines) return;  // written as computed
     if (!note.empty()) summary.notes.push_back(std::move(note));
     render(summary, request.render, out);
 }
@@ -195,12 +221,12 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     // A query that names no token is a usage error, found before any work is done.
     if (request.trace.query) (void)find_query_row(query_labels(problem), *request.trace.query);
 
-    if (request.summary) return run_summary(problem, request, outputs.main(), "");
+    if (request.summary) return run_summary(problem, request, outputs, "");
     // A table of more than summary_threshold columns is unreadable: show the summary instead.
     const std::size_t n = token_count(problem);
     if (request.render.format == Format::table && request.render.stages.empty() && !full_trace_option(request) &&
         n > summary_threshold)
-        return run_summary(problem, request, outputs.main(),
+        return run_summary(problem, request, outputs,
                            fmt::format("{} tokens make tables too wide to read, so this is the summary "
                                        "(--summary); --stage NAME shows a stage's table, --format json "
                                        "every number",

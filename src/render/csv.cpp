@@ -2,11 +2,14 @@
 // line. A block: `stage,NAME`, `formula,…`, `applied,true|false[,reason]`, then for an applied
 // stage a header row (`row`, then the column labels) and one row per query. Numbers are rounded
 // to --digits; a masked score is -inf. Fields are quoted as RFC 4180 says; lines end in \n.
+// With --tidy, one line per number instead (write_tidy), for pandas.read_csv and spreadsheets.
 #include "render/cells.hpp"
 #include "render/formats.hpp"
 #include "render/number.hpp"
 #include "render/reports.hpp"
 
+#include <cmath>
+#include <limits>
 #include <ostream>
 
 namespace attntrace {
@@ -83,9 +86,42 @@ void write_parameters(const Trace& trace, const RenderOptions& options, std::ost
     }
 }
 
+// --tidy: one line per number of a matrix, `stage,head,row,col,row_token,col_token,value,masked`.
+// Rows and columns count from 0, as JSON's arrays do; the value is exact (JSON's numbers) and
+// empty where the mask hides the entry; head is empty for what belongs to the run as a whole.
+void write_tidy_matrix(std::string_view name, int head, const Stage& stage, Dtype dtype, std::ostream& out) {
+    const std::string prefix = csv_text(name) + ',' + (head > 0 ? std::to_string(head) : std::string()) + ',';
+    std::string line;
+    for (Eigen::Index r = 0; r < stage.row_count(); ++r) {
+        const std::string row_label = csv_text(stage.rows[static_cast<std::size_t>(r)]);
+        for (Eigen::Index c = 0; c < stage.col_count(); ++c) {
+            line = fmt::format("{}{},{},{},{},", prefix, r, c, row_label, csv_text(stage.cols[static_cast<std::size_t>(c)]));
+            const double value = stage.data(r, c);
+            const bool masked = stage.is_masked(r, c);
+            const bool fits = std::isfinite(value) &&
+                              (dtype == Dtype::float64 || std::fabs(value) <= std::numeric_limits<float>::max());
+            if (!masked && fits) append_exact(line, value, dtype);
+            line += masked ? ",true\n" : ",false\n";
+            out << line;
+        }
+    }
+}
+
+void write_tidy(const Trace& trace, const RenderOptions& options, std::ostream& out) {
+    out << "stage,head,row,col,row_token,col_token,value,masked\n";
+    for (const Shown& item : shown_stages(trace, options)) {
+        if (!item.stage) {  // the parameters: each matrix under its own name, exact as given
+            for (const Parameter& p : trace.parameters) write_tidy_matrix(p.name, 0, parameter_table(p), Dtype::float64, out);
+            continue;
+        }
+        if (item.stage->applied) write_tidy_matrix(item.stage->name(), item.stage->head, *item.stage, trace.dtype, out);
+    }
+}
+
 class CsvRenderer final : public TextRenderer {
 public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
+        if (options.tidy) return write_tidy(trace, options, out);
         bool first = true;
         for (const Shown& item : shown_stages(trace, options)) {
             if (!first) out << '\n';

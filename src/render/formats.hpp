@@ -11,5 +11,6 @@ const Renderer& table_renderer();
 const Renderer& json_renderer();
 const Renderer& markdown_renderer();
 const Renderer& csv_renderer();
+const Renderer& jsonl_renderer();
 
 }  // namespace attntrace

@@ -13,6 +13,7 @@ const Renderer& renderer(Format format) {
     case Format::json: return json_renderer();
     case Format::markdown: return markdown_renderer();
     case Format::csv: return csv_renderer();
+    case Format::jsonl: return jsonl_renderer();
     }
     return table_renderer();
 }

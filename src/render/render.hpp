@@ -17,9 +17,12 @@
 
 namespace attntrace {
 
-enum class Format { table, json, markdown, csv };
-inline constexpr NameTable<Format, 4> format_names{
-    {{Format::table, "table"}, {Format::json, "json"}, {Format::markdown, "markdown"}, {Format::csv, "csv"}}};
+enum class Format { table, json, markdown, csv, jsonl };
+inline constexpr NameTable<Format, 5> format_names{{{Format::table, "table"},
+                                                    {Format::json, "json"},
+                                                    {Format::markdown, "markdown"},
+                                                    {Format::csv, "csv"},
+                                                    {Format::jsonl, "jsonl"}}};
 constexpr const auto& names_of(Format) { return format_names; }
 
 // How tables and pictures shade a weight: against its own row (each row is one distribution
@@ -37,6 +40,7 @@ struct RenderOptions {
     Shade shade = Shade::row;      // the range a weight is shaded against
     int head = 0;                  // several heads: show only this one's stages (0: all)
     bool explain = false;          // a few sentences and the shapes before each stage
+    bool tidy = false;             // csv: one line per number (stage, head, row, col, …, value, masked)
 };
 
 class Renderer {
@@ -59,6 +63,14 @@ void render(const Summary& summary, const RenderOptions& options, std::ostream& 
 void render(const Similarity& similarity, const RenderOptions& options, std::ostream& out);
 void render(const Comparison& comparison, const RenderOptions& options, std::ostream& out);
 void render(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out);
+
+// JSON Lines of a summary: the lines of queries [first, first + count), each a whole JSON
+// object (render/jsonl.cpp), as the streaming path finishes them; `context` is the n × d_v
+// context, when asked for. summary_line_finite says whether a query's line can be written
+// (the streaming path reports a row that overflowed once it has finished).
+void write_summary_lines(const Summary& summary, const std::vector<QuerySummary>& queries, const Matrix* context,
+                         std::size_t first, std::size_t count, std::ostream& out);
+bool summary_line_finite(const QuerySummary& query, const Matrix* context, std::size_t row);
 
 // One item a trace shows: a stage, or the parameters section (stage null).
 struct Shown {

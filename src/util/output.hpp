@@ -85,6 +85,9 @@ public:
     // The descriptor written (a temporary's for a file), to ask whether it is a terminal.
     int descriptor() const { return fd_; }
     bool is_stdout() const { return stdout_; }  // written through descriptor 1
+    // Writes what is buffered now, held or not: for output that is read as it comes (JSON
+    // Lines), at the price of the all-or-nothing rule on standard output.
+    void drain() { buffer_.drain(); }
     // Writes what is still buffered and closes the output; a temporary is synced to disk first.
     void finish();
     // Renames the temporary over the file; nothing to do for an output written directly.
@@ -113,6 +116,7 @@ public:
     explicit Outputs(const std::optional<std::string>& main_path);
     std::ostream& main() { return main_->stream(); }
     const Output& main_output() const { return *main_; }
+    Output& main_output() { return *main_; }
     // Opens one more output; refuses (UsageError) a path that names the file of an output
     // already open, however it is spelled.
     std::ostream& add(const std::string& path);

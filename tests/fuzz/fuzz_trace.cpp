@@ -52,15 +52,19 @@ void require_clean(const std::string& text, Format format, bool colour, bool lab
     switch (format) {
     case Format::json: problem = output_checks::json_problem(text); break;
     case Format::csv: problem = output_checks::csv_problem(text); break;
+    case Format::jsonl: problem = output_checks::jsonl_problem(text); break;
     case Format::table:
     case Format::markdown: break;
     }
-    if (problem.empty() && format != Format::json) problem = output_checks::terminal_problem(text, colour);
-    if (problem.empty() && format != Format::json && !labels_may_read_as_numbers) problem = output_checks::number_problem(text);
+    const bool json = format == Format::json || format == Format::jsonl;
+    if (problem.empty() && !json) problem = output_checks::terminal_problem(text, colour);
+    if (problem.empty() && !json && !labels_may_read_as_numbers) problem = output_checks::number_problem(text);
     if (!problem.empty()) finding(std::string(to_string(format)) + " output: " + problem);
 }
 
+// Every format of a whole document; JSON Lines is the summary's alone.
 constexpr Format all_formats[] = {Format::table, Format::json, Format::markdown, Format::csv};
+constexpr Format summary_formats[] = {Format::table, Format::json, Format::markdown, Format::csv, Format::jsonl};
 
 void render_everything(const Trace& trace) {
     const bool numeric_labels = labels_look_like_numbers(trace.tokens) || labels_look_like_numbers(trace.source_tokens) ||
@@ -75,6 +79,14 @@ void render_everything(const Trace& trace) {
         render(trace, options, out);
         require_clean(out.str(), format, options.color && format == Format::table, numeric_labels);
     }
+    // The tidy CSV: one line per number.
+    options.format = Format::csv;
+    options.explain = false;
+    options.tidy = true;
+    std::ostringstream tidy;
+    render(trace, options, tidy);
+    if (const auto problem = output_checks::tidy_csv_problem(tidy.str()); !problem.empty())
+        finding("tidy csv output: " + problem);
     for (const StageId stage : svg_stages)
         for (const Shade shade : {Shade::row, Shade::table}) {
             std::ostringstream svg;
@@ -109,7 +121,7 @@ void compare_paths(const Problem& problem, const TraceOptions& options, const Tr
              .all())
         finding("context differs");
     RenderOptions render_options;
-    for (const Format format : all_formats) {
+    for (const Format format : summary_formats) {
         render_options.format = format;
         std::ostringstream out;
         render(streamed, render_options, out);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -208,6 +209,43 @@ inline std::string csv_problem(std::string_view text) {
         if (width > 0 && fields.size() != width)
             return "line " + std::to_string(line) + " has " + std::to_string(fields.size()) + " fields, its header " +
                    std::to_string(width);
+    }
+    return "";
+}
+
+// JSON Lines: every line a whole JSON object, and the text ends with a line break.
+inline std::string jsonl_problem(std::string_view text) {
+    if (!text.empty() && text.back() != '\n') return "the last line has no line break";
+    std::size_t line = 0;
+    for (std::size_t start = 0; start < text.size();) {
+        const std::size_t end = text.find('\n', start);
+        ++line;
+        const std::string problem = json_problem(text.substr(start, end - start));
+        if (!problem.empty()) return "line " + std::to_string(line) + ": " + problem;
+        start = end + 1;
+    }
+    return "";
+}
+
+// The tidy CSV (--tidy): its header, then records of 8 fields whose value is empty exactly
+// where masked is true, and a number otherwise.
+inline std::string tidy_csv_problem(std::string_view text) {
+    const std::string_view header = "stage,head,row,col,row_token,col_token,value,masked\n";
+    if (text.substr(0, header.size()) != header) return "no tidy header";
+    std::size_t i = header.size(), line = 1;
+    while (i < text.size()) {
+        ++line;
+        bool ok = true;
+        const auto fields = csv_record(text, i, ok);
+        if (!ok) return "an unterminated quoted field on line " + std::to_string(line);
+        if (fields.size() != 8) return "line " + std::to_string(line) + " has " + std::to_string(fields.size()) + " fields";
+        const std::string& value = fields[6];
+        if (fields[7] != (value.empty() ? "true" : "false")) return "line " + std::to_string(line) + ": value and masked disagree";
+        if (value.find_first_of("iInN") != std::string::npos)
+            return "line " + std::to_string(line) + ": value " + value + " is not finite";
+        char* end = nullptr;
+        if (!value.empty() && (std::strtod(value.c_str(), &end), *end != '\0'))
+            return "line " + std::to_string(line) + ": value " + value + " is not a number";
     }
     return "";
 }

@@ -1,0 +1,261 @@
+// Formats that notebooks and spreadsheets read: the tidy CSV (--format csv --tidy), one line
+// per number, checked against the JSON trace and read by pandas; JSON Lines for --summary,
+// one line per query, checked against the JSON summary and timed as it arrives.
+#include "support/cli.hpp"
+#include "support/trace_json.hpp"
+
+#include "input/examples.hpp"
+
+#include "support/catch.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+using Catch::Contains;
+using trace_json::json;
+
+namespace {
+
+// Each example with each mode it fits, as the other tests enumerate them.
+std::vector<std::pair<std::string, std::string>> example_runs() {
+    std::vector<std::pair<std::string, std::string>> runs;
+    for (const auto& example : attntrace::examples()) {
+        const std::string name(example.name);
+        const bool pair = name.ends_with("_fr");
+        for (const char* mode : {"plain", "self", "causal", "bahdanau"})
+            if (pair == (std::string(mode) == "bahdanau")) runs.emplace_back(name, mode);
+    }
+    return runs;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// Splits one line of our CSV (fields quoted only when they hold , or ").
+std::vector<std::string> csv_fields(const std::string& line) {
+    std::vector<std::string> fields(1);
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+        const char c = line[i];
+        if (quoted) {
+            if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') fields.back() += line[++i];
+            else if (c == '"') quoted = false;
+            else fields.back() += c;
+        } else if (c == '"') {
+            quoted = true;
+        } else if (c == ',') {
+            fields.emplace_back();
+        } else {
+            fields.back() += c;
+        }
+    }
+    return fields;
+}
+
+}  // namespace
+
+TEST_CASE("the tidy CSV: one line per number of every computed matrix, the JSON trace's numbers", "[notebooks][csv]") {
+    for (const auto& args :
+         {std::vector<std::string>{"-m", "causal"}, {"--example", "teacher_students_fr"},
+          {"-m", "self", "--heads", "2", "--dim", "4"}, {"-m", "self", "--dtype", "float32"}}) {
+        INFO(fmt::format("{}", fmt::join(args, " ")));
+        auto csv_args = args;
+        csv_args.insert(csv_args.end(), {"-f", "csv", "--tidy"});
+        const auto r = cli::run(csv_args);
+        REQUIRE(r.exit_code == 0);
+        const auto lines = lines_of(r.out);
+        REQUIRE(!lines.empty());
+        CHECK(lines[0] == "stage,head,row,col,row_token,col_token,value,masked");
+
+        // Each line by its (stage, head, row, col); a stage's lines come together.
+        std::map<std::tuple<std::string, std::string, std::size_t, std::size_t>, std::vector<std::string>> cells;
+        std::vector<std::string> order;
+        for (std::size_t i = 1; i < lines.size(); ++i) {
+            const auto fields = csv_fields(lines[i]);
+            REQUIRE(fields.size() == 8);
+            const std::string block = fields[0] + "/" + fields[1];
+            if (order.empty() || order.back() != block) {
+                CHECK(std::find(order.begin(), order.end(), block) == order.end());
+                order.push_back(block);
+            }
+            CHECK(cells.emplace(std::tuple{fields[0], fields[1], std::stoul(fields[2]), std::stoul(fields[3])}, fields).second);
+        }
+
+        // Every number of the JSON trace's applied stages and of its parameters is there, once.
+        const json trace = trace_json::run_json(args);
+        std::size_t expected = 0;
+        const auto expect = [&](const std::string& stage, const std::string& head, const json& data, const json* rows,
+                                const json* cols, const json* allowed) {
+            for (std::size_t i = 0; i < data.size(); ++i)
+                for (std::size_t j = 0; j < data[i].size(); ++j) {
+                    ++expected;
+                    INFO(stage << " " << head << " " << i << " " << j);
+                    const auto found = cells.find({stage, head, i, j});
+                    REQUIRE(found != cells.end());
+                    const auto& fields = found->second;
+                    if (rows) CHECK(fields[4] == (*rows)[i].get<std::string>());
+                    if (cols) CHECK(fields[5] == (*cols)[j].get<std::string>());
+                    const bool masked = allowed && !(*allowed)[i][j].get<bool>();
+                    CHECK(fields[7] == (masked ? "true" : "false"));
+                    if (masked) CHECK(fields[6].empty());
+                    else CHECK(std::stod(fields[6]) == data[i][j].get<double>());  // exact: the shortest round trip
+                }
+        };
+        for (const auto& stage : trace["stages"]) {
+            if (!stage["applied"].get<bool>()) continue;
+            const std::string head = stage.contains("head") ? std::to_string(stage["head"].get<int>()) : "";
+            expect(stage["name"], head, stage["data"], &stage["rows"], &stage["cols"],
+                   stage.contains("allowed") ? &stage["allowed"] : nullptr);
+        }
+        if (trace.contains("parameters"))  // a vector (v_a) is one row
+            for (const auto& [name, matrix] : trace["parameters"].items())
+                expect(name, "", matrix[0].is_array() ? matrix : json::array({matrix}), nullptr, nullptr, nullptr);
+        CHECK(cells.size() == expected);
+    }
+}
+
+TEST_CASE("tidy CSV is refused where there is no trace to lay out", "[notebooks][csv]") {
+    const auto no_csv = cli::run({"--tidy"});
+    CHECK(no_csv.exit_code == 2);
+    CHECK(no_csv.err == "attntrace: error: --tidy shapes the CSV output: add --format csv\n");
+    const auto summary = cli::run({"--tidy", "-f", "csv", "--summary"});
+    CHECK(summary.exit_code == 2);
+    CHECK_THAT(summary.err, Contains("the CSV of --summary already has one line per query"));
+    CHECK(cli::run({"--tidy", "-f", "csv", "--check"}).exit_code == 2);
+}
+
+TEST_CASE("pandas.read_csv loads the tidy CSV of every example in every mode in one call", "[notebooks][csv][pandas]") {
+    const cli::TempDir folder;
+    // Debian's python3, whose pandas `make test` installs (not one that PATH may find first).
+    std::vector<std::string> words{"/usr/bin/python3", std::string(ATTNTRACE_SOURCE_DIR) + "/tests/notebooks/read_tidy.py"};
+    for (const auto& [example, mode] : example_runs()) {
+        const std::string file = folder / (example + "." + mode + ".csv");
+        REQUIRE(cli::run({"--example", example, "-m", mode, "-f", "csv", "--tidy", "-o", file}).exit_code == 0);
+        // The number of lines pandas must find: a line per number of each applied stage.
+        const json trace = trace_json::run_json({"--example", example, "-m", mode});
+        std::size_t numbers = 0;
+        for (const auto& stage : trace["stages"])
+            if (stage["applied"].get<bool>()) numbers += stage["shape"][0].get<std::size_t>() * stage["shape"][1].get<std::size_t>();
+        if (trace.contains("parameters"))
+            for (const auto& [name, matrix] : trace["parameters"].items()) {
+                (void)name;
+                numbers += matrix[0].is_array() ? matrix.size() * matrix[0].size() : matrix.size();
+            }
+        words.push_back(file + "=" + std::to_string(numbers));
+    }
+    // The block layout (no --tidy) is what pandas could not read in one call.
+    const std::string blocks = folder / "blocks.csv";
+    REQUIRE(cli::run({"-f", "csv", "-o", blocks}).exit_code == 0);
+    words.push_back("--blocks=" + blocks);
+    const auto r = cli::run_program(words);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == fmt::format("block layout: ParserError\nread {} tidy files\n", example_runs().size()));
+}
+
+TEST_CASE("JSON Lines: one line per query with the JSON summary's numbers", "[notebooks][jsonl]") {
+    const cli::TempFile input(cli::run({"generate", "-n", "300", "-d", "16"}).out);
+    for (const auto& extra :
+         {std::vector<std::string>{"-m", "self"}, {"-m", "causal", "--stage", "context"}, {"--dtype", "float32", "--top", "5"}}) {
+        std::vector<std::string> args{input.path(), "--summary"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        INFO(fmt::format("{}", fmt::join(args, " ")));
+        const json summary = trace_json::run_json(args);
+        args.insert(args.end(), {"-f", "jsonl"});
+        const auto r = cli::run(args);
+        REQUIRE(r.exit_code == 0);
+        const auto lines = lines_of(r.out);
+        REQUIRE(lines.size() == 300);
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            const json line = json::parse(lines[i]);
+            const json& query = summary["queries"][i];
+            CHECK(line["schema"] == "attntrace.summary-line/1");
+            CHECK(line["index"] == query["index"]);
+            CHECK(line["token"] == query["token"]);
+            CHECK(line["top"] == query["top"]);
+            CHECK(line["max_weight"] == query["max_weight"]);
+            CHECK(line["entropy"] == query["entropy"]);
+            if (summary.contains("context")) CHECK(line["context"] == summary["context"][i]);
+            else CHECK_FALSE(line.contains("context"));
+        }
+    }
+}
+
+TEST_CASE("JSON Lines are refused without --summary and in the other commands", "[notebooks][jsonl]") {
+    const auto trace = cli::run({"-f", "jsonl"});
+    CHECK(trace.exit_code == 2);
+    CHECK(trace.out.empty());
+    CHECK(trace.err == "attntrace: error: --format jsonl writes one line per query of --summary: add --summary, or use "
+                       "--format json for the trace\n");
+    const auto similarity = cli::run({"similarity", "example:fruit_and_pets", "-f", "jsonl"});
+    CHECK(similarity.exit_code == 2);
+    CHECK(similarity.out.empty());
+    CHECK_THAT(similarity.err, Contains("--format jsonl writes the lines of --summary"));
+}
+
+TEST_CASE("JSON Lines: the first line arrives long before the run ends", "[notebooks][jsonl][timing]") {
+    // 20,000 tokens of 64 numbers on one thread, causal (whose blocks were handed out last
+    // first): about a second of work, of which the first line needs one block of 64 queries.
+    const cli::TempDir folder;
+    const std::string input = folder / "long.json";
+    REQUIRE(cli::run({"generate", "-n", "20000", "-d", "64", "-o", input}).exit_code == 0);
+    cli::Command command({ATTNTRACE_BINARY, input, "--summary", "-m", "causal", "-f", "jsonl", "--threads", "1"}, {});
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    using clock = std::chrono::steady_clock;
+    const auto start = clock::now();
+    pid_t pid = 0;
+    REQUIRE(posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data()) == 0);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+
+    std::string text;
+    std::optional<clock::time_point> first_line;
+    bool running_at_first_line = false;
+    char buffer[65536];
+    for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) != 0;) {
+        if (n < 0) {
+            REQUIRE(errno == EINTR);
+            continue;
+        }
+        text.append(buffer, static_cast<std::size_t>(n));
+        if (!first_line && text.find('\n') != std::string::npos) {
+            first_line = clock::now();
+            int status = 0;
+            running_at_first_line = ::waitpid(pid, &status, WNOHANG) == 0;
+        }
+    }
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    const auto end = clock::now();
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(lines_of(text).size() == 20000);
+    REQUIRE(first_line);
+    const double first = std::chrono::duration<double>(*first_line - start).count();
+    const double total = std::chrono::duration<double>(end - start).count();
+    INFO("first line after " << first << " s, all 20000 after " << total << " s");
+    CHECK(running_at_first_line);
+    CHECK(first < total / 4);
+}
