@@ -711,6 +711,12 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
     Json doc = parse_json(json_text, origin, budget);
     unpack_objects(in, doc);
     in.require_object(doc, "");
+    // "$schema": where an editor finds the input's JSON Schema (docs/schema/input.schema.json);
+    // a string, and nothing to attntrace.
+    if (doc.contains("$schema")) {
+        (void)in.string(doc["$schema"], "/$schema");
+        doc.erase("$schema");
+    }
     in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights", "heads", "kv_heads",
                            "source", "target"},
                  top_level_aliases());

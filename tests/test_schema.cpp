@@ -1,0 +1,141 @@
+// The JSON Schemas of docs/schema: every JSON document attntrace writes — each format of
+// JSON, for every example in every mode it fits, with the options that add fields — and every
+// input it ships, validated by python3-jsonschema (Debian's); each document names its schema
+// in "schema", and an input may carry "$schema".
+#include "support/cli.hpp"
+
+#include "input/examples.hpp"
+
+#include "support/catch.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+using Catch::Contains;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string schema_dir = std::string(ATTNTRACE_SOURCE_DIR) + "/docs/schema/";
+const std::string validator = std::string(ATTNTRACE_SOURCE_DIR) + "/tests/schema/validate.py";
+
+// Documents to validate, written to a folder, with the manifest validate.py reads.
+class Batch {
+public:
+    // Runs attntrace with `args` (which must succeed) and keeps its output for `schema`.
+    void run(const std::vector<std::string>& args, const std::string& schema, const std::string& kind = "json") {
+        const auto r = cli::run(args);
+        INFO(fmt::format("{}", fmt::join(args, " ")) << "\n" << r.err);
+        REQUIRE(r.exit_code == 0);
+        // The document names its schema (each line, for JSON Lines).
+        CHECK_THAT(r.out, Contains("\"schema\": \"attntrace." + schema + "/1\""));
+        add(r.out, schema, kind);
+    }
+    void add(const std::string& text, const std::string& schema, const std::string& kind = "json") {
+        const std::string path = folder_ / fmt::format("{}.{}", count_++, kind);
+        std::ofstream(path) << text;
+        manifest_ += schema_dir + schema + ".schema.json\t" + path + "\t" + kind + "\n";
+    }
+    // Runs the validator over everything kept.
+    cli::Result validate() const {
+        std::ofstream(folder_ / "manifest") << manifest_;
+        return cli::run_program({"/usr/bin/python3", validator, folder_ / "manifest"});
+    }
+    std::size_t count() const { return count_; }
+
+private:
+    cli::TempDir folder_;
+    std::string manifest_;
+    std::size_t count_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("every JSON document attntrace writes validates against its schema in docs/schema", "[schema][json]") {
+    Batch batch;
+    for (const auto& example : attntrace::examples()) {
+        const std::string name(example.name);
+        const bool pair = name.ends_with("_fr");
+        for (const char* mode : {"plain", "self", "causal", "bahdanau"}) {
+            if (pair != (std::string(mode) == "bahdanau")) continue;
+            const std::vector<std::string> run{"--example", name, "-m", mode, "-f", "json"};
+            const auto with = [&](std::vector<std::string> extra) {
+                std::vector<std::string> args = run;
+                args.insert(args.end(), extra.begin(), extra.end());
+                return args;
+            };
+            batch.run(run, "trace");
+            batch.run(with({"-q", "1", "--explain"}), "trace");
+            batch.run(with({"--dtype", "float32", "--temperature", "0.5", "-s", "parameters,weights"}), "trace");
+            batch.run(with({"--check"}), "check");
+            if (pair) {
+                for (const char* score : {"dot", "general"}) batch.run(with({"--score", score, "-q", "2"}), "trace");
+                continue;
+            }
+            batch.run(with({"--scale", "none", "-q", "2"}), "trace");
+            batch.run(with({"--summary"}), "summary");
+            batch.run(with({"--summary", "--stage", "context", "--dtype", "float32"}), "summary");
+            batch.run({"--example", name, "-m", mode, "--summary", "--stage", "context", "-f", "jsonl"}, "summary-line",
+                      "jsonl");
+        }
+        if (!pair) batch.run({"similarity", "example:" + name, "-f", "json"}, "similarity");
+    }
+    // Several heads, grouped-query attention, the division by the sum.
+    batch.run({"-m", "self", "--heads", "2", "--dim", "4", "-q", "journey", "-f", "json"}, "trace");
+    batch.run({"-m", "causal", "--heads", "4", "--kv-heads", "2", "--dim", "8", "--explain", "-f", "json"}, "trace");
+    batch.run({"--normalize", "sum", "-q", "2", "-f", "json"}, "trace");
+    // compare, bench.
+    batch.run({"compare", "example:big_dream", "example:big_mistake", "-t", "big", "-f", "json"}, "compare");
+    batch.run({"compare", "example:bank_river", "example:bank_money", "-t", "bank", "-m", "self", "-f", "json"}, "compare");
+    batch.run({"bench", "--sizes", "64,128", "--dim", "8", "--repeats", "1", "--threads", "1", "-f", "json"}, "bench");
+    // Inputs: every example, and what generate writes.
+    for (const auto& example : attntrace::examples()) batch.add(std::string(example.json), "input");
+    batch.add(cli::run({"generate", "-n", "5", "-d", "3"}).out, "input");
+
+    const auto r = batch.validate();
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == fmt::format("valid: {} documents\n", batch.count()));
+}
+
+TEST_CASE("the schemas refuse what attntrace would not write or read", "[schema][json]") {
+    // The check that the test above can fail: documents that break each schema somewhere.
+    Batch batch;
+    std::string trace = cli::run({"-f", "json"}).out;
+    trace.replace(trace.find("\"mode\": \"plain\""), 15, "\"mode\": \"plane\"");
+    batch.add(trace, "trace");
+    std::string summary = cli::run({"--summary", "-f", "json"}).out;
+    summary.replace(summary.find("\"top\": 3"), 8, "\"top\": 0");
+    batch.add(summary, "summary");
+    batch.add(R"({"schema": "attntrace.summary-line/1", "index": 0, "token": "a", "top": [], "max_weight": 1, "entropy": 0})",
+              "summary-line", "jsonl");
+    batch.add(R"({"sentence": "a b", "embeddings": {"a": [1], "b": [2]}, "embedings": {}})", "input");
+    batch.add(R"({"sentence": "a", "tokens": ["a"], "embeddings": [[1]]})", "input");
+    batch.add(R"({"source": {"tokens": ["a"], "states": [[1]]}, "target": {"tokens": ["b"], "states": [[1]]}, "heads": 2})",
+              "input");
+    const auto r = batch.validate();
+    CHECK(r.exit_code == 1);
+    std::size_t invalid = 0;
+    for (std::size_t at = 0; (at = r.out.find('\n', at)) != std::string::npos; ++at) ++invalid;
+    INFO(r.out << r.err);
+    CHECK(invalid == batch.count());
+}
+
+TEST_CASE("an input may name its schema in $schema, which must be a string", "[schema][load]") {
+    const cli::TempFile input(
+        R"({"$schema": "../docs/schema/input.schema.json", "sentence": "a b", "embeddings": {"a": [1, 0], "b": [0, 1]}})");
+    const auto r = cli::run({input.path(), "-s", "weights"});
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("Attention weights"));
+    Batch batch;
+    batch.add(cli::read_file(input.path()), "input");
+    CHECK(batch.validate().exit_code == 0);
+
+    const cli::TempFile bad(R"({"$schema": 1, "sentence": "a", "embeddings": {"a": [1]}})");
+    const auto refused = cli::run({bad.path()});
+    CHECK(refused.exit_code == 1);
+    CHECK(refused.err == "attntrace: error: " + bad.path() + ": /$schema: expected a string, found number 1\n");
+}
