@@ -1,6 +1,9 @@
 # Thin wrapper: set-up (Debian packages), configure, build, then run, test, or check harder.
 #   make run        install what is missing, build, trace the built-in example
 #   make test       install what is missing, build, run every test through ctest
+#   make install    the program, its man page, completions, docs and examples under PREFIX
+#                   (default /usr/local; DESTDIR=… stages them elsewhere)
+#   make deb        a Debian package, $(BUILD_DIR)/attntrace_VERSION_ARCH.deb (CPack)
 #   make sanitize   the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer (clang)
 #   make tsan       the threaded tests built with ThreadSanitizer (clang, libomp, Archer)
 #   make fuzz       the libFuzzer target for FUZZ_SECONDS (default 60) from tests/fuzz/corpus
@@ -8,23 +11,31 @@
 BUILD_DIR    ?= build
 JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
-# Build: the first seven. Tests: xmllint and rsvg-convert check the SVG heatmaps.
-PACKAGES       := cmake make g++ libcli11-dev libfmt-dev nlohmann-json3-dev libeigen3-dev catch2 \
-                  libxml2-utils librsvg2-bin
+PREFIX       ?= /usr/local
+# Building needs BUILD_PACKAGES (all `make run` installs). The tests need the rest: xmllint
+# and rsvg-convert check the SVG heatmaps; jsonschema validates the JSON against docs/schema,
+# pandas reads the tidy CSV; man-db, zsh and fish read the installed man page and
+# completions; qemu-user runs the portable binary on an old CPU model; dpkg-dev works out the
+# Debian package's dependencies (`make deb`).
+BUILD_PACKAGES := cmake make g++ libcli11-dev libfmt-dev nlohmann-json3-dev libeigen3-dev libutf8proc-dev
+TEST_PACKAGES  := catch2 libxml2-utils librsvg2-bin python3-jsonschema python3-pandas man-db zsh fish qemu-user dpkg-dev
+PACKAGES       := $(BUILD_PACKAGES) $(TEST_PACKAGES)
 CLANG_PACKAGES := clang libclang-rt-14-dev libomp-dev
 SUDO           := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ARCHER         := /usr/lib/llvm-14/lib/libarcher.so
 
-.PHONY: run test configure program build deps clang-deps build-asan sanitize tsan fuzz clean
+.PHONY: run test configure program build installable build-deps deps clang-deps build-asan sanitize tsan fuzz clean install deb
 
 run: program
 	./$(BUILD_DIR)/attntrace
 
-test: build
+test: deps build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 	tests/check_test_count.sh $(BUILD_DIR)
 
-configure: deps
+# Configured without the tests when catch2 is not there yet (`make run` on a fresh machine);
+# `make test` installs it first, and the configuration then finds it.
+configure: build-deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release
 
 # `make run` builds the program alone; the tests are built by `make test`.
@@ -33,6 +44,17 @@ program: configure
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# What is installed: the program, and the man page and completions it writes about itself.
+installable: configure
+	cmake --build $(BUILD_DIR) --target attntrace attntrace_manual -j $(JOBS)
+
+install: installable
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+deb: installable
+	$(call install_missing,dpkg-dev)
+	cd $(BUILD_DIR) && cpack -G DEB
 
 # Installs only the Debian packages that are missing (apt-get, with sudo when not root).
 define install_missing
@@ -46,6 +68,9 @@ define install_missing
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 endef
+
+build-deps:
+	$(call install_missing,$(BUILD_PACKAGES))
 
 deps:
 	$(call install_missing,$(PACKAGES))

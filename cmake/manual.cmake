@@ -12,3 +12,7 @@ foreach(pair "attntrace.1|--man" "attntrace.bash|--completions=bash" "_attntrace
   endif()
   file(RENAME "${DIR}/${name}.new" "${DIR}/${name}")
 endforeach()
+# Installed compressed, as Debian's man pages are (-n: no name or time inside, the same bytes
+# from the same page).
+execute_process(COMMAND gzip -9n -c INPUT_FILE "${DIR}/attntrace.1"
+                OUTPUT_FILE "${DIR}/attntrace.1.gz" COMMAND_ERROR_IS_FATAL ANY)

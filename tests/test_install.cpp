@@ -1,0 +1,296 @@
+// What a teacher hands out: `cmake --install` into a staging folder, then the installed
+// program, its man page (read by man -l), its completions (read by bash, fish and zsh), and
+// the Debian package CPack makes (`make deb`), with one version everywhere. Expected names
+// (modes, examples, options) come from the source tree, not from the program.
+#include "support/cli.hpp"
+
+#include "support/catch.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <sstream>
+
+using Catch::Contains;
+using Catch::StartsWith;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string version = ATTNTRACE_VERSION;
+const std::string build_dir = ATTNTRACE_BUILD_DIR;
+
+// Installs the build into a fresh staging folder, once for the whole test run.
+const std::string& staged() {
+    static const cli::TempDir stage;
+    static const bool installed = [] {
+        const auto r = cli::run_program({"cmake", "--install", build_dir, "--prefix", stage.path()});
+        INFO(r.out << r.err);
+        REQUIRE(r.exit_code == 0);
+        return true;
+    }();
+    (void)installed;
+    return stage.path();
+}
+
+// The built-in examples: the names of data/*.json, sorted.
+std::vector<std::string> example_names() {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(fs::path(ATTNTRACE_SOURCE_DIR) / "data"))
+        if (entry.path().extension() == ".json") names.push_back(entry.path().stem());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string joined(std::vector<std::string> words) {
+    std::sort(words.begin(), words.end());
+    std::string out;
+    for (const auto& w : words) out += (out.empty() ? "" : " ") + w;
+    return out;
+}
+
+// Every long option --help lists ("--mode", …), read off the help text.
+std::set<std::string> long_options(const std::string& help) {
+    std::set<std::string> names;
+    static const std::regex option(R"((?:^|[ ,])(--[a-z][a-z0-9-]*))");
+    std::istringstream in(help);
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("  ", 0) != 0 || line.rfind("      ", 0) == 0) continue;  // option lines only
+        const std::string head = line.substr(0, line.find("  ", 2));
+        for (auto it = std::sregex_iterator(head.begin(), head.end(), option); it != std::sregex_iterator(); ++it)
+            names.insert((*it)[1]);
+    }
+    return names;
+}
+
+}  // namespace
+
+TEST_CASE("cmake --install puts the program, man page, completions, docs and examples under the prefix", "[install]") {
+    const fs::path prefix = staged();
+    for (const char* file :
+         {"bin/attntrace", "share/man/man1/attntrace.1.gz", "share/bash-completion/completions/attntrace",
+          "share/zsh/vendor-completions/_attntrace", "share/fish/vendor_completions.d/attntrace.fish",
+          "share/doc/attntrace/README.md", "share/doc/attntrace/CHANGELOG.md", "share/doc/attntrace/LICENSE",
+          "share/doc/attntrace/copyright", "share/doc/attntrace/docs/walkthrough.md",
+          "share/doc/attntrace/docs/schema/input.schema.json", "share/doc/attntrace/docs/schema/trace.schema.json"}) {
+        INFO(file);
+        CHECK(fs::is_regular_file(prefix / file));
+    }
+    for (const auto& name : example_names()) {
+        INFO(name);
+        CHECK(fs::is_regular_file(prefix / "share/doc/attntrace/examples" / (name + ".json")));
+    }
+
+    // The installed program runs, on its built-in example and on an installed example file.
+    const std::string program = prefix / "bin/attntrace";
+    const auto v = cli::run_program({program, "-V"});
+    CHECK(v.exit_code == 0);
+    CHECK_THAT(v.out, StartsWith("attntrace " + version + "\nkernels: "));
+    const auto lecture = cli::run_program({program, "-s", "weights"});
+    CHECK(lecture.exit_code == 0);
+    CHECK(lecture.out == cli::run({"-s", "weights"}).out);
+    const auto file = cli::run_program(
+        {program, (prefix / "share/doc/attntrace/examples/teacher_students_fr.json").string(), "-s", "weights"});
+    CHECK(file.exit_code == 0);
+    CHECK_THAT(file.out, Contains("Attention weights"));
+}
+
+TEST_CASE("one version: the build's, in --version, the man page and the change log", "[install]") {
+    const auto v = cli::run({"--version"});
+    CHECK(v.exit_code == 0);
+    CHECK_THAT(v.out, StartsWith("attntrace " + version + "\n"));
+    CHECK_THAT(cli::read_file(build_dir + "/manual/attntrace.1"),
+               StartsWith(".TH ATTNTRACE 1 \"\" \"attntrace " + version + "\" \"User Commands\"\n"));
+    // The newest release in the change log is this one.
+    const std::string changelog = cli::read_file(std::string(ATTNTRACE_SOURCE_DIR) + "/CHANGELOG.md");
+    std::smatch first;
+    REQUIRE(std::regex_search(changelog, first, std::regex(R"(\n## (\S+))")));
+    CHECK(first[1] == version);
+}
+
+TEST_CASE("the installed man page reads with man -l: every option, examples, exit status", "[install]") {
+    const std::string page = fs::path(staged()) / "share/man/man1/attntrace.1.gz";
+    const std::map<std::string, std::string> env{{"MANPAGER", "cat"}, {"PAGER", "cat"}, {"MANWIDTH", "100"},
+                                                 {"MAN_KEEP_FORMATTING", ""}, {"LANG", "C.UTF-8"}};
+    const auto man = cli::run_program({"man", "-l", page}, "", env);
+    INFO(man.err);
+    REQUIRE(man.exit_code == 0);
+    for (const char* section : {"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "COMMANDS", "EXAMPLES", "EXIT STATUS",
+                                "ENVIRONMENT", "FILES"}) {
+        INFO(section);
+        CHECK_THAT(man.out, Contains("\n" + std::string(section) + "\n"));
+    }
+    CHECK_THAT(man.out, Contains("attntrace - trace the attention mechanism step by step"));
+    CHECK_THAT(man.out, Contains("attntrace " + version));
+    // Every option of every command's --help is in the page.
+    for (const auto& command :
+         {std::vector<std::string>{}, {"similarity"}, {"generate"}, {"bench"}, {"compare"}}) {
+        auto args = command;
+        args.push_back("--help");
+        for (const auto& option : long_options(cli::run(args).out)) {
+            if (option == "--help") continue;
+            INFO(option);
+            CHECK_THAT(man.out, Contains(option));
+        }
+    }
+    // groff has nothing to warn about.
+    const auto warnings = cli::run_program({"man", "--warnings", "-l", page}, "", env);
+    CHECK(warnings.exit_code == 0);
+    CHECK(warnings.err.empty());
+}
+
+TEST_CASE("bash completes options, modes, example names and commands from the installed script", "[install]") {
+    const std::string script = fs::path(staged()) / "share/bash-completion/completions/attntrace";
+    const cli::TempDir cwd;  // no files to offer
+    const std::string program = R"(
+cd ")" + cwd.path() + R"("
+source "$1"
+complete -p attntrace
+comp() {
+    COMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMPREPLY=()
+    _attntrace 2>/dev/null
+    printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'; echo
+}
+comp attntrace --mode ''
+comp attntrace -m c
+comp attntrace --example ''
+comp attntrace --mo
+comp attntrace sim
+comp attntrace -f ''
+comp attntrace -s scores,w
+comp attntrace similarity --s
+comp attntrace compare example:big_dream example:big_mistake --mode ''
+)";
+    const auto r = cli::run_program({"bash", "-c", program, "bash", script});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::istringstream lines(r.out);
+    std::vector<std::string> got;
+    for (std::string line; std::getline(lines, line);) got.push_back(line);
+    REQUIRE(got.size() == 10);
+    CHECK(got[0] == "complete -F _attntrace attntrace");
+    CHECK(got[1] == "bahdanau causal plain self");
+    CHECK(got[2] == "causal");
+    CHECK(got[3] == joined(example_names()));
+    CHECK(got[4] == "--mode");
+    CHECK(got[5] == "similarity");
+    CHECK(got[6] == "csv json jsonl markdown table");
+    CHECK(got[7] == "scores,weights");
+    CHECK(got[8] == "--shade --svg");
+    CHECK(got[9] == "bahdanau causal plain self");
+}
+
+TEST_CASE("fish completes options, modes and example names from the installed script", "[install]") {
+    const std::string script = fs::path(staged()) / "share/fish/vendor_completions.d/attntrace.fish";
+    const cli::TempDir home;
+    const std::map<std::string, std::string> env{{"HOME", home.path()},
+                                                 {"XDG_CONFIG_HOME", home / "config"},
+                                                 {"XDG_DATA_HOME", home / "data"}};
+    // The candidates fish offers for a command line, without their descriptions, sorted.
+    const auto complete = [&](const std::string& line) {
+        const auto r = cli::run_program({"fish", "--no-config", "-c", "source $argv[1]; complete -C '" + line + "'", script},
+                                        "", env);
+        INFO(line << "\n" << r.err);
+        CHECK(r.exit_code == 0);
+        std::vector<std::string> words;
+        std::istringstream in(r.out);
+        for (std::string w; std::getline(in, w);) words.push_back(w.substr(0, w.find('\t')));
+        return joined(words);
+    };
+    CHECK(complete("attntrace --mode ") == "bahdanau causal plain self");
+    CHECK(complete("attntrace --example ") == joined(example_names()));
+    CHECK(complete("attntrace --mo") == "--mode");
+    CHECK(complete("attntrace simi") == "similarity");
+    CHECK(complete("attntrace similarity --s") == "--shade --svg");
+}
+
+TEST_CASE("zsh reads the installed completion script", "[install]") {
+    const std::string script = fs::path(staged()) / "share/zsh/vendor-completions/_attntrace";
+    CHECK_THAT(cli::read_file(script), StartsWith("#compdef attntrace\n"));
+    const auto r = cli::run_program({"zsh", "-n", script});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.empty());
+}
+
+TEST_CASE("the Debian package: one version, its dependencies, its files, and the program runs from it", "[install]") {
+    const cli::TempDir out;
+    const auto packed = cli::run_program({"cpack", "-G", "DEB", "-B", out.path(), "--config", build_dir + "/CPackConfig.cmake"});
+    INFO(packed.out << packed.err);
+    REQUIRE(packed.exit_code == 0);
+    std::string deb;
+    for (const auto& entry : fs::directory_iterator(out.path()))
+        if (entry.path().extension() == ".deb") deb = entry.path();
+    REQUIRE(!deb.empty());
+    CHECK(fs::path(deb).filename().string().rfind("attntrace_" + version + "_", 0) == 0);
+
+    const auto field = [&](const std::string& name) {
+        const auto r = cli::run_program({"dpkg-deb", "-f", deb, name});
+        CHECK(r.exit_code == 0);
+        return r.out.substr(0, r.out.find_last_not_of('\n') + 1);
+    };
+    CHECK(field("Package") == "attntrace");
+    CHECK(field("Version") == version);
+    // The libraries the binary links, found by dpkg-shlibdeps.
+    const std::string depends = field("Depends");
+    for (const char* library : {"libc6", "libgcc-s1", "libgomp1", "libstdc++6", "libfmt", "libutf8proc"}) {
+        INFO(depends);
+        CHECK_THAT(depends, Contains(library));
+    }
+
+    const auto contents = cli::run_program({"dpkg-deb", "-c", deb});
+    for (const char* file : {"./usr/bin/attntrace", "./usr/share/man/man1/attntrace.1.gz",
+                             "./usr/share/bash-completion/completions/attntrace", "./usr/share/doc/attntrace/copyright",
+                             "./usr/share/doc/attntrace/examples/your_journey.json"}) {
+        INFO(file);
+        CHECK_THAT(contents.out, Contains(file));
+    }
+
+    // Unpacked, the program runs the lecture example.
+    const auto unpacked = cli::run_program({"dpkg-deb", "-x", deb, out / "root"});
+    REQUIRE(unpacked.exit_code == 0);
+    const auto lecture = cli::run_program({out / "root/usr/bin/attntrace", "-s", "weights"});
+    CHECK(lecture.exit_code == 0);
+    CHECK(lecture.out == cli::run({"-s", "weights"}).out);
+
+    // apt would install it: its dependencies resolve on this system (a simulation, nothing installed).
+    const auto apt = cli::run_program({"apt-get", "install", "--simulate", "--no-install-recommends", deb});
+    INFO(apt.out << apt.err);
+    CHECK(apt.exit_code == 0);
+    CHECK_THAT(apt.out, Contains("Inst attntrace ("));
+}
+
+TEST_CASE("the portable binary runs on a CPU without AVX (qemu-x86_64 -cpu Conroe), and uses AVX2 where there is",
+          "[portable]") {
+    const std::string program = ATTNTRACE_BINARY;
+    const auto old = cli::run_program({"qemu-x86_64", "-cpu", "Conroe", program, "-V"});
+    INFO(old.err);
+    REQUIRE(old.exit_code == 0);
+    CHECK(old.out == "attntrace " + version + "\nkernels: any x86-64 CPU, chosen at run time: this CPU lacks AVX2 or FMA\n");
+    const auto newer = cli::run_program({"qemu-x86_64", "-cpu", "Haswell", program, "-V"});
+    CHECK(newer.exit_code == 0);
+    CHECK_THAT(newer.out, Contains("\nkernels: AVX2 with FMA, chosen at run time"));
+
+    // The lecture example, every mode, and the streaming summary: the same tables as here. The
+    // AVX2 kernels round differently in the last bits (FMA rounds once), which shows only in
+    // rounding residuals printed in full ("largest difference 5.6e-17"): those below 1e-12
+    // read as ε on both sides.
+    const auto residuals = [](const std::string& text) {
+        static const std::regex tiny(R"(\b\d(\.\d+)?e-(1[3-9]|[2-9]\d|\d{3})\b)");
+        return std::regex_replace(text, tiny, "ε");
+    };
+    const cli::TempFile long_input(cli::run({"generate", "-n", "300", "-d", "16"}).out);
+    for (const auto& args :
+         {std::vector<std::string>{"-s", "weights"}, {"-m", "self"}, {"-m", "causal", "-q", "journey"},
+          {"--example", "teacher_students_fr"}, {long_input.path(), "--summary", "-m", "causal"},
+          {long_input.path(), "--summary", "--dtype", "float32"}}) {
+        auto words = std::vector<std::string>{"qemu-x86_64", "-cpu", "Conroe", program};
+        words.insert(words.end(), args.begin(), args.end());
+        const auto emulated = cli::run_program(words, "", {{"COLUMNS", ""}});
+        INFO(words.back() << "\n" << emulated.err);
+        CHECK(emulated.exit_code == 0);
+        CHECK(residuals(emulated.out) == residuals(cli::run(args, "", {{"COLUMNS", ""}}).out));
+    }
+}
