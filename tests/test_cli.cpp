@@ -6,6 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <fmt/format.h>
 
 using Catch::Contains;
@@ -162,6 +166,71 @@ TEST_CASE("help and version go to stdout and exit 0", "[cli]") {
     const auto version = cli::run({"--version"});
     CHECK(version.exit_code == 0);
     CHECK_THAT(version.out, StartsWith("attntrace "));
+}
+
+TEST_CASE("the help groups the options, names what each takes, and ends with examples", "[cli][help]") {
+    const std::string help = cli::run({"--help"}).out;
+    // The groups, in this order.
+    std::size_t at = 0;
+    for (const char* group : {"\nInput:\n", "\nAttention:\n", "\nLong inputs:\n", "\nOutput:\n", "\nLimits:\n",
+                              "\nHelp:\n", "\nSubcommands:\n", "\nExamples:\n"}) {
+        INFO(group);
+        const std::size_t found = help.find(group, at);
+        CHECK(found != std::string::npos);
+        at = found == std::string::npos ? at : found;
+    }
+    // Each option that takes a value says what: FILE, N, SIZE, NAME, or the names it takes.
+    for (const char* option :
+         {"\n  --example NAME ", "\n  -m,--mode plain|self|causal|bahdanau\n", "\n  --heads H ", "\n  --top K ",
+          "\n  --threads N ", "\n  -f,--format table|json|markdown|csv|jsonl\n", "\n  -o,--output FILE ",
+          "\n  -s,--stage NAME,... ", "\n  -q,--query TOKEN|N ", "\n  --svg FILE ", "\n  --max-memory SIZE ",
+          "\n  --max-time DURATION ", "\n  -V,--version ", "\n  --tidy "}) {
+        INFO(option);
+        CHECK_THAT(help, Contains(option));
+    }
+    CHECK_THAT(help, Contains("\nExamples:\n  attntrace\n      the built-in example"));
+    // -V is --version.
+    const auto v = cli::run({"-V"});
+    CHECK(v.exit_code == 0);
+    CHECK(v.out == cli::run({"--version"}).out);
+    // Each command's help has its own examples.
+    for (const char* command : {"similarity", "generate", "bench", "compare"}) {
+        INFO(command);
+        const auto r = cli::run({command, "--help"});
+        CHECK(r.exit_code == 0);
+        CHECK_THAT(r.out, Contains(std::string("\nExamples:\n  attntrace ") + command));
+    }
+}
+
+TEST_CASE("every example in the help of every command runs as shown", "[cli][help]") {
+    // Run by sh in a folder with the files the examples name, attntrace found on PATH.
+    const cli::TempDir folder;
+    std::ofstream(folder / "my_sentence.json") << R"({"sentence": "the cat sat", "embeddings": {"the": [1, 0], "cat": [0, 1], "sat": [1, 1]}})";
+    REQUIRE(cli::run({"generate", "-n", "300", "-d", "8", "-o", folder / "long.json"}).exit_code == 0);
+    const std::string binary_dir = std::filesystem::path(ATTNTRACE_BINARY).parent_path();
+    const std::string path = binary_dir + ":" + std::getenv("PATH");
+    std::size_t ran = 0;
+    for (const std::vector<std::string>& command :
+         {std::vector<std::string>{"--help"}, {"similarity", "--help"}, {"generate", "--help"}, {"bench", "--help"},
+          {"compare", "--help"}}) {
+        const std::string help = cli::run(command).out;
+        std::istringstream lines(help.substr(help.find("\nExamples:\n")));
+        for (std::string line; std::getline(lines, line);) {
+            if (line.rfind("  attntrace", 0) != 0) continue;
+            const std::string example = line.substr(2);
+            // The whole benchmark takes minutes: it is the one example not run here.
+            if (example == "attntrace bench") continue;
+            INFO(example);
+            const auto r = cli::run_program({"sh", "-c", "cd \"$1\" && " + example, "sh", folder.path()}, "",
+                                            {{"PATH", path}});
+            CHECK(r.exit_code == 0);
+            CHECK(r.err.empty());
+            ++ran;
+        }
+    }
+    CHECK(ran >= 14);
+    // What the examples wrote.
+    for (const char* file : {"trace.csv", "words.svg", "long.json"}) CHECK(std::filesystem::file_size(folder / file) > 0);
 }
 
 TEST_CASE("a missing file or a directory is a data error", "[cli][errors]") {

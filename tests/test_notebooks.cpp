@@ -168,7 +168,7 @@ TEST_CASE("pandas.read_csv loads the tidy CSV of every example in every mode in 
     CHECK(r.out == fmt::format("block layout: ParserError\nread {} tidy files\n", example_runs().size()));
 }
 
-TEST_CASE("JSON Lines: one line per query with the JSON summary's numbers", "[notebooks][jsonl]") {
+TEST_CASE("JSON Lines: one line per query with the JSON summary's numbers", "[notebooks][jsonl][streaming]") {
     const cli::TempFile input(cli::run({"generate", "-n", "300", "-d", "16"}).out);
     for (const auto& extra :
          {std::vector<std::string>{"-m", "self"}, {"-m", "causal", "--stage", "context"}, {"--dtype", "float32", "--top", "5"}}) {
@@ -205,7 +205,9 @@ TEST_CASE("JSON Lines are refused without --summary and in the other commands", 
     const auto similarity = cli::run({"similarity", "example:fruit_and_pets", "-f", "jsonl"});
     CHECK(similarity.exit_code == 2);
     CHECK(similarity.out.empty());
-    CHECK_THAT(similarity.err, Contains("--format jsonl writes the lines of --summary"));
+    CHECK(similarity.err == "attntrace: error: --format: \"jsonl\" is not one of table, json, markdown, csv (did you "
+                            "mean json?) (see attntrace --help)\n");
+    CHECK(cli::run({"compare", "example:big_dream", "example:big_mistake", "-t", "big", "-f", "jsonl"}).exit_code == 2);
 }
 
 TEST_CASE("JSON Lines: the first line arrives long before the run ends", "[notebooks][jsonl][timing]") {

@@ -125,7 +125,7 @@ void add_trace_options(CLI::App& app, TraceState& s) {
         ->excludes(input)
         ->group("Input");
     s.flags.add_to(app);
-    s.output.add_to(app);
+    s.output.add_to(app, true);
     describe(app.add_option("-s,--stage", s.request.stages, "show only these stages, comma-separated (e.g. scores,weights)")
                  ->delimiter(','),
              "Output", "NAME,...", Completes::list, all_stage_names());

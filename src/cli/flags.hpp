@@ -134,7 +134,8 @@ struct OutputFlags {
     int digits = 4;
     std::optional<std::string> path;  // -o FILE
 
-    void add_to(CLI::App& app);
+    // `lines`: the command has a summary to write as JSON Lines (--format jsonl).
+    void add_to(CLI::App& app, bool lines = false);
     // The options, with colour and width decided by where the output goes (`main`).
     void apply(RenderOptions& render, const Output& main) const;
 };
@@ -163,8 +164,13 @@ struct TraceFlags {
     TraceOptions apply() const;
 };
 
-inline void OutputFlags::add_to(CLI::App& app) {
-    add_enum<Format>(app, "-f,--format", format, "output format (docs/output-formats.md)", "Output")->capture_default_str();
+inline void OutputFlags::add_to(CLI::App& app, bool lines) {
+    std::vector<std::string> formats = enum_names<Format>();
+    if (!lines) formats.erase(std::find(formats.begin(), formats.end(), to_string(Format::jsonl)));
+    choose(app.add_option("-f,--format", format, lines ? "output format (docs/output-formats.md; jsonl: with --summary)"
+                                                       : "output format (docs/output-formats.md)"),
+           "Output", std::move(formats))
+        ->capture_default_str();
     describe(app.add_option("--digits", digits, "decimals in tables")->check(in_range(0, 17))->capture_default_str(),
              "Output", "N");
     describe(app.add_option("--width", width,
