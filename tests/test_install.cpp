@@ -268,10 +268,14 @@ TEST_CASE("the portable binary runs on a CPU without AVX (qemu-x86_64 -cpu Conro
     const auto old = cli::run_program({"qemu-x86_64", "-cpu", "Conroe", program, "-V"});
     INFO(old.err);
     REQUIRE(old.exit_code == 0);
-    CHECK(old.out == "attntrace " + version + "\nkernels: any x86-64 CPU, chosen at run time: this CPU lacks AVX2 or FMA\n");
+    const std::string copies = " (the build holds kernels for any x86-64, AVX2 and AVX-512)\n";
+    CHECK(old.out == "attntrace " + version + "\nkernels: any x86-64 CPU, chosen at run time: this CPU lacks AVX2 or FMA" +
+                         copies);
+    // qemu's emulation has AVX2 but no AVX-512: a Haswell gets the AVX2 copy.
     const auto newer = cli::run_program({"qemu-x86_64", "-cpu", "Haswell", program, "-V"});
     CHECK(newer.exit_code == 0);
-    CHECK_THAT(newer.out, Contains("\nkernels: AVX2 with FMA, chosen at run time"));
+    CHECK(newer.out == "attntrace " + version + "\nkernels: AVX2 with FMA, chosen at run time: this CPU lacks AVX-512" +
+                           copies);
 
     // The lecture example, every mode, and the streaming summary: the same tables as here. The
     // AVX2 kernels round differently in the last bits (FMA rounds once), which shows only in
@@ -292,5 +296,35 @@ TEST_CASE("the portable binary runs on a CPU without AVX (qemu-x86_64 -cpu Conro
         INFO(words.back() << "\n" << emulated.err);
         CHECK(emulated.exit_code == 0);
         CHECK(residuals(emulated.out) == residuals(cli::run(args, "", {{"COLUMNS", ""}}).out));
+    }
+}
+
+TEST_CASE("the portable binary runs the widest copy of the kernels this CPU has, and any narrower one when asked",
+          "[portable]") {
+    // What this CPU has, read from /proc/cpuinfo rather than asked of the program.
+    const std::string cpuinfo = cli::read_file("/proc/cpuinfo");
+    const std::string flags = cpuinfo.substr(cpuinfo.find("\nflags"), cpuinfo.find('\n', cpuinfo.find("\nflags") + 1) -
+                                                                          cpuinfo.find("\nflags")) + " ";
+    const auto has = [&](const std::string& flag) { return flags.find(" " + flag + " ") != std::string::npos; };
+    const bool avx2 = has("avx2") && has("fma");
+    const bool avx512 = avx2 && has("avx512f") && has("avx512dq") && has("avx512bw") && has("avx512vl");
+    const auto v = cli::run({"-V"});
+    CHECK_THAT(v.out, Contains(avx512 ? "\nkernels: AVX-512, chosen at run time: the widest this CPU has"
+                               : avx2 ? "\nkernels: AVX2 with FMA, chosen at run time: this CPU lacks AVX-512"
+                                      : "\nkernels: any x86-64 CPU, chosen at run time: this CPU lacks AVX2 or FMA"));
+    // Each narrower copy on request, with the same tables and summaries.
+    const cli::TempFile long_input(cli::run({"generate", "-n", "300", "-d", "16"}).out);
+    for (const char* copy : {"avx2", "baseline"}) {
+        INFO(copy);
+        const std::map<std::string, std::string> env{{"ATTNTRACE_KERNELS", copy}, {"COLUMNS", ""}};
+        const bool narrower = std::string(copy) == "avx2" ? avx512 : avx2;  // than what this CPU could run
+        if (narrower)
+            CHECK_THAT(cli::run({"-V"}, "", env).out, Contains(std::string(", as ATTNTRACE_KERNELS=") + copy + " asks"));
+        for (const auto& args : {std::vector<std::string>{"-m", "self"}, {"-m", "causal", "--explain"},
+                                 {long_input.path(), "--summary", "-m", "causal"}}) {
+            const auto r = cli::run(args, "", env);
+            CHECK(r.exit_code == 0);
+            CHECK(r.out == cli::run(args, "", {{"COLUMNS", ""}}).out);
+        }
     }
 }

@@ -1,11 +1,14 @@
 // The public names of the hot kernels (kernels.hpp, streaming.hpp), each forwarding to the
-// copy compiled for this CPU: attention/isa.hpp says why there are two.
+// copy compiled for this CPU: attention/isa.hpp says why there are three.
 #include "attention/isa.hpp"
 #include "attention/kernels.hpp"
 #include "attention/streaming.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 namespace attntrace {
@@ -27,31 +30,70 @@ namespace isa_baseline {
 ATTNTRACE_HOT_FUNCTIONS
 }
 
-#ifdef ATTNTRACE_HAS_AVX2
+#ifdef ATTNTRACE_HAS_COPIES
 namespace isa_avx2 {
+ATTNTRACE_HOT_FUNCTIONS
+}
+namespace isa_avx512 {
 ATTNTRACE_HOT_FUNCTIONS
 }
 
 namespace {
-bool use_avx2() {
-    static const bool chosen = [] {
-        const char* forced = std::getenv("ATTNTRACE_KERNELS");
-        if (forced && std::strcmp(forced, "baseline") == 0) return false;
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+enum class Isa { baseline, avx2, avx512 };
+
+bool has_avx2() { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+bool has_avx512() {
+    return has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+}
+
+// What ATTNTRACE_KERNELS asks for: a copy no wider than this (for comparing them).
+std::optional<Isa> requested() {
+    const char* asked = std::getenv("ATTNTRACE_KERNELS");
+    if (!asked) return std::nullopt;
+    if (std::strcmp(asked, "baseline") == 0) return Isa::baseline;
+    if (std::strcmp(asked, "avx2") == 0) return Isa::avx2;
+    if (std::strcmp(asked, "avx512") == 0) return Isa::avx512;
+    return std::nullopt;
+}
+
+Isa chosen() {
+    static const Isa isa = [] {
+        const Isa best = has_avx512() ? Isa::avx512 : has_avx2() ? Isa::avx2 : Isa::baseline;
+        const auto asked = requested();
+        return asked && *asked < best ? *asked : best;
     }();
-    return chosen;
+    return isa;
 }
 }  // namespace
 
-const char* kernel_isa() { return use_avx2() ? "avx2" : "baseline"; }
-std::string kernel_description() {
-    if (use_avx2()) return "AVX2 with FMA, chosen at run time (the build also holds kernels for any x86-64 CPU)";
-    const char* forced = std::getenv("ATTNTRACE_KERNELS");
-    if (forced && std::strcmp(forced, "baseline") == 0)
-        return "any x86-64 CPU, as ATTNTRACE_KERNELS=baseline asks (the build also holds AVX2 kernels)";
-    return "any x86-64 CPU, chosen at run time: this CPU lacks AVX2 or FMA";
+const char* kernel_isa() {
+    switch (chosen()) {
+    case Isa::avx512: return "avx512";
+    case Isa::avx2: return "avx2";
+    case Isa::baseline: break;
+    }
+    return "baseline";
 }
-#define ATTNTRACE_CALL(call) (use_avx2() ? isa_avx2::call : isa_baseline::call)
+
+std::string kernel_description() {
+    const Isa best = has_avx512() ? Isa::avx512 : has_avx2() ? Isa::avx2 : Isa::baseline;
+    const char* names[] = {"any x86-64 CPU", "AVX2 with FMA", "AVX-512"};
+    const std::string copy = names[static_cast<int>(chosen())];
+    if (chosen() != best)
+        return fmt::format("{}, as ATTNTRACE_KERNELS={} asks (this CPU could run {})", copy, kernel_isa(),
+                           names[static_cast<int>(best)]);
+    const char* why = best == Isa::avx512 ? "the widest this CPU has"
+                      : best == Isa::avx2 ? "this CPU lacks AVX-512"
+                                          : "this CPU lacks AVX2 or FMA";
+    return fmt::format("{}, chosen at run time: {} (the build holds kernels for any x86-64, AVX2 and AVX-512)", copy,
+                       why);
+}
+
+#define ATTNTRACE_CALL(call)                                                 \
+    (chosen() == Isa::avx512 ? isa_avx512::call                              \
+     : chosen() == Isa::avx2 ? isa_avx2::call                                \
+                             : isa_baseline::call)
 #else
 const char* kernel_isa() { return "baseline"; }
 std::string kernel_description() {
