@@ -2,6 +2,7 @@
 
 #include "attention/bahdanau.hpp"
 #include "attention/facts.hpp"
+#include "attention/positions.hpp"
 #include "attention/single.hpp"
 #include "core/error.hpp"
 
@@ -17,12 +18,14 @@ namespace {
 // The parameters (W_q, W_k, W_v; W_a, U_a, v_a) are shown after the inputs, before the
 // projections they make.
 // With several heads, queries … context repeat per head, then concat, output and what each
-// head adds to the output.
-constexpr StageId single_sequence_stages[] = {StageId::inputs,  StageId::parameters, StageId::queries,
-                                              StageId::keys,    StageId::values,     StageId::scores,
-                                              StageId::scaled,  StageId::masked,     StageId::weights,
-                                              StageId::context, StageId::concat,     StageId::output,
-                                              StageId::head_contributions};
+// head adds to the output. Position information adds stages where it enters: sinusoidal
+// encodings the embeddings and encodings before the inputs (their sum); RoPE its angles
+// after the inputs and the rotated queries and keys after the projections.
+constexpr StageId single_sequence_stages[] = {
+    StageId::embeddings, StageId::positions,       StageId::inputs,       StageId::parameters, StageId::queries,
+    StageId::keys,       StageId::values,          StageId::queries_rotated, StageId::keys_rotated, StageId::scores,
+    StageId::scaled,     StageId::masked,          StageId::weights,      StageId::context,    StageId::concat,
+    StageId::output,     StageId::head_contributions};
 constexpr StageId encoder_decoder_stages[] = {StageId::encoder_states, StageId::decoder_states, StageId::parameters,
                                               StageId::projected_decoder, StageId::projected_encoder, StageId::scores,
                                               StageId::scaled,          StageId::masked,           StageId::weights,
@@ -114,6 +117,14 @@ void check_options_for_mode(const TraceOptions& options) {
         throw UsageError(fmt::format("--heads and --kv-heads apply to modes self and causal: {} mode has no projections "
                                      "to split into heads",
                                      mode.name()));
+    if (((options.positions && *options.positions != PositionScheme::none) || options.position_offset) &&
+        !mode.takes_positions())
+        throw UsageError(fmt::format("--positions and --position-offset apply to modes self and causal, the Transformer's "
+                                     "self-attention: {}",
+                                     mode.reads_pair ? "bahdanau mode reads encoder states, which carry word order from "
+                                                       "the recurrent encoder that made them"
+                                                     : "plain mode is the lecture's first version, without weights or "
+                                                       "positions (try --mode self)"));
     if (options.scale && !mode.takes_scale)
         throw UsageError(fmt::format("--scale: {} mode's scores are used as they are (additive scores pass through tanh); "
                                      "--scale applies to modes {}",
@@ -123,6 +134,17 @@ void check_options_for_mode(const TraceOptions& options) {
 void describe_run(RunHeader& run, const Problem& problem) {
     std::vector<std::string> notes = problem.notes;
     run.description = description_for(problem, to_string(run.mode), notes);
+    // A description tells what the input's numbers show; position information changes them.
+    const auto* single = std::get_if<SingleSequenceInput>(&problem.input);
+    const PositionScheme written_for = single ? single->positions.value_or(PositionScheme::none) : PositionScheme::none;
+    if (!run.description.empty() && (run.positions != written_for || run.first_position != 0)) {
+        notes.push_back(fmt::format("this input's description is written for {}, so it is not shown {}",
+                                    written_for == PositionScheme::none ? std::string("its embeddings without position information")
+                                                                        : positions_text(written_for, 0),
+                                    run.positions == PositionScheme::none ? std::string("without position information")
+                                                                          : "with " + positions_text(run.positions, run.first_position)));
+        run.description.clear();
+    }
     notes.insert(notes.end(), run.notes.begin(), run.notes.end());
     run.notes = std::move(notes);
 }

@@ -30,6 +30,10 @@ struct ModeSpec {
     std::string_view name() const { return to_string(mode); }
     // What the scores are divided by when --scale does not say.
     ScaleRule default_scale() const { return scaled ? ScaleRule::sqrt : ScaleRule::none; }
+    // --positions: position information for the Transformer's self-attention, whose queries
+    // and keys are learned (plain mode is the lecture's first version without weights;
+    // bahdanau's encoder states carry their order from the recurrent encoder).
+    bool takes_positions() const { return learned_projections && !reads_pair; }
 };
 
 const ModeSpec& mode_spec(Mode mode);

@@ -3,6 +3,7 @@
 #include "attention/heads.hpp"
 #include "attention/kernels.hpp"
 #include "attention/modes.hpp"
+#include "attention/positions.hpp"
 #include "attention/stage_builder.hpp"
 #include "attention/weights_stage.hpp"
 #include "attention/worked.hpp"
@@ -27,6 +28,7 @@ struct ScaleSetting {
 template <typename T>
 struct HeadPass {
     MatrixT<T> q, k, v;  // this head's columns of Q, K and V (all of them with one head)
+    MatrixT<T> q_rotated, k_rotated;  // RoPE: q and k turned by their positions
     MatrixT<T> scores, scaled, masked, context;
     Normalized<T> weights;
 };
@@ -36,6 +38,8 @@ struct HeadPass {
 template <typename T>
 struct SinglePass {
     MatrixT<T> x;
+    MatrixT<T> embeddings, encoding;  // sinusoidal positions: x = embeddings + encoding
+    Matrix angles;                    // RoPE: each position's angle per pair of a head's numbers
     std::optional<BoolMatrix> mask;
     std::vector<HeadPass<T>> heads;
     MatrixT<T> concat;                      // several heads: [Z_1 … Z_H]
@@ -53,8 +57,12 @@ T divisor_for(const ScaleSetting& scale, Eigen::Index d_k) {
 // One head, as the second lecture lists it: score, scale, exclude, softmax, mix.
 template <typename T>
 void attend_head(HeadPass<T>& h, const std::optional<BoolMatrix>& mask, const ScaleSetting& scale,
-                 Normalization normalization, double temperature) {
-    h.scores = dot_scores<T>(h.q, h.k);  // S = Q·Kᵀ
+                 Normalization normalization, double temperature, const Matrix* angles = nullptr) {
+    if (angles) {  // RoPE: turn each query and key by its position's angles
+        h.q_rotated = rotate_half<T>(h.q, *angles);
+        h.k_rotated = rotate_half<T>(h.k, *angles);
+    }
+    h.scores = angles ? dot_scores<T>(h.q_rotated, h.k_rotated) : dot_scores<T>(h.q, h.k);  // S = Q·Kᵀ
     h.scaled = scale.rule == ScaleRule::none ? h.scores : scale_scores<T>(h.scores, divisor_for<T>(scale, h.q.cols()));  // S' = S / √d_head
     h.masked = mask ? apply_mask<T>(h.scaled, *mask) : h.scaled;         // −∞ where hidden
     h.weights = normalize_rows<T>(h.masked, normalization, temperature);  // A = softmax(S'' / T)
@@ -62,12 +70,22 @@ void attend_head(HeadPass<T>& h, const std::optional<BoolMatrix>& mask, const Sc
 }
 
 // Attention itself: project, then each head on its columns, then the heads mixed by W_o.
+// Sinusoidal positions are added to the embeddings first; RoPE turns each head's queries and
+// keys before they are scored (attention/positions.hpp).
 // (attention/reference.hpp says one head in plain loops; kernels.hpp holds each step.)
 template <typename T>
 SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const HeadLayout& layout, const ModeSpec& mode,
-                     const ScaleSetting& scale, Normalization normalization, double temperature) {
+                     const ScaleSetting& scale, Normalization normalization, double temperature,
+                     const PositionSetting& positions) {
     SinglePass<T> p;
     p.x = embeddings.cast<T>();
+    if (positions.scheme == PositionScheme::sinusoidal) {  // X = E + PE
+        p.embeddings = p.x;
+        p.encoding = sinusoidal_encoding(p.x.rows(), p.x.cols(), positions.first).template cast<T>();
+        p.x += p.encoding;
+    }
+    if (positions.scheme == PositionScheme::rope) p.angles = rotary_angles(p.x.rows(), layout.d_head, positions.first);
+    const Matrix* angles = p.angles.size() > 0 ? &p.angles : nullptr;
     if (mode.causal) p.mask = causal_mask(p.x.rows());
     p.heads.resize(static_cast<std::size_t>(layout.heads));
     if (!w) {  // plain: Q = K = V = X
@@ -89,7 +107,7 @@ SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const HeadL
             h.k = k.middleCols((g - 1) * layout.d_head, layout.d_head);
             h.v = v.middleCols((g - 1) * layout.d_v, layout.d_v);
         }
-        attend_head(h, p.mask, scale, normalization, temperature);
+        attend_head(h, p.mask, scale, normalization, temperature, angles);
     }
     if (layout.several()) {
         p.concat.resize(p.x.rows(), layout.heads * layout.d_v);
@@ -136,7 +154,12 @@ public:
         trace_.kv_heads = layout_.kv_heads;
         trace_.scale_rule = scale_.rule;
         trace_.scale = static_cast<double>(divisor_for<T>(scale_, first.q.cols()));
-        stages_.add(StageId::inputs, "Inputs: one embedding per token", "X", tokens_, numbered("x", d_in), p.x);
+        const bool encoded = p.embeddings.size() > 0;
+        if (encoded) record_encoding(p);
+        stages_.add(StageId::inputs, encoded ? "Inputs: each token's embedding plus its position's encoding"
+                                             : "Inputs: one embedding per token",
+                    encoded ? "X = E + PE" : "X", tokens_, numbered("x", d_in), p.x);
+        if (p.angles.size() > 0) record_angles(p.angles);
         if (w) record_parameters(std::move(*w), output_generated);
         for (int head = 1; head <= layout_.heads; ++head) {
             if (layout_.several()) stages_.set_head(head, layout_.grouped() ? layout_.kv_head_of(head) : 0);
@@ -165,6 +188,46 @@ private:
         }
     }
 
+    // Sinusoidal positions: the embeddings as given, then the encodings added to them.
+    void record_encoding(const SinglePass<T>& p) {
+        const Eigen::Index d = p.x.cols();
+        stages_.add(StageId::embeddings, "Embeddings: one vector per token, before position information", "E", tokens_,
+                    numbered("e", d), p.embeddings);
+        stages_.add(StageId::positions,
+                    fmt::format("Position encodings: the token at position p (counted from {}) gets sin(p·ω_i) in "
+                                "pe1, pe3, … and cos(p·ω_i) in pe2, pe4, …",
+                                trace_.first_position),
+                    fmt::format("PE(p, 2i) = sin(p·ω_i), PE(p, 2i+1) = cos(p·ω_i), ω_i = 10000^(−2i/{})", d), tokens_,
+                    numbered("pe", d), p.encoding);
+    }
+
+    // RoPE: the angle each position turns each pair of a head's numbers by (the same in every head).
+    void record_angles(const Matrix& angles) {
+        const Eigen::Index half = angles.cols();
+        stages_.add(StageId::positions,
+                    fmt::format("Rotation angles in radians: the token at position p (counted from {}) turns numbers k "
+                                "and k + {} of each head's query and key by φk",
+                                trace_.first_position, half),
+                    fmt::format("φk = p·θ_k, θ_k = 10000^(−2(k−1)/{})", 2 * half), tokens_, numbered("φ", half), angles);
+    }
+
+    // RoPE: this head's queries and keys turned by their positions' angles.
+    void record_rotations(HeadPass<T>& h, int head) {
+        const Eigen::Index half = h.q.cols() / 2;
+        const auto rotation = [&](std::string_view symbol) {
+            return fmt::format("RoPE({}): numbers (k, k + {}) as (a, b) → (a·cos φk − b·sin φk, b·cos φk + a·sin φk)",
+                               symbol, half);
+        };
+        const std::string q = layout_.several() ? fmt::format("Q_{}", head) : "Q";
+        const std::string k = layout_.several() ? fmt::format("K_{}", head) : "K";
+        stages_.add(StageId::queries_rotated,
+                    fmt::format("Rotated queries: numbers k and k + {} of each query turned together by φk", half),
+                    rotation(q), tokens_, numbered("q", h.q.cols()), std::move(h.q_rotated));
+        stages_.add(StageId::keys_rotated,
+                    fmt::format("Rotated keys: numbers k and k + {} of each key turned together by φk", half),
+                    rotation(k), tokens_, numbered("k", h.k.cols()), std::move(h.k_rotated));
+    }
+
     // "Q_2 = X·W_q, columns 3–4" for head 2 of 2-number heads; "Q = X·W_q" with one head.
     std::string projection_formula(std::string_view symbol, std::string_view weight, int head, Eigen::Index width,
                                    bool kv) const {
@@ -175,6 +238,7 @@ private:
 
     void record_head(HeadPass<T> h, const std::optional<BoolMatrix>& mask, int head) {
         record_projections(h, head);
+        if (trace_.positions == PositionScheme::rope) record_rotations(h, head);
         record_scores(h, head);
         const std::string_view scores_name = scale_.rule == ScaleRule::none ? "S" : "S'";
         const MatrixT<T> masked = h.masked;  // the weights' message quotes it
@@ -222,9 +286,12 @@ private:
     void record_scores(HeadPass<T>& h, int head) {
         const Eigen::Index d = h.q.cols();
         const std::string d_name = layout_.several() ? "d_head" : "d_k";
-        stages_.add(StageId::scores, "Attention scores: query · key",
-                    mode_.learned_projections ? (layout_.several() ? fmt::format("S_{} = Q_{}·K_{}ᵀ", head, head, head) : "S = Q·Kᵀ")
-                                              : "S = X·Xᵀ",
+        const bool rotated = trace_.positions == PositionScheme::rope;
+        stages_.add(StageId::scores, rotated ? "Attention scores: rotated query · rotated key" : "Attention scores: query · key",
+                    !mode_.learned_projections ? std::string("S = X·Xᵀ")
+                    : rotated ? (layout_.several() ? fmt::format("S_{} = RoPE(Q_{})·RoPE(K_{})ᵀ", head, head, head)
+                                                   : std::string("S = RoPE(Q)·RoPE(K)ᵀ"))
+                    : (layout_.several() ? fmt::format("S_{} = Q_{}·K_{}ᵀ", head, head, head) : std::string("S = Q·Kᵀ")),
                     tokens_, tokens_, std::move(h.scores));
         switch (scale_.rule) {
         case ScaleRule::none:
@@ -331,7 +398,8 @@ SingleWeights weights_for(const Sequence& sequence, const std::optional<Projecti
 }
 
 // `w` moves into the trace.
-Trace trace_with(const Sequence& sequence, SingleWeights w, const TraceOptions& options, const std::string& origin) {
+Trace trace_with(const Sequence& sequence, SingleWeights w, const PositionSetting& positions, const TraceOptions& options,
+                 const std::string& origin) {
     const ModeSpec& mode = mode_spec(options.mode);
     Trace trace;
     trace.origin = origin;
@@ -343,17 +411,21 @@ Trace trace_with(const Sequence& sequence, SingleWeights w, const TraceOptions& 
     trace.notes = w.notes;
     trace.tokens = sequence.tokens;
     trace.temperature = options.temperature;
+    trace.positions = positions.scheme;
+    trace.first_position = positions.first;
     Projections* p = w.projections ? &*w.projections : nullptr;
     const ScaleSetting scale{options.scale.value_or(mode.default_scale()), options.scale_value};
     const HeadLayout& layout = w.layout;
     if (options.dtype == Dtype::float32)
         SingleStages<float>(trace, mode, scale, layout)
-            .record(attend<float>(sequence.vectors, p, layout, mode, scale, options.normalization, options.temperature), p,
-                    w.output_generated);
+            .record(attend<float>(sequence.vectors, p, layout, mode, scale, options.normalization, options.temperature,
+                                  positions),
+                    p, w.output_generated);
     else
         SingleStages<double>(trace, mode, scale, layout)
-            .record(attend<double>(sequence.vectors, p, layout, mode, scale, options.normalization, options.temperature), p,
-                    w.output_generated);
+            .record(attend<double>(sequence.vectors, p, layout, mode, scale, options.normalization, options.temperature,
+                                   positions),
+                    p, w.output_generated);
     if (options.query)
         trace.worked = work_through(trace, find_query_row(trace.tokens, *options.query), options.head.value_or(1));
     return trace;
@@ -368,6 +440,7 @@ SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
     if (options.score != Score::additive)
         throw UsageError(fmt::format("--score {} applies to mode bahdanau only", to_string(options.score)));
     HeadCounts counts = head_counts(*single, options, problem.origin);
+    PositionSetting positions = position_setting(*single, options);
     std::vector<std::string> notes;
     if (!mode.takes_heads) {  // --heads itself is refused with the other options (check_options_for_mode)
         if (counts.heads > 1 || counts.kv_heads > 1)
@@ -376,21 +449,33 @@ SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
                                         counts.heads, mode.name()));
         counts = HeadCounts{};
     }
-    SingleSetup setup{&single->sequence, weights_for(single->sequence, single->weights, counts, options, problem.origin)};
+    if (!mode.takes_positions() && positions.any()) {  // --positions, likewise
+        notes.push_back(fmt::format("the input's positions (\"{}\") are not used: {} mode has no position information "
+                                    "(try --mode self)",
+                                    to_string(positions.scheme), mode.name()));
+        positions = PositionSetting{};
+    }
+    SingleSetup setup{&single->sequence, weights_for(single->sequence, single->weights, counts, options, problem.origin),
+                      positions};
     setup.weights.notes.insert(setup.weights.notes.begin(), notes.begin(), notes.end());
+    require_even_head(positions, setup.weights.layout.d_head, counts.heads, counts.from_options,
+                      single->weights.has_value(), problem.origin);
     return setup;
 }
 
 Trace trace_single_problem(const Problem& problem, const TraceOptions& options) {
     SingleSetup setup = setup_single(problem, options);
-    return trace_with(*setup.sequence, std::move(setup.weights), options, problem.origin);
+    return trace_with(*setup.sequence, std::move(setup.weights), setup.positions, options, problem.origin);
 }
 
 Trace trace_single(const Sequence& sequence, const Projections* weights, const TraceOptions& options,
                    const std::string& origin) {
     const std::optional<Projections> given = weights ? std::optional<Projections>(*weights) : std::nullopt;
     const HeadCounts counts = head_counts(SingleSequenceInput{}, options, origin);
-    return trace_with(sequence, weights_for(sequence, given, counts, options, origin), options, origin);
+    const PositionSetting positions = position_setting(SingleSequenceInput{}, options);
+    SingleWeights w = weights_for(sequence, given, counts, options, origin);
+    require_even_head(positions, w.layout.d_head, counts.heads, counts.from_options, weights != nullptr, origin);
+    return trace_with(sequence, std::move(w), positions, options, origin);
 }
 
 }  // namespace attntrace

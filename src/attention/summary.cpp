@@ -132,6 +132,11 @@ Summary summarize(const Problem& problem, const TraceOptions& trace_options, con
     if (setup.weights.layout.heads > 1 || setup.weights.projections && setup.weights.projections->output)
         throw UsageError("--summary follows one head without an output projection for now: run several heads, or W_o, "
                          "without --summary");
+    if (setup.positions.any())
+        throw UsageError(fmt::format("the summary of long inputs (--summary, and the summary shown in place of tables too "
+                                     "wide to read) does not follow position information yet ({}): use --positions none, "
+                                     "or the full trace with --format json or --stage NAME",
+                                     positions_text(setup.positions.scheme, setup.positions.first)));
     Summary summary;
     summary.mode = trace_options.mode;
     summary.dtype = trace_options.dtype;

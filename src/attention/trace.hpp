@@ -26,6 +26,8 @@ struct TraceOptions {
     std::optional<int> heads;           // --heads: attention heads (self and causal)
     std::optional<int> kv_heads;        // --kv-heads: key/value heads (grouped-query attention)
     std::optional<int> head;            // --head: the head -q works through (default 1)
+    std::optional<PositionScheme> positions;     // --positions (self and causal); absent: the input's, else none
+    std::optional<std::int64_t> position_offset;  // --position-offset: the first token's position (default 0)
 };
 
 // The divisor of the scores: √d_k, 1, or the number given.

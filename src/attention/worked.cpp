@@ -1,6 +1,7 @@
 #include "attention/worked.hpp"
 
 #include "attention/modes.hpp"
+#include "attention/positions.hpp"
 #include "core/stage.hpp"
 #include "core/error.hpp"
 #include "core/problem.hpp"
@@ -139,17 +140,46 @@ void work_scale(WorkedExample& w, const Trace& trace, Eigen::Index d_k) {
     if (trace.scale_rule == ScaleRule::sqrt) w.d_k = d_k;
 }
 
+// Position information for row i: the query's encoding (sinusoidal), or the rotation of its
+// query and of the key it weighs most (RoPE; its own key when every key is masked).
+WorkedPositions work_positions(const Trace& trace, const WorkedExample& w) {
+    WorkedPositions p;
+    p.scheme = trace.positions;
+    p.position = trace.first_position + w.row;
+    if (p.scheme == PositionScheme::sinusoidal) {
+        p.embedding = row_of(trace.at(StageId::embeddings), w.row);
+        p.encoding = row_of(trace.at(StageId::positions), w.row);
+        const auto d = static_cast<Eigen::Index>(p.encoding.size());
+        for (Eigen::Index i = 0; 2 * i < d; ++i) p.frequencies.push_back(sinusoid_frequency(i, d));
+        return p;
+    }
+    const Stage& angles = trace.at(StageId::positions);
+    for (Eigen::Index k = 0; k < angles.col_count(); ++k) p.frequencies.push_back(rotary_frequency(k, 2 * angles.col_count()));
+    const auto rotation = [&](StageId before, StageId after, std::string_view symbol, Eigen::Index row, std::string why) {
+        return WorkedRotation{fmt::format("{}_{}", symbol, trace.at(before, w.head).rows[static_cast<std::size_t>(row)]),
+                              std::move(why), trace.first_position + row, row_of(angles, row),
+                              row_of(trace.at(before, w.head), row), row_of(trace.at(after, w.head), row)};
+    };
+    p.rotations.push_back(rotation(StageId::queries, StageId::queries_rotated, "q", w.row, ""));
+    const Eigen::Index top = trace.at(StageId::weights, w.head).strongest[static_cast<std::size_t>(w.row)];
+    p.rotations.push_back(rotation(StageId::keys, StageId::keys_rotated, "k", top >= 0 ? top : w.row,
+                                   top >= 0 ? "the key with the largest weight" : "the query's own key"));
+    return p;
+}
+
 void work_single(WorkedExample& w, const Trace& trace) {
     const Eigen::Index i = w.row;
     const int h = w.head;  // 0 with one head
     const bool plain = !mode_spec(trace.mode).learned_projections;
-    const Stage& keys = trace.at(StageId::keys, h);
-    const Stage& queries = trace.at(StageId::queries, h);
+    const bool rope = trace.positions == PositionScheme::rope;
+    const Stage& keys = trace.at(rope ? StageId::keys_rotated : StageId::keys, h);
+    const Stage& queries = trace.at(rope ? StageId::queries_rotated : StageId::queries, h);
+    if (trace.positions != PositionScheme::none) w.positions = work_positions(trace, w);
     w.inputs.push_back({fmt::format("x_{}", w.query), row_of(trace.at(StageId::inputs), i)});
     if (!plain) {
         const Eigen::Index d_head = queries.col_count();
-        add_projection(w, trace, fmt::format("q_{}", w.query), "W_q", row_of(queries, i), h ? (h - 1) * d_head : 0,
-                       h ? d_head : 0);
+        add_projection(w, trace, fmt::format("q_{}", w.query), "W_q", row_of(trace.at(StageId::queries, h), i),
+                       h ? (h - 1) * d_head : 0, h ? d_head : 0);
     }
     for (Eigen::Index j = 0; j < keys.row_count(); ++j)
         w.dots.push_back({w.keys[static_cast<std::size_t>(j)], row_of(queries, i), row_of(keys, j),

@@ -113,6 +113,8 @@ struct TraceFlags {
     long long dim = 0;
     int threads = 0;
     int heads = 0, kv_heads = 0;  // 0: the input's, else 1
+    std::string positions;              // "": the input's, else none
+    std::int64_t position_offset = -1;  // -1: not given
     TraceOptions options;
 
     void add_to(CLI::App& app);
@@ -183,6 +185,12 @@ inline void TraceFlags::add_to(CLI::App& app) {
     app.add_option("--kv-heads", kv_heads, "grouped-query attention: this many key/value heads, each shared by a group "
                                            "of query heads (1: multi-query; default: one per head)")
         ->check(CLI::Range(1, max_heads));
+    add_enum<PositionScheme>(app, "--positions", positions,
+                             "self, causal: none, sinusoidal (encodings added to the embeddings) or rope (queries and "
+                             "keys rotated by position); default: the input's \"positions\", else none");
+    app.add_option("--position-offset", position_offset,
+                   "with --positions: the first token's position (default 0), as if the sentence began later in a text")
+        ->check(CLI::Range(std::int64_t{0}, std::int64_t{1'000'000'000}));
     app.add_option("--threads", threads, "OpenMP threads (default: all cores); the output is the same for any")
         ->check(CLI::Range(1, max_threads));
     add_enum<Dtype>(app, "--dtype", dtype, "compute in float64 (default) or float32 (faster for long inputs)")->capture_default_str();
@@ -215,6 +223,8 @@ inline TraceOptions TraceFlags::apply() const {
     if (dim > 0) o.dim = dim;
     if (heads > 0) o.heads = heads;
     if (kv_heads > 0) o.kv_heads = kv_heads;
+    if (!positions.empty()) o.positions = *parse_enum<PositionScheme>(positions);  // CLI11 has checked the name
+    if (position_offset >= 0) o.position_offset = position_offset;
     o.dtype = *parse_enum<Dtype>(dtype);
     prepare_threads(threads > 0 ? std::optional<int>(threads) : std::nullopt);
     return o;

@@ -37,7 +37,12 @@ constexpr double stages_with_labels = 9;
 // What a standard output keeps before it is committed (util/output.hpp).
 constexpr double held_output = 16 << 20;
 
-double matrix_bytes(const WorkShape& s) { return s.rows * (s.d_in + 2 * s.d_k + 2 * s.d_v); }
+// The n × d stages: inputs, queries, keys, values, context; with positions, the embeddings
+// and encodings (sinusoidal) or the angles and the rotated queries and keys (RoPE), whichever
+// is larger.
+double matrix_bytes(const WorkShape& s) {
+    return s.rows * (s.d_in + 2 * s.d_k + 2 * s.d_v + (s.positions ? std::max(2 * s.d_in, 3 * s.d_k) : 0));
+}
 
 }  // namespace
 
@@ -58,6 +63,8 @@ WorkShape work_shape(const Problem& problem, const TraceOptions& options) {
         s.label_bytes = labels(single->sequence.tokens);
         s.causal = mode_spec(options.mode).causal;
         if (mode_spec(options.mode).takes_heads) s.heads = options.heads.value_or(single->heads.value_or(1));
+        if (mode_spec(options.mode).takes_positions())
+            s.positions = options.positions.value_or(single->positions.value_or(PositionScheme::none)) != PositionScheme::none;
         return s;
     }
     const auto& pair = std::get<EncoderDecoderInput>(problem.input);

@@ -49,6 +49,7 @@ struct SingleSequenceInput {
     std::optional<Projections> weights;  // absent: generated from --seed when a mode needs them
     std::optional<int> heads;            // "heads": the number of attention heads
     std::optional<int> kv_heads;         // "kv_heads": key/value heads (grouped-query attention)
+    std::optional<PositionScheme> positions;  // "positions": how token positions enter
 };
 
 // A decoder looking back at an encoder (bahdanau).

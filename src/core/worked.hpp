@@ -45,6 +45,27 @@ struct WorkedAdditive {
     double value = 0;
 };
 
+// RoPE written out for one vector: each pair of numbers (k, k + d_head/2) turned by its angle.
+struct WorkedRotation {
+    std::string vector;            // "q_journey", "k_starts"
+    std::string why;               // for a key: why this one ("the key with the largest weight")
+    std::int64_t position = 0;     // p
+    std::vector<double> angles;    // φk = p·θ_k, one per pair
+    std::vector<double> before;    // the vector as projected
+    std::vector<double> after;     // as the trace holds it after the rotation
+};
+
+// How position information reaches the worked query: its sinusoidal encoding added to its
+// embedding, or RoPE's rotation of its query and of one key.
+struct WorkedPositions {
+    PositionScheme scheme = PositionScheme::none;
+    std::int64_t position = 0;        // the query token's position
+    std::vector<double> frequencies;  // ω_i (sinusoidal, i from 0) or θ_k (RoPE, one per pair)
+    std::vector<double> embedding;    // sinusoidal: e, as the input gives it
+    std::vector<double> encoding;     // sinusoidal: pe at the position; the query's x = e + pe
+    std::vector<WorkedRotation> rotations;  // RoPE: the query's, then one key's
+};
+
 struct WorkedExample {
     Mode mode = Mode::plain;
     int head = 0;  // the head worked through (1-based; 0: one head)
@@ -54,6 +75,7 @@ struct WorkedExample {
     std::int64_t row = 0;          // its 0-based row
     std::vector<std::string> keys;  // the column labels (keys, or source tokens)
 
+    std::optional<WorkedPositions> positions;  // with --positions sinusoidal or rope
     std::vector<LabelledVector> inputs;  // vectors the query side starts from (x_i, q_i, s_t, s·W_a)
     std::vector<WorkedProjection> projections;  // q_i = x_i·W_q (or s·W_a, s·W) column by column
     std::vector<WorkedDot> dots;          // scores as sums of products

@@ -644,6 +644,13 @@ SingleSequenceInput read_single(const Reader& in, const Json& doc, Problem& prob
     input.sequence = read_sequence(in, doc, "", "embeddings", true, &problem.vocabulary, problem.notes);
     if (doc.contains("heads")) input.heads = read_count(in, doc["heads"], "/heads", max_heads);
     if (doc.contains("kv_heads")) input.kv_heads = read_count(in, doc["kv_heads"], "/kv_heads", max_heads);
+    if (doc.contains("positions")) {
+        const auto name = in.string(doc["positions"], "/positions");
+        input.positions = parse_enum<PositionScheme>(name);
+        if (!input.positions)
+            in.fail("/positions", fmt::format("unknown position scheme \"{}\" (expected one of: {})", printable(name),
+                                              enum_list<PositionScheme>()));
+    }
     if (doc.contains("weights"))
         input.weights = read_projections(in, doc["weights"], input.sequence.vectors.cols(), input.kv_heads.has_value());
     return input;
@@ -712,7 +719,7 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
     unpack_objects(in, doc);
     in.require_object(doc, "");
     in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights", "heads", "kv_heads",
-                           "source", "target"},
+                           "positions", "source", "target"},
                  top_level_aliases());
 
     Problem problem;
@@ -737,6 +744,9 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
             if (doc.contains(heads))
                 in.fail(pointer_child("", heads), "heads belong to self-attention (modes self and causal); a "
                                                   "source/target input is traced by bahdanau mode, which has one");
+        if (doc.contains("positions"))
+            in.fail("/positions", "positions belong to self-attention (modes self and causal); a source/target input "
+                                  "is traced by bahdanau mode, which takes the encoder states as they are");
         problem.input = read_encoder_decoder(in, doc, problem.notes);
     } else {
         problem.input = read_single(in, doc, problem);

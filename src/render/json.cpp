@@ -40,6 +40,8 @@ void write_dims(JsonWriter& json, const RunHeader& run) {
     json.end();
     json.key("scale").object(Layout::inline_).key("rule").string(to_string(run.scale_rule)).key("divisor").number(run.scale, Dtype::float64).end();
     json.key("temperature").number(run.temperature, Dtype::float64);
+    json.key("positions").string(to_string(run.positions));
+    if (run.positions != PositionScheme::none) json.key("first_position").integer(run.first_position);
 }
 
 void write_labelled(JsonWriter& json, const std::vector<LabelledVector>& vectors, Dtype dtype) {
@@ -95,12 +97,38 @@ void write_worked_weights(JsonWriter& json, const WorkedExample& w, Dtype dtype)
     if (!w.zeroed_then_renormalised.empty()) json.key("zeroed_then_renormalised").numbers(w.zeroed_then_renormalised, dtype);
 }
 
+// Position information of the worked query: its encoding, or the rotations of its query and a key.
+void write_worked_positions(JsonWriter& json, const WorkedPositions& p, Dtype dtype) {
+    json.object();
+    json.key("scheme").string(to_string(p.scheme));
+    json.key("position").integer(p.position);
+    json.key("frequencies").numbers(p.frequencies, Dtype::float64);
+    if (p.scheme == PositionScheme::sinusoidal) {
+        json.key("embedding").numbers(p.embedding, dtype);
+        json.key("encoding").numbers(p.encoding, dtype);
+    } else {
+        json.key("rotations").array();
+        for (const auto& r : p.rotations) {
+            json.object(Layout::inline_).key("vector").string(r.vector).key("position").integer(r.position);
+            if (!r.why.empty()) json.key("why").string(r.why);
+            json.key("angles").numbers(r.angles, Dtype::float64);
+            json.key("before").numbers(r.before, dtype).key("after").numbers(r.after, dtype).end();
+        }
+        json.end();
+    }
+    json.end();
+}
+
 // The worked example (--query) as structured numbers: docs/json-output.md.
 void write_worked(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
     json.object();
     json.key("query").string(w.query);
     json.key("position").integer(w.row + 1);
     json.key("keys").strings(w.keys);
+    if (w.positions) {
+        json.key("positions");
+        write_worked_positions(json, *w.positions, dtype);
+    }
     json.key("inputs");
     write_labelled(json, w.inputs, dtype);
     json.key("projections").array();

@@ -1,5 +1,6 @@
 // The markdown format: a heading and a pipe table per stage, ready to paste into notes.
 #include "attention/modes.hpp"
+#include "attention/positions.hpp"
 #include "render/cells.hpp"
 #include "render/explain.hpp"
 #include "render/formats.hpp"
@@ -96,7 +97,9 @@ public:
                                        ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(),
                                                      trace.target_tokens.size())
                                        : fmt::format("{} tokens", trace.tokens.size());
-        out << fmt::format("# attntrace: {} mode, {} ({})\n\n", to_string(trace.mode), tokens, markdown_cell(trace.origin));
+        const std::string positions = positions_text(trace.positions, trace.first_position);
+        out << fmt::format("# attntrace: {} mode, {}{} ({})\n\n", to_string(trace.mode), positions.empty() ? "" : positions + ", ",
+                           tokens, markdown_cell(trace.origin));
         if (!trace.description.empty()) out << '*' << markdown_cell(trace.description) << "*\n\n";
         for (const auto& note : trace.notes) out << "> Note: " << markdown_cell(note) << "\n\n";
         if (trace.weights == WeightsOrigin::generated)

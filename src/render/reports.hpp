@@ -20,7 +20,8 @@ struct Report {
     std::vector<std::string> footer;
 };
 
-// "self mode", "bahdanau mode (dot score)": the mode as the headings name it.
+// "self mode", "bahdanau mode (dot score)", "causal mode · RoPE positions": the mode as the
+// headings name it, with the position information when the run has some.
 std::string mode_text(const RunHeader& run);
 // How scores became weights: "softmax", "softmax at T = 0.5" or "sum", followed by
 // " · scores ÷ 8" or " · scores unscaled" when --scale changed the mode's own scaling.

@@ -68,7 +68,9 @@ void write_scores(Writer& out, const WorkedExample& w) {
         }
         return;
     }
-    out.line("scores: the query's dot product with every key");
+    out.line(w.positions && w.positions->scheme == PositionScheme::rope
+                 ? "scores: the rotated query's dot product with every rotated key"
+                 : "scores: the query's dot product with every key");
     for (std::size_t j = 0; j < w.dots.size(); ++j)
         out.line(fmt::format("  {} = {} = {}", pad_right(names[j], width),
                              out.products(w.dots[j].query, w.dots[j].key_vector), out.number(w.dots[j].value)));
@@ -89,6 +91,48 @@ void write_projection(Writer& out, const WorkedProjection& p) {
 
 void write_projections(Writer& out, const WorkedExample& w) {
     for (const auto& p : w.projections) write_projection(out, p);
+}
+
+// "where "journey" stands: position 1 (counted from 0)"
+std::string standing(const WorkedExample& w) {
+    const std::int64_t first = w.positions->position - w.row;
+    return fmt::format("\"{}\" stands at position {} (counted from {})", w.query, w.positions->position, first);
+}
+
+// Sinusoidal positions: the query's embedding plus the encoding of its position, entry by entry.
+void write_encoding(Writer& out, const WorkedExample& w) {
+    const WorkedPositions& p = *w.positions;
+    const std::size_t d = p.encoding.size();
+    out.line(fmt::format("position encoding: {}; ω_i = 10000^(−2i/{}) = {}", standing(w), d, out.vector(p.frequencies)));
+    out.line(fmt::format("  e_{} = {}", w.query, out.vector(p.embedding)));
+    std::vector<std::string> terms;
+    for (std::size_t k = 0; k < d; ++k)
+        terms.push_back(fmt::format("{}({}×{})", k % 2 == 0 ? "sin" : "cos", p.position, out.number(p.frequencies[k / 2])));
+    out.line(fmt::format("  pe_{} = [{}] = {}", w.query, fmt::join(terms, ", "), out.vector(p.encoding)));
+    out.line(fmt::format("  x_{} = e_{} + pe_{} = {}", w.query, w.query, w.query, out.vector(w.inputs.front().values)));
+}
+
+// RoPE: each pair (k, k + h) of the vector turned by its angle φk.
+void write_rotation(Writer& out, const WorkedRotation& r) {
+    const std::size_t h = r.before.size() / 2;
+    out.line(fmt::format("  {}{} at position {}: φ = {}", r.vector, r.why.empty() ? "" : fmt::format(" ({})", r.why),
+                         r.position, out.vector(r.angles)));
+    for (std::size_t k = 0; k < h; ++k) {
+        const std::string angle = out.number(r.angles[k]);
+        out.line(fmt::format("    pair {}: {}×cos({}) − {}×sin({}) = {};  {}×cos({}) + {}×sin({}) = {}", k + 1,
+                             out.factor(r.before[k]), angle, out.factor(r.before[k + h]), angle, out.number(r.after[k]),
+                             out.factor(r.before[k + h]), angle, out.factor(r.before[k]), angle, out.number(r.after[k + h])));
+    }
+    out.line(fmt::format("    RoPE({}) = {}", r.vector, out.vector(r.after)));
+}
+
+void write_rotations(Writer& out, const WorkedExample& w) {
+    if (!w.positions || w.positions->scheme != PositionScheme::rope) return;
+    const WorkedPositions& p = *w.positions;
+    const std::size_t h = p.frequencies.size();
+    out.line(fmt::format("RoPE: {}; pair k, numbers k and k + {}, turns by φk = p·θ_k, θ_k = 10000^(−2(k−1)/{}) = {}",
+                         standing(w), h, 2 * h, out.vector(p.frequencies)));
+    for (const auto& r : p.rotations) write_rotation(out, r);
 }
 
 // Several heads: the token's output row from the heads' contexts and W_o.
@@ -241,8 +285,12 @@ std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
     Writer out(digits);
     out.line(fmt::format("worked example · {} \"{}\" (row {}) · {} mode{}", mode_spec(w.mode).reads_pair ? "target" : "query",
                          w.query, w.row + 1, to_string(w.mode), w.head ? fmt::format(" · head {}", w.head) : ""));
-    for (const auto& input : w.inputs) out.line(fmt::format("{} = {}", input.label, out.vector(input.values)));
+    const bool encoded = w.positions && w.positions->scheme == PositionScheme::sinusoidal;
+    if (encoded) write_encoding(out, w);
+    for (std::size_t k = encoded ? 1 : 0; k < w.inputs.size(); ++k)  // x_i, when encoded, closes the encoding's lines
+        out.line(fmt::format("{} = {}", w.inputs[k].label, out.vector(w.inputs[k].values)));
     write_projections(out, w);
+    write_rotations(out, w);
     write_scores(out, w);
     write_scaling(out, w);
     write_mask(out, w);
