@@ -602,3 +602,68 @@ TEST_CASE("positions that do not fit the run are refused, saying why", "[positio
                                "information (try --mode self)"));
     CHECK_THAT(r.out, !Contains("positions ·"));
 }
+
+TEST_CASE("RoPE's interleaved pairing gives the same scores once W_q's and W_k's columns are reordered", "[positions]") {
+    // The RoFormer paper and GPT-J pair numbers 2i and 2i + 1 (0-based) of a head; attntrace
+    // pairs i and i + d_head/2. Computed here the interleaved way, in plain loops ...
+    Lcg rng{7};
+    const std::size_t n = 5, d_in = 3, d_head = 6, h = d_head / 2;
+    const int heads = 2;
+    const Grid x = rng.grid(n, d_in);
+    const Grid w_q = rng.grid(d_in, d_head * heads), w_k = rng.grid(d_in, d_head * heads), w_v = rng.grid(d_in, 4);
+    const auto interleaved = [&](const Grid& v) {
+        Grid out = v;
+        for (std::size_t r = 0; r < n; ++r)
+            for (std::size_t i = 0; i < h; ++i) {
+                const double phi = static_cast<double>(r) * std::pow(10000.0, -2.0 * static_cast<double>(i) / d_head);
+                out[r][2 * i] = v[r][2 * i] * std::cos(phi) - v[r][2 * i + 1] * std::sin(phi);
+                out[r][2 * i + 1] = v[r][2 * i + 1] * std::cos(phi) + v[r][2 * i] * std::sin(phi);
+            }
+        return out;
+    };
+    // ... and the same weights with each head's columns reordered: the even 0-based ones (the
+    // first of each interleaved pair) first, then the odd ones.
+    const auto reordered = [&](const Grid& w) {
+        Grid out = w;
+        for (std::size_t c = 0; c < d_in; ++c)
+            for (int b = 0; b < heads; ++b)
+                for (std::size_t i = 0; i < h; ++i) {
+                    const std::size_t base = static_cast<std::size_t>(b) * d_head;
+                    out[c][base + i] = w[c][base + 2 * i];
+                    out[c][base + i + h] = w[c][base + 2 * i + 1];
+                }
+        return out;
+    };
+    Sequence sequence;
+    sequence.vectors = matrix_of(x);
+    for (std::size_t i = 0; i < n; ++i) sequence.tokens.push_back(fmt::format("t{}", i + 1));
+    const Projections w{matrix_of(reordered(w_q)), matrix_of(reordered(w_k)), matrix_of(w_v), matrix_of(rng.grid(4, 2))};
+    TraceOptions options;
+    options.mode = Mode::self;
+    options.heads = heads;
+    options.positions = PositionScheme::rope;
+    const Trace t = trace_single(sequence, &w, options);
+    const Grid q = times(x, w_q), k = times(x, w_k);
+    for (int b = 0; b < heads; ++b) {
+        const Grid q_rot = interleaved(columns(q, static_cast<std::size_t>(b) * d_head, d_head));
+        const Grid k_rot = interleaved(columns(k, static_cast<std::size_t>(b) * d_head, d_head));
+        Grid scores(n, std::vector<double>(n, 0.0));
+        for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t j = 0; j < n; ++j)
+                for (std::size_t c = 0; c < d_head; ++c) scores[i][j] += q_rot[i][c] * k_rot[j][c];
+        require_stage(t, StageId::scores, b + 1, scores, 1e-12);
+    }
+    // Without the reordering the scores differ: the layouts are not interchangeable as they are.
+    const Projections unordered{matrix_of(w_q), matrix_of(w_k), matrix_of(w_v), matrix_of(rng.grid(4, 2))};
+    const Trace plain = trace_single(sequence, &unordered, options);
+    const Grid q_rot = interleaved(columns(q, 0, d_head)), k_rot = interleaved(columns(k, 0, d_head));
+    double largest = 0;
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = 0; j < n; ++j) {
+            double s = 0;
+            for (std::size_t c = 0; c < d_head; ++c) s += q_rot[i][c] * k_rot[j][c];
+            largest = std::max(largest, std::abs(s - plain.at(StageId::scores, 1).data(static_cast<Eigen::Index>(i),
+                                                                                        static_cast<Eigen::Index>(j))));
+        }
+    CHECK(largest > 1e-3);
+}
