@@ -175,7 +175,8 @@ void run(const Problem& problem, TraceOptions options) {
     if (const auto failure = first_failed_check(full)) finding(*failure);
     render_everything(full);
     if (options.mode != Mode::bahdanau && options.normalization == Normalization::softmax) {
-        compare_paths(problem, options, full);
+        // The summary does not follow position information yet (it refuses it).
+        if (full.positions == PositionScheme::none) compare_paths(problem, options, full);
         compare_with_other_weights(problem, options, full);
     }
 }
