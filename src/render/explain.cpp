@@ -261,7 +261,8 @@ std::vector<std::string> position_stages(const Trace& trace, const Stage& stage)
                             "the angles, the same in every head and for queries and keys.",
                             half, from, half, number(rotary_frequency(half - 1, 2 * half))),
                 fmt::format("φ: {} positions × d_head/2 = {} pairs", n, half)};
-    const std::string symbol = stage.id == StageId::queries_rotated ? "Q" : "K";
+    const std::string symbol = fmt::format("{}{}", stage.id == StageId::queries_rotated ? "Q" : "K",
+                                           stage.head > 0 ? fmt::format("_{}", stage.head) : "");
     const std::string shapes = fmt::format("RoPE({}): {}×{}, each row turned by its row of φ ({}×{}) → {}×{}", symbol, n,
                                            stage.col_count(), n, half, n, stage.col_count());
     if (stage.id == StageId::queries_rotated)
@@ -279,8 +280,8 @@ std::vector<std::string> position_stages(const Trace& trace, const Stage& stage)
                             half),
                 shapes};
     const std::string shared =
-        stage.kv_head > 0 ? fmt::format(" This head reads key/value head {}, whose keys are turned once for every "
-                                        "query head that shares them.",
+        stage.kv_head > 0 ? fmt::format(" This head reads key/value head {}: its rotated keys are the same for every "
+                                        "query head that shares it.",
                                         stage.kv_head)
                           : "";
     return {"Each key turned the same way, by the angles of its own position, so that a query meets a key with the "
