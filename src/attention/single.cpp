@@ -11,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -36,7 +38,7 @@ struct HeadPass {
 template <typename T>
 struct SinglePass {
     MatrixT<T> x;
-    std::optional<BoolMatrix> mask;
+    std::optional<Mask> mask;
     std::vector<HeadPass<T>> heads;
     MatrixT<T> concat;                      // several heads: [Z_1 … Z_H]
     MatrixT<T> output;                      // concat·W_o (one head: Z·W_o), when there is a W_o
@@ -50,30 +52,52 @@ T divisor_for(const ScaleSetting& scale, Eigen::Index d_k) {
     return static_cast<T>(scale_divisor(scale.rule, scale.value, d_k));
 }
 
+// How the mask is applied, and what it needs: the fill of the hidden scores in type T.
+struct Masking {
+    const std::optional<Mask>& mask;
+    MaskMethod method;
+
+    template <typename T>
+    T fill() const {
+        switch (method.fill) {
+        case MaskMethod::Fill::minus_infinity: return -std::numeric_limits<T>::infinity();
+        case MaskMethod::Fill::lowest: return std::numeric_limits<T>::lowest();
+        case MaskMethod::Fill::value: return static_cast<T>(method.value);
+        }
+        return -std::numeric_limits<T>::infinity();
+    }
+};
+
 // One head, as the second lecture lists it: score, scale, exclude, softmax, mix.
+// (--mask-fill and --mask-after-softmax trace the ways of masking that go wrong.)
 template <typename T>
-void attend_head(HeadPass<T>& h, const std::optional<BoolMatrix>& mask, const ScaleSetting& scale,
-                 Normalization normalization, double temperature) {
+void attend_head(HeadPass<T>& h, const Masking& masking, const ScaleSetting& scale, Normalization normalization,
+                 double temperature) {
     h.scores = dot_scores<T>(h.q, h.k);  // S = Q·Kᵀ
     h.scaled = scale.rule == ScaleRule::none ? h.scores : scale_scores<T>(h.scores, divisor_for<T>(scale, h.q.cols()));  // S' = S / √d_head
-    h.masked = mask ? apply_mask<T>(h.scaled, *mask) : h.scaled;         // −∞ where hidden
+    const bool before = masking.mask && !masking.method.after_softmax;
+    h.masked = before ? apply_mask<T>(h.scaled, masking.mask->allowed, masking.fill<T>()) : h.scaled;  // −∞ where hidden
     h.weights = normalize_rows<T>(h.masked, normalization, temperature);  // A = softmax(S'' / T)
-    h.context = weighted_sum<T>(h.weights.weights, h.v);                 // Z = A·V
+    if (masking.mask && masking.method.after_softmax)  // the wrong way: zeroed, not divided again
+        h.weights.weights = apply_mask<T>(h.weights.weights, masking.mask->allowed, T(0));
+    h.context = weighted_sum<T>(h.weights.weights, h.v);  // Z = A·V
 }
 
 // Attention itself: project, then each head on its columns, then the heads mixed by W_o.
 // (attention/reference.hpp says one head in plain loops; kernels.hpp holds each step.)
 template <typename T>
-SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const HeadLayout& layout, const ModeSpec& mode,
-                     const ScaleSetting& scale, Normalization normalization, double temperature) {
+SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const HeadLayout& layout, const MaskSpec& mask,
+                     const MaskMethod& method, const ScaleSetting& scale, Normalization normalization,
+                     double temperature) {
     SinglePass<T> p;
     p.x = embeddings.cast<T>();
-    if (mode.causal) p.mask = causal_mask(p.x.rows());
+    p.mask = build_mask(mask, p.x.rows());  // causal, window, padding: none when nothing is hidden
+    const Masking masking{p.mask, method};
     p.heads.resize(static_cast<std::size_t>(layout.heads));
     if (!w) {  // plain: Q = K = V = X
         HeadPass<T>& h = p.heads.front();
         h.q = h.k = h.v = p.x;
-        attend_head(h, p.mask, scale, normalization, temperature);
+        attend_head(h, masking, scale, normalization, temperature);
         return p;
     }
     MatrixT<T> q = project<T>(p.x, w->query.cast<T>());  // Q = X·W_q
@@ -89,7 +113,7 @@ SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const HeadL
             h.k = k.middleCols((g - 1) * layout.d_head, layout.d_head);
             h.v = v.middleCols((g - 1) * layout.d_v, layout.d_v);
         }
-        attend_head(h, p.mask, scale, normalization, temperature);
+        attend_head(h, masking, scale, normalization, temperature);
     }
     if (layout.several()) {
         p.concat.resize(p.x.rows(), layout.heads * layout.d_v);
@@ -117,8 +141,10 @@ std::string column_span(Eigen::Index first, Eigen::Index count) {
 template <typename T>
 class SingleStages {
 public:
-    SingleStages(Trace& trace, const ModeSpec& mode, const ScaleSetting& scale, const HeadLayout& layout)
-        : trace_(trace), mode_(mode), scale_(scale), layout_(layout), stages_(trace), tokens_(trace.tokens) {}
+    SingleStages(Trace& trace, const ModeSpec& mode, const ScaleSetting& scale, const HeadLayout& layout,
+                 const MaskSpec& mask, const MaskMethod& method)
+        : trace_(trace), mode_(mode), scale_(scale), layout_(layout), mask_(mask), method_(method), stages_(trace),
+          tokens_(trace.tokens) {}
 
     // `w`, when the mode has weights, moves into the trace's parameters.
     void record(SinglePass<T> p, Projections* w, bool output_generated) {
@@ -144,6 +170,10 @@ public:
         }
         stages_.set_head(0, 0);
         record_output(p);
+        if (p.mask) note_mask(*p.mask);
+        else if (!method_.standard())
+            add_note(trace_, fmt::format("{} changes nothing here: nothing is masked in this run",
+                                         method_.after_softmax ? "--mask-after-softmax" : "--mask-fill"));
     }
 
 private:
@@ -173,14 +203,15 @@ private:
         return fmt::format("{}_{} = X·{}, columns {}", symbol, head, weight, column_span((block - 1) * width, width));
     }
 
-    void record_head(HeadPass<T> h, const std::optional<BoolMatrix>& mask, int head) {
+    void record_head(HeadPass<T> h, const std::optional<Mask>& mask, int head) {
         record_projections(h, head);
         record_scores(h, head);
         const std::string_view scores_name = scale_.rule == ScaleRule::none ? "S" : "S'";
         const MatrixT<T> masked = h.masked;  // the weights' message quotes it
-        record_mask(std::move(h.masked), mask, scores_name, head);
-        record_weights<T>(stages_, trace_, std::move(h.weights), masked, mask ? &*mask : nullptr,
-                          {"A", mask ? "S''" : scores_name, ""},
+        const bool masked_before = mask && !method_.after_softmax;
+        record_mask(std::move(h.masked), mask, scores_name);
+        record_weights<T>(stages_, trace_, std::move(h.weights), masked, mask ? &mask->allowed : nullptr,
+                          {"A", masked_before ? "S''" : scores_name, ""},
                           tokens_, tokens_, layout_.several() ? head : 0);
         stages_.add(StageId::context, "Context vectors: weighted sum of the values",
                     mode_.learned_projections ? (layout_.several() ? fmt::format("Z_{} = A_{}·V_{}", head, head, head) : "Z = A·V")
@@ -245,13 +276,65 @@ private:
         }
     }
 
-    void record_mask(MatrixT<T> masked, const std::optional<BoolMatrix>& mask, std::string_view scores_name, int head) {
-        if (mask)
-            stages_.add(StageId::masked, "Masked scores: later positions excluded",
-                        "S'' = S' with −∞ where key j > query i", tokens_, tokens_, std::move(masked), &*mask);
-        else
+    void record_mask(MatrixT<T> masked, const std::optional<Mask>& mask, std::string_view scores_name) {
+        if (!mask) {
             stages_.skip(StageId::masked, "Masked scores", fmt::format("S'' = {}", scores_name), tokens_, tokens_,
                          std::move(masked), "no mask: bidirectional, every position sees every position");
+            return;
+        }
+        if (method_.after_softmax) {
+            stages_.skip(StageId::masked, "Masked scores", fmt::format("S'' = {}", scores_name), tokens_, tokens_,
+                         std::move(masked),
+                         "not masked before softmax: --mask-after-softmax sets the hidden weights to 0 after it, "
+                         "without dividing each row again");
+            return;
+        }
+        Stage& stage = stages_.add(StageId::masked, mask_title(mask_), mask_formula(mask_, "S'", fill_text()), tokens_,
+                                   tokens_, std::move(masked), &mask->allowed);
+        stage.mask_reasons = mask->reasons;
+    }
+
+    // The fill of the hidden scores as the formula says it: −∞, or the number used instead.
+    std::string fill_text() const {
+        switch (method_.fill) {
+        case MaskMethod::Fill::minus_infinity: return "−∞";
+        case MaskMethod::Fill::lowest:
+            return fmt::format("{} (the lowest {})", std::numeric_limits<T>::lowest(), std::is_same_v<T, float> ? "float32" : "float64");
+        case MaskMethod::Fill::value: return fmt::format("{}", static_cast<T>(method_.value));
+        }
+        return "−∞";
+    }
+
+    // What the learner should know about the mask of this run: the padding tokens' own rows, and
+    // what a way of masking other than −∞ before softmax did here, measured.
+    void note_mask(const Mask& mask) {
+        std::vector<std::string> padded;
+        for (std::size_t i = 0; i < mask_.padding.size(); ++i)
+            if (mask_.padding[i]) padded.push_back(fmt::format("{} (position {})", tokens_[i], i + 1));
+        if (!padded.empty())
+            add_note(trace_, fmt::format("padding: no query attends to {}; their own rows are computed like any other, "
+                                         "but they stand for nothing, and a model ignores what comes out of them",
+                                         fmt::join(padded, ", ")));
+        if (method_.standard()) return;
+        double leaked = 0, shortest = 1;  // the largest weight on a hidden key; the smallest row sum
+        for (const Stage& stage : trace_.stages) {
+            if (stage.id != StageId::weights) continue;
+            for (Eigen::Index r = 0; r < stage.row_count(); ++r) {
+                if (mask.allowed.row(r).any()) shortest = std::min(shortest, (*stage.row_sums)(r));
+                for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+                    if (!mask.allowed(r, c)) leaked = std::max(leaked, stage.data(r, c));
+            }
+        }
+        if (method_.after_softmax)
+            add_note(trace_, fmt::format("--mask-after-softmax: softmax ran over every key, then the hidden keys' weights "
+                                         "were set to 0 and the rows not divided again, so they no longer sum to 1 (the "
+                                         "smallest sum of a row that sees any key is {:.6g}); −∞ before softmax is the "
+                                         "same as zeroing and then dividing by what is left",
+                                         shortest));
+        else
+            add_note(trace_, fmt::format("--mask-fill: the hidden scores are {} instead of −∞, an ordinary number to "
+                                         "softmax; the largest weight a hidden key got in this run is {}",
+                                         fill_text(), leaked == 0 ? "0 (exactly)" : fmt::format("{:.6g}", leaked)));
     }
 
     // The heads side by side, the output and what each head adds to it.
@@ -284,6 +367,8 @@ private:
     const ModeSpec& mode_;
     const ScaleSetting& scale_;
     const HeadLayout& layout_;
+    const MaskSpec& mask_;
+    const MaskMethod& method_;
     StageBuilder stages_;
     const Labels tokens_;  // shared by every stage
 };
@@ -330,8 +415,23 @@ SingleWeights weights_for(const Sequence& sequence, const std::optional<Projecti
     return w;
 }
 
+// The mask of a single-sequence run: the mode's causal one, --window, and the tokens the
+// input names as padding ("<pad>" when it names none).
+MaskSpec mask_for(const Sequence& sequence, const std::optional<std::vector<std::string>>& padding,
+                  const TraceOptions& options) {
+    MaskSpec spec;
+    spec.causal = mode_spec(options.mode).causal;
+    spec.window = options.window;
+    const std::vector<std::string> pads = padding.value_or(std::vector<std::string>{"<pad>"});
+    spec.padding.assign(sequence.tokens.size(), false);
+    for (std::size_t i = 0; i < sequence.tokens.size(); ++i)
+        spec.padding[i] = std::find(pads.begin(), pads.end(), sequence.tokens[i]) != pads.end();
+    return spec;
+}
+
 // `w` moves into the trace.
-Trace trace_with(const Sequence& sequence, SingleWeights w, const TraceOptions& options, const std::string& origin) {
+Trace trace_with(const Sequence& sequence, SingleWeights w, const MaskSpec& mask, const TraceOptions& options,
+                 const std::string& origin) {
     const ModeSpec& mode = mode_spec(options.mode);
     Trace trace;
     trace.origin = origin;
@@ -346,14 +446,20 @@ Trace trace_with(const Sequence& sequence, SingleWeights w, const TraceOptions& 
     Projections* p = w.projections ? &*w.projections : nullptr;
     const ScaleSetting scale{options.scale.value_or(mode.default_scale()), options.scale_value};
     const HeadLayout& layout = w.layout;
+    const MaskMethod& method = options.mask_method;
     if (options.dtype == Dtype::float32)
-        SingleStages<float>(trace, mode, scale, layout)
-            .record(attend<float>(sequence.vectors, p, layout, mode, scale, options.normalization, options.temperature), p,
-                    w.output_generated);
+        SingleStages<float>(trace, mode, scale, layout, mask, method)
+            .record(attend<float>(sequence.vectors, p, layout, mask, method, scale, options.normalization,
+                                  options.temperature),
+                    p, w.output_generated);
     else
-        SingleStages<double>(trace, mode, scale, layout)
-            .record(attend<double>(sequence.vectors, p, layout, mode, scale, options.normalization, options.temperature), p,
-                    w.output_generated);
+        SingleStages<double>(trace, mode, scale, layout, mask, method)
+            .record(attend<double>(sequence.vectors, p, layout, mask, method, scale, options.normalization,
+                                   options.temperature),
+                    p, w.output_generated);
+    if (options.query && !options.mask_method.standard() && mask.any())
+        throw UsageError("--query works through the standard mask (−∞ before softmax); the weights table and the notes "
+                         "show what --mask-fill and --mask-after-softmax do");
     if (options.query)
         trace.worked = work_through(trace, find_query_row(trace.tokens, *options.query), options.head.value_or(1));
     return trace;
@@ -376,21 +482,23 @@ SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
                                         counts.heads, mode.name()));
         counts = HeadCounts{};
     }
-    SingleSetup setup{&single->sequence, weights_for(single->sequence, single->weights, counts, options, problem.origin)};
+    SingleSetup setup{&single->sequence, weights_for(single->sequence, single->weights, counts, options, problem.origin),
+                      mask_for(single->sequence, single->padding, options)};
     setup.weights.notes.insert(setup.weights.notes.begin(), notes.begin(), notes.end());
     return setup;
 }
 
 Trace trace_single_problem(const Problem& problem, const TraceOptions& options) {
     SingleSetup setup = setup_single(problem, options);
-    return trace_with(*setup.sequence, std::move(setup.weights), options, problem.origin);
+    return trace_with(*setup.sequence, std::move(setup.weights), setup.mask, options, problem.origin);
 }
 
 Trace trace_single(const Sequence& sequence, const Projections* weights, const TraceOptions& options,
                    const std::string& origin) {
     const std::optional<Projections> given = weights ? std::optional<Projections>(*weights) : std::nullopt;
     const HeadCounts counts = head_counts(SingleSequenceInput{}, options, origin);
-    return trace_with(sequence, weights_for(sequence, given, counts, options, origin), options, origin);
+    return trace_with(sequence, weights_for(sequence, given, counts, options, origin), mask_for(sequence, std::nullopt, options),
+                      options, origin);
 }
 
 }  // namespace attntrace

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "attention/heads.hpp"
+#include "attention/masks.hpp"
 #include "attention/trace.hpp"
 #include "core/problem.hpp"
 #include "core/stage.hpp"
@@ -27,6 +28,7 @@ struct SingleWeights {
 struct SingleSetup {
     const Sequence* sequence = nullptr;
     SingleWeights weights;
+    MaskSpec mask;  // the mode's causal mask, --window, the input's padding tokens
 };
 SingleSetup setup_single(const Problem& problem, const TraceOptions& options);
 

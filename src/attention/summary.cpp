@@ -129,9 +129,13 @@ StreamResult stream(const Sequence& sequence, const std::optional<Projections>& 
 Summary summarize(const Problem& problem, const TraceOptions& trace_options, const SummaryOptions& options) {
     check_options_for_mode(trace_options);
     const SingleSetup setup = setup_single(problem, trace_options);
-    if (setup.weights.layout.heads > 1 || setup.weights.projections && setup.weights.projections->output)
+    if (setup.weights.layout.heads > 1 || (setup.weights.projections && setup.weights.projections->output))
         throw UsageError("--summary follows one head without an output projection for now: run several heads, or W_o, "
                          "without --summary");
+    if (setup.mask.window || std::find(setup.mask.padding.begin(), setup.mask.padding.end(), true) != setup.mask.padding.end() ||
+        !trace_options.mask_method.standard())
+        throw UsageError("--summary masks causally or not at all for now: run --window, padding tokens, --mask-fill and "
+                         "--mask-after-softmax without --summary");
     Summary summary;
     summary.mode = trace_options.mode;
     summary.dtype = trace_options.dtype;

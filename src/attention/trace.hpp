@@ -2,6 +2,7 @@
 // mode's trace function is in the mode table (attention/modes.hpp).
 #pragma once
 
+#include "attention/masks.hpp"
 #include "core/generator.hpp"
 #include "core/problem.hpp"
 #include "core/stage.hpp"
@@ -26,6 +27,8 @@ struct TraceOptions {
     std::optional<int> heads;           // --heads: attention heads (self and causal)
     std::optional<int> kv_heads;        // --kv-heads: key/value heads (grouped-query attention)
     std::optional<int> head;            // --head: the head -q works through (default 1)
+    std::optional<Eigen::Index> window; // --window: a sliding window of this many keys
+    MaskMethod mask_method;             // --mask-fill, --mask-after-softmax: how the mask is applied
 };
 
 // The divisor of the scores: √d_k, 1, or the number given.

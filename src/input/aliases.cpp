@@ -63,6 +63,8 @@ const Aliases& top_level_aliases() {
         add(out, "the number of attention heads goes under \"heads\"", {"num_heads", "n_heads", "n_head", "head_count"});
         add(out, "the number of key/value heads goes under \"kv_heads\"",
             {"num_kv_heads", "n_kv_heads", "num_key_value_heads", "kv_head_count"});
+        add(out, "the tokens never attended to go under \"padding\" (a list such as [\"<pad>\"])",
+            {"pad", "pad_token", "pad_tokens", "padding_tokens", "attention_mask"});
         return out;
     }();
     return aliases;

@@ -2,6 +2,7 @@
 // summary (attntrace.summary/1), similarity tables (attntrace.similarity/1) and a comparison
 // (attntrace.compare/1). Each stage's matrix is an array of rows; masked entries are null;
 // there is no NaN or Infinity. A trace and a summary begin with the same header.
+#include "attention/masks.hpp"
 #include "attention/modes.hpp"
 #include "render/explain.hpp"
 #include "render/formats.hpp"
@@ -156,6 +157,18 @@ void write_stage(JsonWriter& json, const Trace& trace, const Stage& stage, const
         for (Eigen::Index r = 0; r < stage.allowed->rows(); ++r) {
             json.array(Layout::inline_);
             for (Eigen::Index c = 0; c < stage.allowed->cols(); ++c) json.boolean((*stage.allowed)(r, c));
+            json.end();
+        }
+        json.end();
+    }
+    if (stage.mask_reasons) {  // why each hidden pair is hidden ("causal", "window", "padding", joined by +); null: seen
+        const ReasonMatrix& reasons = *stage.mask_reasons;
+        json.key("mask_reason").array();
+        for (Eigen::Index r = 0; r < reasons.rows(); ++r) {
+            json.array(Layout::inline_);
+            for (Eigen::Index c = 0; c < reasons.cols(); ++c)
+                if (reasons(r, c) == 0) json.null();
+                else json.string(reason_text(reasons(r, c)));
             json.end();
         }
         json.end();
