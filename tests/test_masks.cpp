@@ -254,7 +254,7 @@ TEST_CASE("mask options that do not fit the run are refused", "[masks][cli]") {
     refused({"-m", "causal", "--mask-fill", "big"}, "expected -inf, lowest or a number");
     refused({"-m", "causal", "--mask-fill", "-1", "--mask-after-softmax"}, "excludes");
     refused({"-m", "causal", "--mask-fill", "-1", "-q", "2"}, "--query works through the standard mask");
-    refused({"-m", "causal", "--window", "2", "--summary"}, "--summary masks causally or not at all");
+    refused({"-m", "causal", "--mask-fill", "-1e9", "--summary"}, "--summary masks the right way only");
     refused({"--window", "0"}, "--window");
     // Nothing masked: the fill is said to change nothing.
     const json t = run_json({"-m", "self", "--mask-fill", "-1e9", "-s", "weights"});

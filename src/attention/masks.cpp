@@ -1,6 +1,7 @@
 #include "attention/masks.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +26,19 @@ std::optional<Mask> build_mask(const MaskSpec& spec, Eigen::Index n) {
             mask.allowed(i, j) = why == 0;
         }
     return mask;
+}
+
+std::optional<std::string> padding_note(const MaskSpec& spec, const std::vector<std::string>& tokens) {
+    std::vector<std::string> padded;
+    for (std::size_t i = 0; i < spec.padding.size(); ++i)
+        if (spec.padding[i]) padded.push_back(fmt::format("{} (position {})", tokens[i], i + 1));
+    if (padded.empty()) return std::nullopt;
+    constexpr std::size_t named = 8;  // a long padded input names the first few
+    const std::size_t count = padded.size();
+    if (count > named) padded.resize(named);
+    return fmt::format("padding: no query attends to {}{}; their own rows are computed like any other, but they stand "
+                       "for nothing, and a model ignores what comes out of them",
+                       fmt::join(padded, ", "), count > named ? fmt::format(" and {} more", count - named) : "");
 }
 
 std::string reason_text(std::uint8_t reasons) {

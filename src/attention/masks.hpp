@@ -33,6 +33,10 @@ struct Mask {
 // The mask of n tokens, or nothing when `spec` hides nothing.
 std::optional<Mask> build_mask(const MaskSpec& spec, Eigen::Index n);
 
+// What a run with padding tokens says about them (none without): no query attends to them,
+// and their own rows stand for nothing.
+std::optional<std::string> padding_note(const MaskSpec& spec, const std::vector<std::string>& tokens);
+
 // "causal", "window", "padding" or several joined by "+": the reasons a pair is hidden.
 std::string reason_text(std::uint8_t reasons);
 

@@ -150,14 +150,7 @@ public:
     void record(SinglePass<T> p, Projections* w, bool output_generated) {
         const Eigen::Index d_in = p.x.cols();
         const HeadPass<T>& first = p.heads.front();
-        if (layout_.several()) {
-            trace_.dims = {{"d_in", d_in}, {"d_model", layout_.d_model}, {"heads", layout_.heads}, {"d_head", layout_.d_head}};
-            if (layout_.grouped()) trace_.dims.emplace_back("kv_heads", layout_.kv_heads);
-            trace_.dims.emplace_back("d_v", layout_.d_v);
-        } else {
-            trace_.dims = {{"d_in", d_in}, {"d_k", first.q.cols()}, {"d_v", first.v.cols()}};
-        }
-        if (layout_.d_out > 0) trace_.dims.emplace_back("d_out", layout_.d_out);
+        trace_.dims = dims_of(layout_, d_in, first.q.cols(), first.v.cols());
         trace_.heads = layout_.heads;
         trace_.kv_heads = layout_.kv_heads;
         trace_.scale_rule = scale_.rule;
@@ -308,13 +301,7 @@ private:
     // What the learner should know about the mask of this run: the padding tokens' own rows, and
     // what a way of masking other than −∞ before softmax did here, measured.
     void note_mask(const Mask& mask) {
-        std::vector<std::string> padded;
-        for (std::size_t i = 0; i < mask_.padding.size(); ++i)
-            if (mask_.padding[i]) padded.push_back(fmt::format("{} (position {})", tokens_[i], i + 1));
-        if (!padded.empty())
-            add_note(trace_, fmt::format("padding: no query attends to {}; their own rows are computed like any other, "
-                                         "but they stand for nothing, and a model ignores what comes out of them",
-                                         fmt::join(padded, ", ")));
+        if (auto note = padding_note(mask_, trace_.tokens)) add_note(trace_, std::move(*note));
         if (method_.standard()) return;
         double leaked = 0, shortest = 1;  // the largest weight on a hidden key; the smallest row sum
         for (const Stage& stage : trace_.stages) {

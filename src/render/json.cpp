@@ -248,26 +248,41 @@ public:
     void summary(const Summary& s, const RenderOptions&, std::ostream& os) const override {
         write_document(os, [&](JsonWriter& json, fmt::memory_buffer& out) {
             write_header(json, s, "attntrace.summary/1");
-            json.key("n").integer(static_cast<std::int64_t>(s.queries.size()));
+            json.key("n").integer(static_cast<std::int64_t>(s.tokens.size()));
             json.key("top").integer(static_cast<std::int64_t>(s.top));
             write_dims(json, s);
-            json.key("queries").array();
-            for (std::size_t i = 0; i < s.queries.size(); ++i) {
-                const QuerySummary& q = s.queries[i];
-                json.object(Layout::inline_).key("index").integer(static_cast<std::int64_t>(i)).key("token").string(s.tokens[i]);
-                json.key("top").array(Layout::inline_);
-                for (const auto& key : q.top)
-                    json.object(Layout::inline_)
-                        .key("index").integer(key.index)
-                        .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
-                        .key("weight").number(key.weight, s.dtype)
-                        .end();
+            // One head: "queries"; several: "heads", each with its number and its "queries".
+            const auto write_queries = [&](const HeadSummary& h) {
+                json.key("queries").array();
+                for (std::size_t i = 0; i < h.queries.size(); ++i) {
+                    const QuerySummary& q = h.queries[i];
+                    json.object(Layout::inline_).key("index").integer(static_cast<std::int64_t>(i)).key("token").string(s.tokens[i]);
+                    json.key("top").array(Layout::inline_);
+                    for (const auto& key : q.top)
+                        json.object(Layout::inline_)
+                            .key("index").integer(key.index)
+                            .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
+                            .key("weight").number(key.weight, s.dtype)
+                            .end();
+                    json.end();
+                    json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype).end();
+                    if (out.size() > (1 << 16)) flush(out, os);  // stream long lists instead of holding them
+                }
                 json.end();
-                json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype).end();
-                if (out.size() > (1 << 16)) flush(out, os);  // stream long lists instead of holding them
+            };
+            if (s.per_head.front().head == 0) {
+                write_queries(s.per_head.front());
+            } else {
+                json.key("heads").array();
+                for (const HeadSummary& h : s.per_head) {
+                    json.object().key("head").integer(h.head);
+                    if (h.kv_head > 0) json.key("kv_head").integer(h.kv_head);
+                    write_queries(h);
+                    json.end();
+                }
+                json.end();
             }
-            json.end();
-            if (s.context) json.key("context").matrix(*s.context, s.dtype);
+            if (s.context) json.key(s.context_is_output ? "output" : "context").matrix(*s.context, s.dtype);
         });
     }
 
