@@ -471,6 +471,13 @@ SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
     }
     SingleSetup setup{&single->sequence, weights_for(single->sequence, single->weights, counts, options, problem.origin),
                       mask_for(single->sequence, single->padding, options)};
+    if (const HeadLayout& l = setup.weights.layout; l.grouped()) {
+        const Eigen::Index cached = l.kv_heads * (l.d_head + l.d_v), full = l.heads * (l.d_head + l.d_v);
+        notes.push_back(fmt::format("grouped-query attention: {} key/value head{} for {} query heads, {} query heads to "
+                                    "each; the keys and values of one token are {} numbers, against {} with a key/value "
+                                    "head per query head",
+                                    l.kv_heads, l.kv_heads == 1 ? "" : "s", l.heads, l.heads / l.kv_heads, cached, full));
+    }
     setup.weights.notes.insert(setup.weights.notes.begin(), notes.begin(), notes.end());
     return setup;
 }
