@@ -120,6 +120,28 @@ std::vector<double> row_maxima(const Run& run) {
     return out;
 }
 
+// journey_padded: no query attends to <pad>, and each word's weights over the six words and
+// its context vector are your_journey's, under the same options in `mode`.
+std::function<void(const Run&, const std::vector<std::string>&)> same_as_unpadded_journey(std::string mode) {
+    return [mode](const Run& r, const std::vector<std::string>& options) {
+        const Run original = run_of("your_journey", mode, options);
+        const auto& tokens = original.stage("context")["rows"];
+        REQUIRE(tokens.size() == 6);
+        const auto& weights = r.stage("weights")["data"];
+        REQUIRE(weights.size() == 8);
+        for (std::size_t i = 0; i < 8; ++i)
+            for (const std::size_t pad : {6u, 7u}) CHECK(weights[i][pad].get<double>() == 0.0);
+        for (std::size_t i = 0; i < 6; ++i) {
+            INFO(tokens[i]);
+            const auto theirs = original.stage("weights")["data"][i].get<std::vector<double>>();
+            for (std::size_t j = 0; j < 6; ++j) CHECK(weights[i][j].get<double>() == Approx(theirs[j]).margin(1e-12));
+            const auto mine = r.stage("context")["data"][i].get<std::vector<double>>();
+            const auto context = original.stage("context")["data"][i].get<std::vector<double>>();
+            for (std::size_t k = 0; k < mine.size(); ++k) CHECK(mine[k] == Approx(context[k]).margin(1e-12));
+        }
+    };
+}
+
 // What each example's description says, use by use ("example/use").
 const std::map<std::string, Described>& claims() {
     static const std::map<std::string, Described> table{
@@ -138,6 +160,9 @@ const std::map<std::string, Described>& claims() {
              }
              CHECK(r.json_doc()["tokens"] != original.json_doc()["tokens"]);
          }}},
+        {"journey_padded/plain", {same_as_unpadded_journey("plain")}},
+        {"journey_padded/self", {same_as_unpadded_journey("self")}},
+        {"journey_padded/causal", {same_as_unpadded_journey("causal")}},
         {"bank_money/plain",
          {[](const Run& r, auto&) {
              const auto after_itself = r.ranked("bank", "bank");

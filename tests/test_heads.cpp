@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -19,6 +20,7 @@
 using namespace attntrace;
 using Catch::Contains;
 using trace_json::run_json;
+using nlohmann::json;
 
 namespace {
 
@@ -297,4 +299,26 @@ TEST_CASE("head counts that do not fit are refused, saying what would", "[heads]
     CHECK_THAT(r.err, Contains("/weights/query has 3 columns (d_model), which do not split into 2 heads of equal size"));
     // plain mode reads such a file and says the heads are not used
     CHECK_THAT(cli::run({file.path()}).out, Contains("note: the input's 2 heads are not used: plain mode has no projections"));
+}
+
+TEST_CASE("grouped-query attention says which heads share and the keys and values kept per token", "[heads]") {
+    // --dim 8 with 4 heads: d_head = d_v = 2. A token's keys and values take 2 + 2 numbers per
+    // key/value head: 2 heads keep 8, 1 keeps 4, one per query head would keep 4·4 = 16.
+    const auto notes_of = [](const std::vector<std::string>& args) {
+        std::vector<std::string> notes;
+        const json t = run_json(args);  // kept: a range over a temporary's member would dangle
+        for (const auto& note : t["notes"]) notes.push_back(note.get<std::string>());
+        return notes;
+    };
+    const auto has = [](const std::vector<std::string>& notes, const std::string& text) {
+        return std::find(notes.begin(), notes.end(), text) != notes.end();
+    };
+    CHECK(has(notes_of({"-m", "self", "--heads", "4", "--kv-heads", "2", "--dim", "8"}),
+              "grouped-query attention: 2 key/value heads for 4 query heads, 2 query heads to each; the keys and values "
+              "of one token are 8 numbers, against 16 with a key/value head per query head"));
+    CHECK(has(notes_of({"-m", "causal", "--heads", "4", "--kv-heads", "1", "--dim", "8", "--summary"}),
+              "grouped-query attention: 1 key/value head for 4 query heads, 4 query heads to each; the keys and values "
+              "of one token are 4 numbers, against 16 with a key/value head per query head"));
+    for (const auto& note : notes_of({"-m", "self", "--heads", "4", "--dim", "8"}))
+        CHECK(note.find("grouped-query") == std::string::npos);  // a key/value head per query head: nothing to say
 }

@@ -90,4 +90,17 @@ Eigen::Index generated_model_size(Eigen::Index d_in, const HeadCounts& counts, c
     return d_model;
 }
 
+Dims dims_of(const HeadLayout& layout, Eigen::Index d_in, Eigen::Index d_k, Eigen::Index d_v) {
+    Dims dims;
+    if (layout.several()) {
+        dims = {{"d_in", d_in}, {"d_model", layout.d_model}, {"heads", layout.heads}, {"d_head", layout.d_head}};
+        if (layout.grouped()) dims.emplace_back("kv_heads", layout.kv_heads);
+        dims.emplace_back("d_v", layout.d_v);
+    } else {
+        dims = {{"d_in", d_in}, {"d_k", d_k}, {"d_v", d_v}};
+    }
+    if (layout.d_out > 0) dims.emplace_back("d_out", layout.d_out);
+    return dims;
+}
+
 }  // namespace attntrace

@@ -125,6 +125,17 @@ void check_options_for_mode(const TraceOptions& options) {
                                                        "the recurrent encoder that made them"
                                                      : "plain mode is the lecture's first version, without weights or "
                                                        "positions (try --mode self)"));
+    if (options.window && mode.reads_pair)
+        throw UsageError(fmt::format("--window applies to modes {}: in {} mode the source's \"mask\" says what the "
+                                     "decoder may see",
+                                     modes_reading(false), mode.name()));
+    if (!options.mask_method.standard()) {
+        const char* flag = options.mask_method.after_softmax ? "--mask-after-softmax" : "--mask-fill";
+        if (mode.reads_pair)
+            throw UsageError(fmt::format("{} applies to modes {}", flag, modes_reading(false)));
+        if (options.normalization != Normalization::softmax)
+            throw UsageError(fmt::format("{} shows a way of masking around softmax; --normalize sum has no softmax", flag));
+    }
     if (options.scale && !mode.takes_scale)
         throw UsageError(fmt::format("--scale: {} mode's scores are used as they are (additive scores pass through tanh); "
                                      "--scale applies to modes {}",

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "attention/heads.hpp"
+#include "attention/masks.hpp"
 #include "attention/positions.hpp"
 #include "attention/trace.hpp"
 #include "core/problem.hpp"
@@ -30,6 +31,7 @@ struct SingleSetup {
     const Sequence* sequence = nullptr;
     SingleWeights weights;
     PositionSetting positions;  // none in a mode without position information
+    MaskSpec mask;  // the mode's causal mask, --window, the input's padding tokens
 };
 SingleSetup setup_single(const Problem& problem, const TraceOptions& options);
 

@@ -28,6 +28,8 @@ struct QuerySummary {
 
 struct StreamOptions {
     bool causal = false;
+    Eigen::Index window = 0;                  // > 0: keys j with i − W < j ≤ i (causal) or |i − j| < W
+    const std::vector<bool>* padding = nullptr;  // per key: a padding token, never attended to
     double scale = 1;              // 1/√d_k (1 in plain mode)
     std::size_t top = 3;
     bool context = false;          // also return Z = A·V
@@ -46,6 +48,18 @@ struct StreamResult {
 template <typename T>
 StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v,
                               const StreamOptions& options);
+
+// Several heads at once: every (head, query block) pair is one piece of parallel work, so the
+// heads run side by side. Each head's matrices are its own (a head's columns of Q, K and V);
+// heads may share K and V (grouped-query attention). Every head's V has the same width.
+template <typename T>
+struct StreamHead {
+    const MatrixT<T>* q;
+    const MatrixT<T>* k;
+    const MatrixT<T>* v;
+};
+template <typename T>
+std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, const StreamOptions& options);
 
 inline constexpr Eigen::Index stream_query_block = 64;
 inline constexpr Eigen::Index stream_key_block = 256;

@@ -17,11 +17,24 @@ namespace attntrace {
 
 // The summary: the run's header (its normalisation is always softmax) and per query its
 // strongest keys, largest weight and entropy.
+// One head's queries: with several heads, its number (1-based) and, in grouped-query
+// attention, the key/value head it reads; 0 for either otherwise.
+struct HeadSummary {
+    int head = 0;
+    int kv_head = 0;
+    std::vector<QuerySummary> queries;  // one per token
+};
+
 struct Summary : RunHeader {
     Labels tokens;
     std::size_t top = 3;
-    std::vector<QuerySummary> queries;  // one per token
-    std::optional<Matrix> context;      // n × d_v when asked for
+    std::vector<HeadSummary> per_head;  // one, unless the run has several heads
+    // When asked for: the context vectors (n × d_v), or with a W_o the layer's output
+    // (n × d_out, concat·W_o with several heads).
+    std::optional<Matrix> context;
+    bool context_is_output = false;
+    bool window = false;   // --window: a query sees fewer keys than causal alone gives it
+    bool padding = false;  // some tokens are padding, hidden from every query
 };
 
 struct SummaryOptions {

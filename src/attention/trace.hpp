@@ -2,6 +2,7 @@
 // mode's trace function is in the mode table (attention/modes.hpp).
 #pragma once
 
+#include "attention/masks.hpp"
 #include "core/generator.hpp"
 #include "core/problem.hpp"
 #include "core/stage.hpp"
@@ -28,6 +29,8 @@ struct TraceOptions {
     std::optional<int> head;            // --head: the head -q works through (default 1)
     std::optional<PositionScheme> positions;     // --positions (self and causal); absent: the input's, else none
     std::optional<std::int64_t> position_offset;  // --position-offset: the first token's position (default 0)
+    std::optional<Eigen::Index> window; // --window: a sliding window of this many keys
+    MaskMethod mask_method;             // --mask-fill, --mask-after-softmax: how the mask is applied
 };
 
 // The divisor of the scores: √d_k, 1, or the number given.

@@ -1,5 +1,6 @@
 #include "attention/worked.hpp"
 
+#include "attention/masks.hpp"
 #include "attention/modes.hpp"
 #include "attention/positions.hpp"
 #include "core/stage.hpp"
@@ -8,6 +9,7 @@
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -167,6 +169,30 @@ WorkedPositions work_positions(const Trace& trace, const WorkedExample& w) {
     return p;
 }
 
+// Why the keys hidden from query `row` are hidden: one reason, or each reason with its keys
+// ("with, one: they come after it …; <pad>: a padding token …").
+std::string hidden_because(const Stage& masked, Eigen::Index row) {
+    const auto because = [](std::uint8_t reasons) {
+        std::vector<std::string> parts;
+        if (reasons & reason_causal) parts.push_back("they come after it, and a causal model must not see the future");
+        if (reasons & reason_window) parts.push_back("outside the sliding window");
+        if (reasons & reason_padding) parts.push_back("padding, which stands for nothing");
+        return fmt::format("{}", fmt::join(parts, "; and "));
+    };
+    std::vector<std::pair<std::uint8_t, std::vector<std::string>>> groups;  // in order of first key
+    for (Eigen::Index j = 0; j < masked.col_count(); ++j) {
+        const std::uint8_t r = (*masked.mask_reasons)(row, j);
+        if (r == 0) continue;
+        auto it = std::find_if(groups.begin(), groups.end(), [r](const auto& g) { return g.first == r; });
+        if (it == groups.end()) it = groups.insert(groups.end(), {r, {}});
+        it->second.push_back(masked.cols[static_cast<std::size_t>(j)]);
+    }
+    if (groups.size() == 1) return because(groups.front().first);
+    std::vector<std::string> parts;
+    for (const auto& [reasons, keys] : groups) parts.push_back(fmt::format("{}: {}", fmt::join(keys, ", "), because(reasons)));
+    return fmt::format("{}", fmt::join(parts, "; "));
+}
+
 void work_single(WorkedExample& w, const Trace& trace) {
     const Eigen::Index i = w.row;
     const int h = w.head;  // 0 with one head
@@ -186,7 +212,8 @@ void work_single(WorkedExample& w, const Trace& trace) {
                           trace.at(StageId::scores, h).data(i, j)});
     work_scale(w, trace, queries.col_count());
     w.scaled = row_of(trace.at(StageId::scaled, h), i);
-    work_mask_and_weights(w, trace.at(StageId::masked, h), "they come after it, and a causal model must not see the future");
+    const Stage& masked = trace.at(StageId::masked, h);
+    work_mask_and_weights(w, masked, masked.mask_reasons ? hidden_because(masked, i) : std::string());
     w.values = labelled_rows(trace.at(StageId::values, h), plain ? "x" : "v");
     // The heads' contexts side by side, mixed by W_o, for this token.
     if (const Stage* output = trace.find(StageId::output)) {

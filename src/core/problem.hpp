@@ -50,6 +50,8 @@ struct SingleSequenceInput {
     std::optional<int> heads;            // "heads": the number of attention heads
     std::optional<int> kv_heads;         // "kv_heads": key/value heads (grouped-query attention)
     std::optional<PositionScheme> positions;  // "positions": how token positions enter
+    // "padding": the tokens that stand for nothing and are never attended to; absent: "<pad>"
+    std::optional<std::vector<std::string>> padding;
 };
 
 // A decoder looking back at an encoder (bahdanau).

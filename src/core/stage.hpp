@@ -73,6 +73,7 @@ struct Stage {
     // A masked entry is −∞.
     Matrix data;
     std::optional<BoolMatrix> allowed;  // where a mask is in play: may row i use column j
+    std::optional<ReasonMatrix> mask_reasons;  // the masked stage: why each hidden pair is hidden (attention/masks.hpp)
     std::optional<Vector> row_sums;     // weights: each row's sum, shown beside the table
     std::vector<Eigen::Index> strongest;  // weights: per row, the column of the largest weight (-1: all masked)
     std::vector<Eigen::Index> tied;       // weights: per row, how many keys share that largest weight

@@ -66,6 +66,8 @@ const Aliases& top_level_aliases() {
         add(out, "the position scheme (none, sinusoidal or rope) goes under \"positions\"",
             {"position", "position_encoding", "positional_encoding", "pos_encoding", "position_embedding",
              "positional_embedding", "rope"});
+        add(out, "the tokens never attended to go under \"padding\" (a list such as [\"<pad>\"])",
+            {"pad", "pad_token", "pad_tokens", "padding_tokens", "attention_mask"});
         return out;
     }();
     return aliases;

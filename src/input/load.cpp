@@ -639,6 +639,23 @@ std::vector<bool> read_mask(const Reader& in, const Json& mask, std::size_t n) {
     return allowed;
 }
 
+// "padding": the tokens that stand for nothing (["<pad>"], say), each a label.
+std::vector<std::string> read_padding(const Reader& in, const Json& value) {
+    const bool packed = is_packed_strings(value);  // the parser's form of an array of strings only
+    if (!packed && !value.is_array())
+        in.fail("/padding", "expected an array of tokens (e.g. [\"<pad>\"]), found " + describe(value));
+    const std::size_t count = packed ? packed_strings(value).count : value.size();
+    in.check_token_count("/padding", count);
+    std::vector<std::string> tokens;
+    for (std::size_t i = 0; i < count; ++i) {
+        const auto pointer = pointer_child("/padding", i);
+        std::string text = packed ? std::string(packed_strings(value)[i]) : in.string(value[i], pointer);
+        in.plain_text(text, pointer);
+        tokens.push_back(std::move(text));
+    }
+    return tokens;
+}
+
 SingleSequenceInput read_single(const Reader& in, const Json& doc, Problem& problem) {
     SingleSequenceInput input;
     input.sequence = read_sequence(in, doc, "", "embeddings", true, &problem.vocabulary, problem.notes);
@@ -651,6 +668,7 @@ SingleSequenceInput read_single(const Reader& in, const Json& doc, Problem& prob
             in.fail("/positions", fmt::format("unknown position scheme \"{}\" (expected one of: {})", printable(name),
                                               enum_list<PositionScheme>()));
     }
+    if (doc.contains("padding")) input.padding = read_padding(in, doc["padding"]);
     if (doc.contains("weights"))
         input.weights = read_projections(in, doc["weights"], input.sequence.vectors.cols(), input.kv_heads.has_value());
     return input;
@@ -719,7 +737,7 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
     unpack_objects(in, doc);
     in.require_object(doc, "");
     in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights", "heads", "kv_heads",
-                           "positions", "source", "target"},
+                           "padding", "positions", "source", "target"},
                  top_level_aliases());
 
     Problem problem;
@@ -747,6 +765,9 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
         if (doc.contains("positions"))
             in.fail("/positions", "positions belong to self-attention (modes self and causal); a source/target input "
                                   "is traced by bahdanau mode, which takes the encoder states as they are");
+        if (doc.contains("padding"))
+            in.fail("/padding", "a source/target input marks what the decoder may not see with \"mask\" inside "
+                                "\"source\" (one boolean per source token)");
         problem.input = read_encoder_decoder(in, doc, problem.notes);
     } else {
         problem.input = read_single(in, doc, problem);

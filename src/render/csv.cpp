@@ -95,23 +95,27 @@ public:
         }
     }
 
-    // One row per query: index, token, max_weight, entropy, then key/weight pairs.
+    // One row per query: index, token, max_weight, entropy, then key/weight pairs; with several
+    // heads a first column says the head, and each head's rows follow the last's.
     void summary(const Summary& s, const RenderOptions& options, std::ostream& out) const override {
-        out << "index,token,max_weight,entropy";
+        const bool heads = s.per_head.front().head > 0;
+        out << (heads ? "head,index,token,max_weight,entropy" : "index,token,max_weight,entropy");
         for (std::size_t t = 1; t <= s.top; ++t) out << fmt::format(",key{},weight{}", t, t);
         out << '\n';
-        for (std::size_t i = 0; i < s.queries.size(); ++i) {
-            const QuerySummary& q = s.queries[i];
-            out << fmt::format("{},{},{},{}", i, csv_text(s.tokens[i]), format_significant(q.max_weight, options.digits),
-                               format_fixed(q.entropy, options.digits));
-            for (std::size_t t = 0; t < s.top; ++t)
-                if (t < q.top.size())
-                    out << ',' << csv_text(s.tokens[static_cast<std::size_t>(q.top[t].index)]) << ','
-                        << format_significant(q.top[t].weight, options.digits);
-                else
-                    out << ",,";
-            out << '\n';
-        }
+        for (const HeadSummary& h : s.per_head)
+            for (std::size_t i = 0; i < h.queries.size(); ++i) {
+                const QuerySummary& q = h.queries[i];
+                if (heads) out << h.head << ',';
+                out << fmt::format("{},{},{},{}", i, csv_text(s.tokens[i]), format_significant(q.max_weight, options.digits),
+                                   format_fixed(q.entropy, options.digits));
+                for (std::size_t t = 0; t < s.top; ++t)
+                    if (t < q.top.size())
+                        out << ',' << csv_text(s.tokens[static_cast<std::size_t>(q.top[t].index)]) << ','
+                            << format_significant(q.top[t].weight, options.digits);
+                    else
+                        out << ",,";
+                out << '\n';
+            }
     }
 
     // The report's tables only.

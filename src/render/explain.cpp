@@ -1,5 +1,7 @@
 #include "render/explain.hpp"
 
+#include "attention/masks.hpp"
+
 #include "attention/modes.hpp"
 #include "attention/positions.hpp"
 
@@ -132,6 +134,50 @@ std::vector<std::string> weights_explanation(const Trace& trace, const std::stri
             fmt::vformat(formula, fmt::make_format_args(trace.temperature != 1 ? "softmax of scores ÷ T" : "softmax"))};
 }
 
+// Whether some pair of head `head`'s masked stage is hidden for `reason`.
+bool masked_for(const Trace& trace, int head, MaskReason reason) {
+    const Stage& masked = trace.at(StageId::masked, head);
+    return masked.mask_reasons && (masked.mask_reasons->unaryExpr([reason](std::uint8_t r) { return r & reason; }) != 0).any();
+}
+
+// The masked stage of a single-sequence mode: why each kind of hidden key is hidden, as this
+// run hides them, and what its fill does.
+std::vector<std::string> masked_explanation(const Trace& trace, const Stage& stage, const std::string& square) {
+    if (!stage.applied) {
+        if (trace.at(StageId::weights, stage.head).allowed)
+            return {"The mask is not applied here: --mask-after-softmax runs softmax over every key and then sets the "
+                    "hidden keys' weights to 0 without dividing again, so a row that hides a key sums to less than 1. "
+                    "Putting −∞ here instead gives what zeroing and then dividing each row by what is left gives.",
+                    fmt::format("S'' = S': {}", square)};
+        return {"Bidirectional attention, as in an encoder, lets every token see the whole "
+                "sentence, before and after it, so nothing is hidden.",
+                fmt::format("S'' = S': {}", square)};
+    }
+    std::string why;
+    if (masked_for(trace, stage.head, reason_causal))
+        why += "A causal model learns to predict the next token, so position i must not see the positions after it. ";
+    if (masked_for(trace, stage.head, reason_window))
+        why += mode_spec(trace.mode).causal
+                   ? "A sliding window lets each query see only itself and the few keys just before it, which bounds "
+                     "the cost of attention on long inputs. "
+                   : "A sliding window lets each query see only the keys near it, on either side, which bounds the "
+                     "cost of attention on long inputs. ";
+    if (masked_for(trace, stage.head, reason_padding))
+        why += "Padding tokens only fill a sequence up to a length and stand for nothing, so no query may look at "
+               "them. ";
+    bool infinite = true;  // every hidden score is −∞ (else --mask-fill put a number there)
+    Eigen::Index hidden = 0;
+    for (Eigen::Index r = 0; r < stage.row_count(); ++r)
+        for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+            if (stage.is_masked(r, c)) ++hidden, infinite = infinite && std::isinf(stage.data(r, c));
+    why += infinite ? "Their scores become −∞, which softmax turns into weight exactly 0: hidden keys are cut off, not "
+                      "merely turned down."
+                    : "Here their scores become a finite number (--mask-fill) rather than −∞: to softmax it is an "
+                      "ordinary score, so a hidden key keeps the weight e^(fill − max)/Σ, which is 0 only when it "
+                      "underflows.";
+    return {why, fmt::format("{}: {} ({} entr{} hidden)", stage.formula, square, hidden, hidden == 1 ? "y" : "ies")};
+}
+
 // scores, scaled, masked, weights and context of a single-sequence mode.
 std::vector<std::string> single_attention(const Trace& trace, const Stage& stage) {
     const bool plain = !mode_spec(trace.mode).learned_projections;
@@ -174,17 +220,7 @@ std::vector<std::string> single_attention(const Trace& trace, const Stage& stage
                             divisor, trace.scale_rule == ScaleRule::value ? " (--scale)" : "", per_head),
                 fmt::format("S' = S / {}: {} → {}", divisor, square, square)};
     }
-    if (id == StageId::masked) {
-        if (!stage.applied)
-            return {"Bidirectional attention, as in an encoder, lets every token see the whole "
-                    "sentence, before and after it, so nothing is hidden.",
-                    fmt::format("S'' = S': {}", square)};
-        return {"A causal model learns to predict the next token, so position i must not see the "
-                "positions after it. Their scores become −∞, which softmax turns into weight "
-                "exactly 0: the future is cut off, not merely turned down.",
-                fmt::format("S'' = S' + M, M_ij = −∞ for j > i: {} ({} entries hidden)", square,
-                            n * (n - 1) / 2)};
-    }
+    if (id == StageId::masked) return masked_explanation(trace, stage, square);
     if (id == StageId::weights)
         return weights_explanation(trace, fmt::format("A = {{}} per row: {} → {}", square, square), stage.head);
     if (id == StageId::concat)
@@ -213,7 +249,8 @@ std::vector<std::string> single_attention(const Trace& trace, const Stage& stage
                             trace.at(StageId::context, stage.head).col_count(), stage.col_count(), square)};
     // context
     const auto d_v = trace.at(StageId::values, stage.head).col_count();
-    const std::string mask = mode_spec(trace.mode).causal ? " and through the mask" : "";
+    const bool order_mask = mode_spec(trace.mode).causal || masked_for(trace, stage.head, reason_window);
+    const std::string mask = order_mask ? " and through the mask" : "";
     const std::string order =
         trace.positions == PositionScheme::sinusoidal
             ? "Word order enters through the position encodings added to the embeddings" + mask +
@@ -223,7 +260,7 @@ std::vector<std::string> single_attention(const Trace& trace, const Stage& stage
             ? "Word order enters through the rotations of the queries and keys" + mask +
                   ": a score depends on how far apart two tokens stand, so a shuffled sentence may give its words other "
                   "context vectors, not only other rows."
-        : mode_spec(trace.mode).causal
+        : order_mask
             ? "Word order enters only through the mask: without it, shuffling the sentence would permute the rows "
               "and give each token the same context vector as before."
             : "Nothing here depends on word order: shuffling the sentence permutes the rows and columns, and each "

@@ -2,6 +2,7 @@
 // summary (attntrace.summary/1), similarity tables (attntrace.similarity/1) and a comparison
 // (attntrace.compare/1). Each stage's matrix is an array of rows; masked entries are null;
 // there is no NaN or Infinity. A trace and a summary begin with the same header.
+#include "attention/masks.hpp"
 #include "attention/modes.hpp"
 #include "render/explain.hpp"
 #include "render/formats.hpp"
@@ -188,6 +189,18 @@ void write_stage(JsonWriter& json, const Trace& trace, const Stage& stage, const
         }
         json.end();
     }
+    if (stage.mask_reasons) {  // why each hidden pair is hidden ("causal", "window", "padding", joined by +); null: seen
+        const ReasonMatrix& reasons = *stage.mask_reasons;
+        json.key("mask_reason").array();
+        for (Eigen::Index r = 0; r < reasons.rows(); ++r) {
+            json.array(Layout::inline_);
+            for (Eigen::Index c = 0; c < reasons.cols(); ++c)
+                if (reasons(r, c) == 0) json.null();
+                else json.string(reason_text(reasons(r, c)));
+            json.end();
+        }
+        json.end();
+    }
     json.end();
 }
 
@@ -263,26 +276,41 @@ public:
     void summary(const Summary& s, const RenderOptions&, std::ostream& os) const override {
         write_document(os, [&](JsonWriter& json, fmt::memory_buffer& out) {
             write_header(json, s, "attntrace.summary/1");
-            json.key("n").integer(static_cast<std::int64_t>(s.queries.size()));
+            json.key("n").integer(static_cast<std::int64_t>(s.tokens.size()));
             json.key("top").integer(static_cast<std::int64_t>(s.top));
             write_dims(json, s);
-            json.key("queries").array();
-            for (std::size_t i = 0; i < s.queries.size(); ++i) {
-                const QuerySummary& q = s.queries[i];
-                json.object(Layout::inline_).key("index").integer(static_cast<std::int64_t>(i)).key("token").string(s.tokens[i]);
-                json.key("top").array(Layout::inline_);
-                for (const auto& key : q.top)
-                    json.object(Layout::inline_)
-                        .key("index").integer(key.index)
-                        .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
-                        .key("weight").number(key.weight, s.dtype)
-                        .end();
+            // One head: "queries"; several: "heads", each with its number and its "queries".
+            const auto write_queries = [&](const HeadSummary& h) {
+                json.key("queries").array();
+                for (std::size_t i = 0; i < h.queries.size(); ++i) {
+                    const QuerySummary& q = h.queries[i];
+                    json.object(Layout::inline_).key("index").integer(static_cast<std::int64_t>(i)).key("token").string(s.tokens[i]);
+                    json.key("top").array(Layout::inline_);
+                    for (const auto& key : q.top)
+                        json.object(Layout::inline_)
+                            .key("index").integer(key.index)
+                            .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
+                            .key("weight").number(key.weight, s.dtype)
+                            .end();
+                    json.end();
+                    json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype).end();
+                    if (out.size() > (1 << 16)) flush(out, os);  // stream long lists instead of holding them
+                }
                 json.end();
-                json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype).end();
-                if (out.size() > (1 << 16)) flush(out, os);  // stream long lists instead of holding them
+            };
+            if (s.per_head.front().head == 0) {
+                write_queries(s.per_head.front());
+            } else {
+                json.key("heads").array();
+                for (const HeadSummary& h : s.per_head) {
+                    json.object().key("head").integer(h.head);
+                    if (h.kv_head > 0) json.key("kv_head").integer(h.kv_head);
+                    write_queries(h);
+                    json.end();
+                }
+                json.end();
             }
-            json.end();
-            if (s.context) json.key("context").matrix(*s.context, s.dtype);
+            if (s.context) json.key(s.context_is_output ? "output" : "context").matrix(*s.context, s.dtype);
         });
     }
 
