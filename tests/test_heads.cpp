@@ -322,3 +322,25 @@ TEST_CASE("grouped-query attention says which heads share and the keys and value
     for (const auto& note : notes_of({"-m", "self", "--heads", "4", "--dim", "8"}))
         CHECK(note.find("grouped-query") == std::string::npos);  // a key/value head per query head: nothing to say
 }
+
+TEST_CASE("a grouped-query input can give W_o, one row per number of the heads' contexts", "[heads]") {
+    // 2 query heads of 1 number share 1 key/value head: K = X·[1, 0]ᵀ = [1, 0], V = X·[1, 2]ᵀ = [1, 2].
+    // Head 1's queries are [1, 0], head 2's [0, 1]; a query of 1 scores [1, 0] (weights
+    // [e/(e+1), 1/(e+1)], context 1 + 1/(e+1)) and a query of 0 scores [0, 0] (context 1.5).
+    const cli::TempFile file(R"({"heads": 2, "kv_heads": 1, "tokens": ["a", "b"], "embeddings": [[1, 0], [0, 1]],
+        "weights": {"query": [[1, 0], [0, 1]], "key": [[1], [0]], "value": [[1], [2]], "output": [[1], [10]]}})");
+    const auto t = run_json({file.path(), "-m", "self"});
+    const double leaning = 1 + 1 / (std::exp(1.0) + 1);  // 1.2689…
+    const auto output = trace_json::stage_rows(t, "output");
+    REQUIRE(output.size() == 2);
+    CHECK(output[0][0] == Approx(leaning + 10 * 1.5).margin(1e-12));  // a: head 1 leans, head 2 is even
+    CHECK(output[1][0] == Approx(1.5 + 10 * leaning).margin(1e-12));  // b: the other way round
+    CHECK(t["parameters"]["W_o"] == nlohmann::json::parse("[[1], [10]]"));
+    // W_o must have H·d_v = 2 rows, not the G·d_v = 1 of W_v.
+    const cli::TempFile short_o(R"({"heads": 2, "kv_heads": 1, "tokens": ["a", "b"], "embeddings": [[1, 0], [0, 1]],
+        "weights": {"query": [[1, 0], [0, 1]], "key": [[1], [0]], "value": [[1], [2]], "output": [[1]]}})");
+    const auto r = cli::run({short_o.path(), "-m", "self"});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains("/weights/output has 1 row, but the 2 heads' contexts side by side have 2 numbers "
+                               "(2 heads × d_v = 2 × 1)"));
+}
