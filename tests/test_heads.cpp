@@ -272,6 +272,7 @@ TEST_CASE("one head can be shown alone, and the worked example goes through it a
     CHECK_THAT(text.out, Contains("worked example · query \"journey\" (row 2) · self mode · head 2"));
     CHECK_THAT(text.out, Contains("entry k of q_journey is x_journey times column 2 + k of W_q (this head's columns):"));
     CHECK_THAT(text.out, Contains("output_journey = concat_journey·W_o = ["));
+    CHECK_THAT(text.out, Contains("scaling: each score ÷ √d_head = ÷ √2 = ÷ 1.4142\n"));  // a head's d_head = 4 / 2
 }
 
 TEST_CASE("head counts that do not fit are refused, saying what would", "[heads][errors]") {
