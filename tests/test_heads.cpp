@@ -345,3 +345,45 @@ TEST_CASE("a grouped-query input can give W_o, one row per number of the heads' 
     CHECK_THAT(r.err, Contains("/weights/output has 1 row, but the 2 heads' contexts side by side have 2 numbers "
                                "(2 heads × d_v = 2 × 1)"));
 }
+
+TEST_CASE("the smaller formats of heads: one column, the key/value head in CSV, the worked output in JSON", "[heads]") {
+    // --dim 3 with 3 heads: d_head = 1, so head 2's queries are column 2 of X·W_q.
+    const json t = run_json({"-m", "self", "--heads", "3", "--dim", "3", "-s", "queries"});
+    bool found = false;
+    for (const auto& stage : t["stages"])
+        if (stage["name"] == "queries" && stage["head"] == 2) found = stage["formula"] == "Q_2 = X·W_q, column 2";
+    CHECK(found);
+    // Grouped: query head 3 of 4 reads key/value head ⌈3·2/4⌉ = 2.
+    const auto csv = cli::run({"-m", "self", "--heads", "4", "--kv-heads", "2", "--dim", "8", "-s", "keys", "-f", "csv"});
+    CHECK_THAT(csv.out, Contains("stage,keys,3,2\n"));
+    CHECK_THAT(csv.out, Contains("stage,keys,1,1\n"));
+    // The worked example names its head and carries the token's output = concat·W_o, which is
+    // recomputed here from the concat stage and W_o with loops.
+    const json w = run_json({"-m", "causal", "--heads", "2", "--dim", "4", "-q", "journey", "--head", "2"});
+    REQUIRE(w["worked"]["head"] == 2);
+    const auto concat = trace_json::stage_rows(w, "concat")[1];
+    const auto& w_o = w["parameters"]["W_o"];
+    const auto& result = w["worked"]["output"]["result"];
+    REQUIRE(result.size() == w_o[0].size());
+    for (std::size_t k = 0; k < result.size(); ++k) {
+        double sum = 0;
+        for (std::size_t i = 0; i < concat.size(); ++i) sum += concat[i] * w_o[i][k].get<double>();
+        CHECK(result[k].get<double>() == Approx(sum).margin(1e-12));
+    }
+    // A row that hides nothing (causal, the last token) has no reason to give.
+    const json last = run_json({"-m", "causal", "-q", "step"});
+    CHECK(last["worked"]["mask"]["reason"].is_null());
+    CHECK(run_json({"-m", "causal", "-q", "Your"})["worked"]["mask"]["reason"] ==
+          "they come after it, and a causal model must not see the future");
+}
+
+TEST_CASE("check names the product it recomputes: context times W_o with one head", "[heads][check]") {
+    const cli::TempFile input(R"({"tokens": ["a", "b"], "embeddings": [[1, 0], [0, 1]],
+        "weights": {"query": [[1, 0], [0, 1]], "key": [[1, 0], [0, 1]], "value": [[1, 0], [0, 1]],
+                    "output": [[2, 0], [0, 3]]}})");
+    const auto one = cli::run({input.path(), "-m", "self", "--check"});
+    CHECK(one.exit_code == 0);
+    CHECK_THAT(one.out, Contains("ok       output = context · W_o: largest |output − context·W_o| = "));
+    const auto two = cli::run({"-m", "self", "--heads", "2", "--dim", "4", "--check"});
+    CHECK_THAT(two.out, Contains("ok       output = concat · W_o: largest |output − concat·W_o| = "));
+}

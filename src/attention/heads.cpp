@@ -104,4 +104,8 @@ Dims dims_of(const HeadLayout& layout, Eigen::Index d_in, Eigen::Index d_k, Eige
     return dims;
 }
 
+std::string columns_text(Eigen::Index first, Eigen::Index count) {
+    return count == 1 ? fmt::format("column {}", first + 1) : fmt::format("columns {}–{}", first + 1, first + count);
+}
+
 }  // namespace attntrace
