@@ -109,4 +109,5 @@ TEST_CASE("the output shown in README.md and docs/ is what attntrace prints", "[
     // Each page keeps its examples as console blocks (a page that lost them would pass unseen).
     CHECK(checked["README.md"] >= 1);
     CHECK(checked["walkthrough.md"] >= 15);
+    CHECK(checked["multi-head.md"] >= 7);
 }

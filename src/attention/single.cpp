@@ -255,7 +255,7 @@ private:
                                    bool kv) const {
         if (!layout_.several()) return fmt::format("{} = X·{}", symbol, weight);
         const int block = kv ? layout_.kv_head_of(head) : head;
-        return fmt::format("{}_{} = X·{}, columns {}", symbol, head, weight, column_span((block - 1) * width, width));
+        return fmt::format("{}_{} = X·{}, {}", symbol, head, weight, columns_text((block - 1) * width, width));
     }
 
     void record_head(HeadPass<T> h, const std::optional<Mask>& mask, int head) {

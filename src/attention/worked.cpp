@@ -1,5 +1,6 @@
 #include "attention/worked.hpp"
 
+#include "attention/heads.hpp"
 #include "attention/masks.hpp"
 #include "attention/modes.hpp"
 #include "attention/positions.hpp"
@@ -130,7 +131,7 @@ void add_projection(WorkedExample& w, const Trace& trace, const std::string& out
     const LabelledVector input = w.inputs.front();
     const std::string product = fmt::format("{}·{}", input.label, name);
     const std::string label = output == product ? product : fmt::format("{} = {}", output, product);
-    w.inputs.push_back({count ? fmt::format("{}, columns {}–{}", label, first + 1, first + count) : label, result});
+    w.inputs.push_back({count ? fmt::format("{}, {}", label, columns_text(first, count)) : label, result});
     w.projections.push_back(projection(trace, input, output, name, std::move(result), first, count));
 }
 

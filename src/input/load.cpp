@@ -579,11 +579,14 @@ Projections read_projections(const Reader& in, const Json& weights, Eigen::Index
                                        : fmt::format("d_in × d_k, like /weights/query; {}", d_in_why));
     p.value = in.matrix_of_shape(weights["value"], "/weights/value", d_in, 0,
                                  fmt::format("d_in × d_v, {}", d_in_why));
+    // W_o has a row per number of all the heads' contexts side by side (H·d_v). With key/value
+    // heads of their own, W_v holds only G·d_v columns, so the rows are checked with the heads.
     if (weights.contains("output"))
-        p.output = in.matrix_of_shape(weights["output"], "/weights/output", p.value.cols(), 0,
-                                      fmt::format("rows: one per number of the heads' contexts put side by side, {} "
-                                                  "like the columns of /weights/value",
-                                                  p.value.cols()));
+        p.output = grouped ? in.matrix(weights["output"], "/weights/output")
+                           : in.matrix_of_shape(weights["output"], "/weights/output", p.value.cols(), 0,
+                                                fmt::format("rows: one per number of the heads' contexts put side by "
+                                                            "side, {} like the columns of /weights/value",
+                                                            p.value.cols()));
     return p;
 }
 

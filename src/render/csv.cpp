@@ -53,8 +53,10 @@ void write_cells(std::ostream& out, const StageText& text, std::size_t r) {
 
 // One block of a stage (docs/output-formats.md).
 void write_stage(const Stage& stage, const RenderOptions& options, std::ostream& out) {
-    if (stage.head > 0) write_row(out, "stage", {std::string(stage.name()), std::to_string(stage.head)});
-    else write_row(out, "stage", {std::string(stage.name())});
+    std::vector<std::string> name{std::string(stage.name())};
+    if (stage.head > 0) name.push_back(std::to_string(stage.head));
+    if (stage.kv_head > 0) name.push_back(std::to_string(stage.kv_head));  // grouped-query attention
+    write_row(out, "stage", name);
     write_row(out, "formula", {stage.formula});
     if (!stage.applied) {
         write_row(out, "applied", {"false", stage.reason});

@@ -124,6 +124,7 @@ void write_worked_positions(JsonWriter& json, const WorkedPositions& p, Dtype dt
 void write_worked(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
     json.object();
     json.key("query").string(w.query);
+    if (w.head > 0) json.key("head").integer(w.head);  // several heads: the one worked through
     json.key("position").integer(w.row + 1);
     json.key("keys").strings(w.keys);
     if (w.positions) {
@@ -157,12 +158,21 @@ void write_worked(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
     } else {
         json.object(Layout::inline_).key("allowed").array(Layout::inline_);
         for (const bool allowed : w.allowed) json.boolean(allowed);
-        json.end().key("reason").string(w.mask_reason).end();
+        json.end().key("reason");
+        if (w.mask_reason.empty()) json.null();  // nothing in this row is hidden
+        else json.string(w.mask_reason);
+        json.end();
     }
     write_worked_weights(json, w, dtype);
     json.key("values");
     write_labelled(json, w.values, dtype);
     json.key("context").numbers(w.context, dtype);
+    if (w.output) {  // several heads (or a W_o): this token's output through W_o
+        const WorkedProjection& p = *w.output;
+        json.key("output").object(Layout::inline_).key("output").string(p.output).key("input").string(p.input_label);
+        json.key("input_vector").numbers(p.input, dtype);
+        json.key("matrix").string(p.matrix).key("result").numbers(p.result, dtype).end();
+    }
     json.end();
 }
 

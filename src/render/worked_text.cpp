@@ -161,7 +161,8 @@ void write_scaling(Writer& out, const WorkedExample& w) {
                                                  : "scaling: none (the simplified version uses raw dot products)");
         return;
     case ScaleRule::sqrt:
-        out.line(fmt::format("scaling: each score ÷ √d_k = ÷ √{} = ÷ {}", *w.d_k, out.number(w.divisor)));
+        out.line(fmt::format("scaling: each score ÷ √{} = ÷ √{} = ÷ {}", w.head ? "d_head" : "d_k", *w.d_k,
+                             out.number(w.divisor)));
         break;
     case ScaleRule::value:
         out.line(fmt::format("scaling: each score ÷ {} (--scale)", out.number(w.divisor)));

@@ -53,7 +53,7 @@ def run_timed(command):
 def torch_seconds(x, w, heads):
     """One multi-head forward pass, as PyTorch's MultiheadAttention runs it (sequence first,
     batch of 1), timed from the projections to the output."""
-    d = x.shape[1]
+    d = x.shape[-1]
     start = time.perf_counter()
     with torch.no_grad():
         out, _ = F.multi_head_attention_forward(
