@@ -131,9 +131,32 @@ void check_options_for_mode(const TraceOptions& options) {
                                      mode.name(), modes_reading(false)));
 }
 
-void describe_run(RunHeader& run, const Problem& problem) {
+// What an option does to the numbers a description was written for, when it changes them:
+// other heads than the input's, a window, a wrong way of masking.
+std::optional<std::string> changed_by_options(const RunHeader& run, const Problem& problem, const TraceOptions& options) {
+    if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
+        const int heads = single->heads.value_or(1), kv_heads = single->kv_heads.value_or(heads);
+        if (mode_spec(run.mode).takes_heads && (run.heads != heads || run.kv_heads != kv_heads))
+            return run.kv_heads == run.heads
+                       ? fmt::format("{} head{}", run.heads, run.heads == 1 ? "" : "s")
+                       : fmt::format("{} heads with {} key/value head{}", run.heads, run.kv_heads, run.kv_heads == 1 ? "" : "s");
+    }
+    if (options.window) return fmt::format("--window {}", *options.window);
+    if (options.mask_method.after_softmax) return std::string("--mask-after-softmax");
+    if (!options.mask_method.standard()) return std::string("--mask-fill");
+    return std::nullopt;
+}
+
+void describe_run(RunHeader& run, const Problem& problem, const TraceOptions& options) {
     std::vector<std::string> notes = problem.notes;
     run.description = description_for(problem, to_string(run.mode), notes);
+    if (!run.description.empty())
+        if (const auto change = changed_by_options(run, problem, options)) {
+            notes.push_back(fmt::format("this input's description is written for its own settings, so it is not shown "
+                                        "with {}",
+                                        *change));
+            run.description.clear();
+        }
     notes.insert(notes.end(), run.notes.begin(), run.notes.end());
     run.notes = std::move(notes);
 }
@@ -141,7 +164,7 @@ void describe_run(RunHeader& run, const Problem& problem) {
 Trace trace(const Problem& problem, const TraceOptions& options) {
     check_options_for_mode(options);
     Trace result = mode_spec(options.mode).trace(problem, options);
-    describe_run(result, problem);
+    describe_run(result, problem, options);
     observe(result);
     return result;
 }
