@@ -487,3 +487,37 @@ TEST_CASE("punctuation dropped from a sentence is noted in every output of the r
     CHECK_THAT(r.out, !Contains("dropped"));
     CHECK(run_json({kept.path()})["tokens"] == json::parse(R"(["Hi", "!"])"));
 }
+
+TEST_CASE("a description is withheld, and said so, under options that change the numbers it was written for", "[descriptions]") {
+    const auto notes_and_description = [](const std::vector<std::string>& args) {
+        const json t = run_json(args);  // kept whole: its members are read below
+        std::vector<std::string> notes;
+        for (const auto& note : t["notes"]) notes.push_back(note.get<std::string>());
+        return std::pair{t["description"].get<std::string>(), notes};
+    };
+    const auto says = [](const std::vector<std::string>& notes, const std::string& text) {
+        return std::find(notes.begin(), notes.end(), text) != notes.end();
+    };
+    // The example's own settings: two heads.
+    CHECK_FALSE(notes_and_description({"example:two_heads", "-m", "self"}).first.empty());
+    CHECK_FALSE(notes_and_description({"example:two_heads", "-m", "self", "--heads", "2"}).first.empty());
+    const auto one = notes_and_description({"example:two_heads", "-m", "self", "--heads", "1"});
+    CHECK(one.first.empty());
+    CHECK(says(one.second, "this input's description is written for its own settings, so it is not shown with 1 head"));
+    CHECK_FALSE(notes_and_description({"example:journey_padded", "-m", "self"}).first.empty());
+    const auto grouped =
+        notes_and_description({"example:journey_padded", "-m", "self", "--heads", "2", "--kv-heads", "1", "--dim", "4"});
+    CHECK(grouped.first.empty());
+    CHECK(says(grouped.second, "this input's description is written for its own settings, so it is not shown with 2 heads "
+                               "with 1 key/value head"));
+    const auto window = notes_and_description({"example:book_fascinating", "-m", "self", "--window", "2"});
+    CHECK(window.first.empty());
+    CHECK(says(window.second, "this input's description is written for its own settings, so it is not shown with --window 2"));
+    const auto fill = notes_and_description({"example:your_journey", "--mask-fill", "-1e9"});
+    CHECK(fill.first.empty());
+    CHECK(says(fill.second, "this input's description is written for its own settings, so it is not shown with --mask-fill"));
+    // The summary withholds it alike.
+    const auto summary = notes_and_description({"example:two_heads", "-m", "self", "--heads", "1", "--summary"});
+    CHECK(summary.first.empty());
+    CHECK_FALSE(notes_and_description({"example:two_heads", "-m", "self", "--summary"}).first.empty());
+}

@@ -545,8 +545,11 @@ TEST_CASE("a description is withheld when position information changes the numbe
     CHECK_FALSE(plain["description"].get<std::string>().empty());
     const auto t = run_json({"example:book_fascinating", "-m", "self", "--positions", "sinusoidal"});
     CHECK(t["description"] == "");
-    CHECK(t["notes"].back() == "this input's description is written for its embeddings without position information, "
-                               "so it is not shown with sinusoidal positions");
+    CHECK(t["notes"].back() == "this input's description is written for its own settings, so it is not shown with "
+                               "sinusoidal positions");
+    const auto later = run_json({"example:book_fascinating", "-m", "causal", "--positions", "rope", "--position-offset", "4"});
+    CHECK(later["notes"].back() == "this input's description is written for its own settings, so it is not shown with "
+                                   "RoPE positions from 4");
     // An input that asks for positions itself describes the run with them.
     const cli::TempFile file(R"({"description": "Two words, RoPE from the file.", "positions": "rope",
                                  "sentence": "a b", "embeddings": {"a": [1, 0], "b": [0, 1]}})");
@@ -555,8 +558,14 @@ TEST_CASE("a description is withheld when position information changes the numbe
     CHECK(own["description"] == "Two words, RoPE from the file.");
     const auto other = run_json({file.path(), "-m", "self", "--positions", "none"});
     CHECK(other["positions"] == "none");
-    CHECK(other["notes"] == nlohmann::json({"this input's description is written for RoPE positions, so it is not "
-                                            "shown without position information"}));
+    CHECK(other["notes"] == nlohmann::json({"this input's description is written for its own settings, so it is not "
+                                            "shown with --positions none"}));
+    const auto moved = run_json({file.path(), "-m", "causal", "--position-offset", "2"});
+    CHECK(moved["notes"] == nlohmann::json({"this input's description is written for its own settings, so it is not "
+                                            "shown with RoPE positions from 2"}));
+    // plain mode does not use the file's positions, so its description stands
+    const auto plain_run = run_json({file.path(), "-m", "plain"});
+    CHECK(plain_run["description"] == "Two words, RoPE from the file.");
 }
 
 TEST_CASE("positions that do not fit the run are refused, saying why", "[positions][errors]") {

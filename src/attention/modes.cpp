@@ -142,20 +142,37 @@ void check_options_for_mode(const TraceOptions& options) {
                                      mode.name(), modes_reading(false)));
 }
 
-void describe_run(RunHeader& run, const Problem& problem) {
+// What an option does to the numbers a description was written for, when it changes them:
+// other heads than the input's, other positions, a window, a wrong way of masking.
+std::optional<std::string> changed_by_options(const RunHeader& run, const Problem& problem, const TraceOptions& options) {
+    if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
+        const int heads = single->heads.value_or(1), kv_heads = single->kv_heads.value_or(heads);
+        if (mode_spec(run.mode).takes_heads && (run.heads != heads || run.kv_heads != kv_heads))
+            return run.kv_heads == run.heads
+                       ? fmt::format("{} head{}", run.heads, run.heads == 1 ? "" : "s")
+                       : fmt::format("{} heads with {} key/value head{}", run.heads, run.kv_heads, run.kv_heads == 1 ? "" : "s");
+        // Positions change every number after them; the input may ask for a scheme itself.
+        if (mode_spec(run.mode).takes_positions() &&
+            (run.positions != single->positions.value_or(PositionScheme::none) || run.first_position != 0))
+            return run.positions == PositionScheme::none ? std::string("--positions none")
+                                                         : positions_text(run.positions, run.first_position);
+    }
+    if (options.window) return fmt::format("--window {}", *options.window);
+    if (options.mask_method.after_softmax) return std::string("--mask-after-softmax");
+    if (!options.mask_method.standard()) return std::string("--mask-fill");
+    return std::nullopt;
+}
+
+void describe_run(RunHeader& run, const Problem& problem, const TraceOptions& options) {
     std::vector<std::string> notes = problem.notes;
     run.description = description_for(problem, to_string(run.mode), notes);
-    // A description tells what the input's numbers show; position information changes them.
-    const auto* single = std::get_if<SingleSequenceInput>(&problem.input);
-    const PositionScheme written_for = single ? single->positions.value_or(PositionScheme::none) : PositionScheme::none;
-    if (!run.description.empty() && (run.positions != written_for || run.first_position != 0)) {
-        notes.push_back(fmt::format("this input's description is written for {}, so it is not shown {}",
-                                    written_for == PositionScheme::none ? std::string("its embeddings without position information")
-                                                                        : positions_text(written_for, 0),
-                                    run.positions == PositionScheme::none ? std::string("without position information")
-                                                                          : "with " + positions_text(run.positions, run.first_position)));
-        run.description.clear();
-    }
+    if (!run.description.empty())
+        if (const auto change = changed_by_options(run, problem, options)) {
+            notes.push_back(fmt::format("this input's description is written for its own settings, so it is not shown "
+                                        "with {}",
+                                        *change));
+            run.description.clear();
+        }
     notes.insert(notes.end(), run.notes.begin(), run.notes.end());
     run.notes = std::move(notes);
 }
@@ -163,7 +180,7 @@ void describe_run(RunHeader& run, const Problem& problem) {
 Trace trace(const Problem& problem, const TraceOptions& options) {
     check_options_for_mode(options);
     Trace result = mode_spec(options.mode).trace(problem, options);
-    describe_run(result, problem);
+    describe_run(result, problem, options);
     observe(result);
     return result;
 }

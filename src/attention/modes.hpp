@@ -48,7 +48,7 @@ void check_file_mode(const Problem& problem);
 
 // The run's description (the input's text for its mode) and notes: what loading changed
 // first, then the run's own.
-void describe_run(RunHeader& run, const Problem& problem);
+void describe_run(RunHeader& run, const Problem& problem, const TraceOptions& options);
 
 // Throws UsageError for an option the mode does not take (--scale in bahdanau mode).
 void check_options_for_mode(const TraceOptions& options);

@@ -211,7 +211,6 @@ Summary summarize(const Problem& problem, const TraceOptions& trace_options, con
     if (auto note = padding_note(setup.mask, summary.tokens)) summary.notes.push_back(std::move(*note));
     summary.window = setup.mask.window.has_value();
     summary.padding = std::find(setup.mask.padding.begin(), setup.mask.padding.end(), true) != setup.mask.padding.end();
-    describe_run(summary, problem);
     summary.top = options.top;
     const auto& w = setup.weights.projections;
     const HeadLayout& layout = setup.weights.layout;
@@ -219,6 +218,7 @@ Summary summarize(const Problem& problem, const TraceOptions& trace_options, con
     summary.dims = dims_of(layout, d_in, w ? w->query.cols() : d_in, w ? w->value.cols() : d_in);
     summary.heads = layout.heads;
     summary.kv_heads = layout.kv_heads;
+    describe_run(summary, problem, trace_options);
     std::vector<StreamResult> results =
         trace_options.dtype == Dtype::float32
             ? stream<float>(*setup.sequence, w, layout, setup.mask, trace_options, options, summary)
