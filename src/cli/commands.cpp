@@ -80,6 +80,7 @@ struct TraceState {
     LimitFlags limits;
     bool list = false;
     int head = 0;  // --head
+    std::optional<Eigen::Index> tiles;  // --tiles
 
     int run() {
         return attntrace::run(
@@ -88,6 +89,7 @@ struct TraceState {
                 const auto query = request.trace.query;
                 request.trace = flags.apply();
                 request.trace.query = query;
+                request.trace.tiles = tiles;
                 if (head > 0) request.trace.head = request.render.head = head;
                 request.max_memory = limits.memory();
                 request.max_seconds = limits.seconds();
@@ -113,6 +115,9 @@ void add_trace_options(CLI::App& app, TraceState& s) {
         ->delimiter(',');
     app.add_option("-q,--query", s.request.trace.query,
                    "work through one query's arithmetic: a token as spelled, or a 1-based position");
+    app.add_option("--tiles", s.tiles, "with -q: work the row through the online softmax, this many keys a tile (the "
+                                       "streaming path's way)")
+        ->check(CLI::Range(Eigen::Index{1}, static_cast<Eigen::Index>(max_tokens)));
     app.add_option("--head", s.head, "several heads: show this head's stages alone, and work through it with -q "
                                      "(default: every head; -q works through head 1)")
         ->check(CLI::Range(1, max_heads));

@@ -97,6 +97,26 @@ void write_worked_weights(JsonWriter& json, const WorkedExample& w, Dtype dtype)
     if (!w.zeroed_then_renormalised.empty()) json.key("zeroed_then_renormalised").numbers(w.zeroed_then_renormalised, dtype);
 }
 
+// --tiles: the row by the online softmax, tile by tile (−∞, as everywhere, is null).
+void write_tiles(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
+    json.key("tile_size").integer(w.tile_size);
+    json.key("tiles").array();
+    for (const WorkedTile& t : w.tiles) {
+        json.object(Layout::inline_).key("keys").strings(t.keys).key("first_position").integer(t.first + 1);
+        json.key("scores").numbers(t.scores, dtype);
+        json.key("skipped").boolean(t.skipped).key("every_key_hidden").boolean(t.hidden);
+        json.key("tile_max").number(t.tile_max, dtype);
+        json.key("m_before").number(t.m_before, dtype).key("m_after").number(t.m_after, dtype);
+        json.key("rescale").number(t.rescale, dtype).key("l").number(t.l, dtype);
+        json.key("accumulator").numbers(t.accumulator, dtype).end();
+    }
+    json.end();
+    json.key("tiled_weights").numbers(w.tiled_weights, dtype);
+    json.key("tiled_context").numbers(w.tiled_context, dtype);
+    json.key("tiles_max_difference").number(w.tiles_difference, Dtype::float64);
+    json.key("matches_full_softmax").boolean(w.matches_full_softmax);
+}
+
 // The worked example (--query) as structured numbers: docs/json-output.md.
 void write_worked(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
     json.object();
@@ -136,6 +156,7 @@ void write_worked(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
     json.key("values");
     write_labelled(json, w.values, dtype);
     json.key("context").numbers(w.context, dtype);
+    if (w.tile_size > 0) write_tiles(json, w, dtype);
     json.end();
 }
 
