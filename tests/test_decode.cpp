@@ -249,6 +249,40 @@ TEST_CASE("decode's JSON steps hold the rows of the full causal trace", "[decode
     }
 }
 
+TEST_CASE("decode follows the trace's scale and temperature and dtype and padding", "[decode]") {
+    const std::vector<std::vector<std::string>> variants{{"--temperature", "0.5"}, {"--scale", "none"}, {"--scale", "4"},
+                                                         {"--dtype", "float32"}, {"--seed", "9", "--dim", "5"},
+                                                         {"example:journey_padded"}};
+    for (const auto& variant : variants) {
+        INFO(fmt::format("{}", fmt::join(variant, " ")));
+        std::vector<std::string> decode_args{"decode"}, trace_args{"-m", "causal"};
+        if (variant.front().rfind("example:", 0) != 0) decode_args.push_back("example:your_journey");
+        decode_args.insert(decode_args.end(), variant.begin(), variant.end());
+        trace_args.insert(trace_args.end(), variant.begin(), variant.end());
+        const json d = run_json(decode_args);
+        const json t = run_json(trace_args);
+        const bool float32 = variant.front() == "--dtype";
+        const double tolerance = float32 ? 1e-6 : 1e-12;
+        CHECK(d["tolerance"] == (float32 ? 1e-5 : 1e-12));
+        CHECK(d["all_match"] == true);
+        const auto masked = trace_json::stage_rows(t, "masked");
+        const auto weights = trace_json::stage_rows(t, "weights");
+        const auto context = trace_json::stage_rows(t, "context");
+        for (const json& step : d["steps"]) {
+            const auto i = step["position"].get<std::size_t>() - 1;
+            CHECK(step["matches_full_trace"] == true);
+            for (std::size_t j = 0; j <= i; ++j) {
+                const double scaled = step["scaled"][j].is_null() ? -INFINITY : step["scaled"][j].get<double>();
+                if (std::isinf(masked[i][j])) CHECK(scaled == masked[i][j]);  // padding, hidden in both
+                else CHECK(scaled == Approx(masked[i][j]).margin(tolerance).epsilon(0));
+                CHECK(step["weights"][j].get<double>() == Approx(weights[i][j]).margin(tolerance).epsilon(0));
+            }
+            for (std::size_t c = 0; c < context[i].size(); ++c)
+                CHECK(step["context"][c].get<double>() == Approx(context[i][c]).margin(tolerance).epsilon(0));
+        }
+    }
+}
+
 TEST_CASE("decode --step shows one step and the summary still counts every step", "[decode]") {
     const json d = run_json({"decode", "example:your_journey", "--step", "4"});
     REQUIRE(d["steps"].size() == 1);
@@ -274,7 +308,7 @@ TEST_CASE("the KV cache bytes follow 2 · layers · H_kv · d_head · bytes · t
         std::string dtype;
         std::int64_t bytes;
     };
-    for (const Case c : {Case{"float64", 8}, Case{"float32", 4}}) {
+    for (const Case& c : {Case{"float64", 8}, Case{"float32", 4}}) {
         INFO(c.dtype);
         const json d = run_json({"decode", "example:your_journey", "--dim", "8", "--heads", "4", "--kv-heads", "2",
                                  "--context", "1000", "--dtype", c.dtype});
