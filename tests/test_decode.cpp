@@ -394,6 +394,22 @@ TEST_CASE("decode refuses what a KV cache does not trace", "[decode]") {
     }
 }
 
+TEST_CASE("decode refuses an input of one token as a data error", "[decode]") {
+    const cli::TempFile file(R"({"tokens": ["alone"], "embeddings": {"alone": [1, 2]}})");
+    const auto r = cli::run({"decode", file.path()});
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err == "attntrace: error: " + file.path() + ": decode needs at least 2 tokens, a prefill and one step; this "
+                   "input has 1\n");
+}
+
+TEST_CASE("a padding key's scaled score and weight read as hidden in the decode table", "[decode]") {
+    const auto r = cli::run({"decode", "example:journey_padded", "--step", "8", "--width", "0"});
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("\nscaled  0.0000   0.0000  0.0000  0.0000  0.0000  0.0000    -inf    -inf\n"));
+    CHECK_THAT(r.out, Contains("\nweight  0.1667   0.1667  0.1667  0.1667  0.1667  0.1667       0       0\n"));
+}
+
 TEST_CASE("an input that names another mode is decoded causally and says so", "[decode]") {
     Lcg rng{7};
     json doc = json::parse(input_json({"a", "b", "c"}, rng.grid(3, 2)));

@@ -227,6 +227,9 @@ Decode decode_steps(const Trace& full, const DecodeOptions& options) {
     s.kv_heads = full.kv_heads;
     s.d_head = full.at(StageId::queries, s.heads > 1 ? 1 : 0).col_count();
     s.d_v = full.at(StageId::values, s.heads > 1 ? 1 : 0).col_count();
+    if (s.n < 2)
+        throw DataError(fmt::format("{}: decode needs at least 2 tokens, a prefill and one step; this input has {}",
+                                    full.origin, s.n));
     if (options.prefill < 1 || options.prefill >= s.n)
         throw UsageError(fmt::format("--prefill {}: the prefill takes 1 to {} of the {} tokens, leaving at least one step",
                                      options.prefill, s.n - 1, s.n));

@@ -92,12 +92,15 @@ Stage attention_table(const DecodeHead& h, const Decode& d, std::int64_t tokens)
     stage.rows = std::vector<std::string>{"score", "scaled", "weight"};
     stage.cols = std::vector<std::string>(d.tokens.begin(), d.tokens.begin() + tokens);
     stage.data.resize(3, tokens);
+    BoolMatrix allowed = BoolMatrix::Constant(3, tokens, true);  // a padding key: scaled −∞, weight exactly 0
     for (Eigen::Index j = 0; j < tokens; ++j) {
         const auto k = static_cast<std::size_t>(j);
         stage.data(0, j) = h.scores[k];
         stage.data(1, j) = h.scaled[k];
         stage.data(2, j) = h.weights[k];
+        allowed(1, j) = allowed(2, j) = !std::isinf(h.scaled[k]);
     }
+    if (!allowed.all()) stage.allowed = std::move(allowed);
     return stage;
 }
 
