@@ -125,7 +125,6 @@ void run_steps(const Trace& full, const Shape& s, const DecodeOptions& options, 
     const T divisor = static_cast<T>(full.scale);
     const T temperature = static_cast<T>(full.temperature);
     const bool scaled_at_all = full.scale_rule != ScaleRule::none;
-    const int one = s.heads > 1 ? 1 : 0;  // a stage's head number with one head is 0
     std::vector<CacheT<T>> caches(static_cast<std::size_t>(s.kv_heads));
     for (Eigen::Index i = 0; i < s.n; ++i) {
         std::vector<T> x(static_cast<std::size_t>(s.d_in));
@@ -162,7 +161,7 @@ void run_steps(const Trace& full, const Shape& s, const DecodeOptions& options, 
                                           scaled_at_all);
             h.head = s.heads > 1 ? head : 0;
             h.kv_head = s.heads > 1 ? g : 0;
-            const int id = s.heads > 1 ? head : one;
+            const int id = h.head;  // the trace's stages are numbered so too (0 with one head)
             gap.add(h.q, full.at(StageId::queries, id), i, out.tolerance);
             gap.add(h.scores, full.at(StageId::scores, id), i, out.tolerance);
             gap.add(h.scaled, full.at(StageId::masked, id), i, out.tolerance);

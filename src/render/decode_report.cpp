@@ -169,7 +169,6 @@ Report step_report(const Decode& d, const DecodeStep& s, int digits) {
 
 Report summary_report(const Decode& d) {
     Report r;
-    const std::int64_t n = static_cast<std::int64_t>(d.tokens.size());
     r.title = "decode summary";
     const std::string steps = d.total_steps == 1 ? "the one step" : fmt::format("all {} steps", d.total_steps);
     r.preamble.push_back(
@@ -198,7 +197,6 @@ Report summary_report(const Decode& d) {
                                        f.kv_heads, count_text(f.numbers_per_token),
                                        plural(f.bytes_per_token, "byte", "bytes"), plural(f.bytes, "byte", "bytes"),
                                        plural(d.context_tokens, "token", "tokens"), f.this_run ? "  ← this run" : ""));
-    (void)n;
     return r;
 }
 
