@@ -583,9 +583,6 @@ TEST_CASE("positions that do not fit the run are refused, saying why", "[positio
                 "--position-offset moves the positions of --positions sinusoidal or rope, and this run has no position "
                 "information (--positions none)");
     usage_error({"-m", "self", "--positions", "sideways"}, "\"sideways\" is not one of none, sinusoidal, rope");
-    usage_error({"-m", "self", "--positions", "sinusoidal", "--summary"},
-                "the summary of long inputs (--summary, and the summary shown in place of tables too wide to read) does not "
-                "follow position information yet (sinusoidal positions)");
     usage_error({"-m", "self", "--positions", "sinusoidal", "--position-offset", "-1"}, "--position-offset");
     // From the input: data errors at the field.
     const cli::TempFile odd(R"({"positions": "rope", "sentence": "a b", "embeddings": {"a": [1, 0, 0], "b": [0, 1, 0]},

@@ -138,6 +138,11 @@ TEST_CASE("streaming equals the trace path with heads, grouped heads, windows an
                         TraceOptions trace_options;
                         trace_options.mode = mode;
                         if (window > 0) trace_options.window = window;
+                        // Position information in turn: none, sinusoidal, RoPE from position 5.
+                        const PositionScheme schemes[] = {PositionScheme::none, PositionScheme::sinusoidal, PositionScheme::rope};
+                        trace_options.positions = schemes[seed % 3];
+                        if (trace_options.positions == PositionScheme::rope) trace_options.position_offset = 5;
+                        INFO("positions " << to_string(*trace_options.positions));
                         for (const Dtype dtype : {Dtype::float64, Dtype::float32}) {
                             trace_options.dtype = dtype;
                             const Summary streamed = summarize(problem, trace_options, options);

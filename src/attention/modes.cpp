@@ -4,6 +4,7 @@
 #include "attention/facts.hpp"
 #include "attention/positions.hpp"
 #include "attention/single.hpp"
+#include "attention/worked.hpp"
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -113,6 +114,9 @@ double scale_divisor(ScaleRule rule, double value, Eigen::Index d_k) {
 
 void check_options_for_mode(const TraceOptions& options) {
     const ModeSpec& mode = mode_spec(options.mode);
+    if (options.tiles && !options.query) throw UsageError("--tiles works through one query's row: add -q TOKEN");
+    if (options.tiles && options.normalization != Normalization::softmax)
+        throw UsageError("--tiles shows the online softmax, and --normalize sum has no running max to keep: drop one");
     if ((options.heads || options.kv_heads) && !mode.takes_heads)
         throw UsageError(fmt::format("--heads and --kv-heads apply to modes self and causal: {} mode has no projections "
                                      "to split into heads",
@@ -180,6 +184,7 @@ void describe_run(RunHeader& run, const Problem& problem, const TraceOptions& op
 Trace trace(const Problem& problem, const TraceOptions& options) {
     check_options_for_mode(options);
     Trace result = mode_spec(options.mode).trace(problem, options);
+    if (options.tiles) work_tiles(*result.worked, *options.tiles, mode_spec(options.mode).causal);
     describe_run(result, problem, options);
     observe(result);
     return result;

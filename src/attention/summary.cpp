@@ -3,6 +3,7 @@
 #include "attention/kernels.hpp"
 #include "attention/modes.hpp"
 #include "attention/overflow.hpp"
+#include "attention/positions.hpp"
 #include "attention/single.hpp"
 #include "util/parallel.hpp"
 #include "core/error.hpp"
@@ -96,19 +97,29 @@ MatrixT<T> columns(const MatrixT<T>& m, Eigen::Index first, Eigen::Index count) 
     return m.middleCols(first, count);
 }
 
+// Sinusoidal positions: the embeddings plus their encodings, added in T as the trace adds them
+// (held as double, which holds a float exactly). Without them, the embeddings themselves.
+template <typename T>
+Matrix inputs_with_positions(const Matrix& embeddings, const PositionSetting& positions) {
+    if (positions.scheme != PositionScheme::sinusoidal) return embeddings;
+    const MatrixT<T> x = embeddings.cast<T>() + sinusoidal_encoding(embeddings.rows(), embeddings.cols(), positions.first).cast<T>();
+    return x.template cast<double>();
+}
+
 template <typename T>
 std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<Projections>& w, const HeadLayout& layout,
-                                 const MaskSpec& mask, const TraceOptions& trace_options, const SummaryOptions& options,
-                                 Summary& summary) {
+                                 const MaskSpec& mask, const PositionSetting& positions, const TraceOptions& trace_options,
+                                 const SummaryOptions& options, Summary& summary) {
     MatrixT<T> x, q, k, v;
+    const Matrix inputs = inputs_with_positions<T>(sequence.vectors, positions);
     if (w) {
-        if (!project_all<T>(sequence.vectors, *w, q, k, v))  // float32 overflows sooner: name the entry
-            require_finite<T>(sequence.vectors.cast<T>(), StageId::inputs, summary.tokens, "x", summary.origin);
+        if (!project_all<T>(inputs, *w, q, k, v))  // float32 overflows sooner: name the entry
+            require_finite<T>(inputs.cast<T>(), StageId::inputs, summary.tokens, "x", summary.origin);
         require_finite<T>(q, StageId::queries, summary.tokens, "q", summary.origin);
         require_finite<T>(k, StageId::keys, summary.tokens, "k", summary.origin);
         require_finite<T>(v, StageId::values, summary.tokens, "v", summary.origin);
     } else {
-        x = sequence.vectors.cast<T>();
+        x = inputs.cast<T>();
         require_finite<T>(x, StageId::inputs, summary.tokens, "x", summary.origin);
     }
     const MatrixT<T>& queries = w ? q : x;
@@ -130,6 +141,21 @@ std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<P
         }
     } else {
         heads.push_back({&queries, &keys, &values});
+    }
+    // RoPE: every query head's queries and every key/value head's keys turned by their
+    // positions' angles before they are scored; the values stay as they are.
+    std::vector<MatrixT<T>> rotated_q, rotated_k;
+    if (positions.scheme == PositionScheme::rope) {
+        const Eigen::Index d_head = heads.front().q->cols();
+        const Matrix angles = rotary_angles(queries.rows(), d_head, positions.first);
+        for (const StreamHead<T>& h : heads) rotated_q.push_back(rotate_half<T>(*h.q, angles));
+        const std::vector<MatrixT<T>>& key_heads = layout.several() ? head_k : std::vector<MatrixT<T>>{keys};
+        for (const MatrixT<T>& key_head : key_heads) rotated_k.push_back(rotate_half<T>(key_head, angles));
+        for (std::size_t h = 0; h < heads.size(); ++h) {
+            const auto g = layout.several() ? static_cast<std::size_t>(layout.kv_head_of(static_cast<int>(h) + 1) - 1) : 0;
+            heads[h].q = &rotated_q[h];
+            heads[h].k = &rotated_k[g];
+        }
     }
     StreamOptions stream_options;
     const ModeSpec& mode = mode_spec(trace_options.mode);
@@ -194,11 +220,6 @@ Summary summarize(const Problem& problem, const TraceOptions& trace_options, con
     if (!trace_options.mask_method.standard())
         throw UsageError("--mask-fill and --mask-after-softmax show a wrong way of masking in the full tables; --summary "
                          "masks the right way only");
-    if (setup.positions.any())
-        throw UsageError(fmt::format("the summary of long inputs (--summary, and the summary shown in place of tables too "
-                                     "wide to read) does not follow position information yet ({}): use --positions none, "
-                                     "or the full trace with --format json or --stage NAME",
-                                     positions_text(setup.positions.scheme, setup.positions.first)));
     Summary summary;
     summary.mode = trace_options.mode;
     summary.dtype = trace_options.dtype;
@@ -218,11 +239,13 @@ Summary summarize(const Problem& problem, const TraceOptions& trace_options, con
     summary.dims = dims_of(layout, d_in, w ? w->query.cols() : d_in, w ? w->value.cols() : d_in);
     summary.heads = layout.heads;
     summary.kv_heads = layout.kv_heads;
+    summary.positions = setup.positions.scheme;
+    summary.first_position = setup.positions.first;
     describe_run(summary, problem, trace_options);
     std::vector<StreamResult> results =
         trace_options.dtype == Dtype::float32
-            ? stream<float>(*setup.sequence, w, layout, setup.mask, trace_options, options, summary)
-            : stream<double>(*setup.sequence, w, layout, setup.mask, trace_options, options, summary);
+            ? stream<float>(*setup.sequence, w, layout, setup.mask, setup.positions, trace_options, options, summary)
+            : stream<double>(*setup.sequence, w, layout, setup.mask, setup.positions, trace_options, options, summary);
     for (std::size_t h = 0; h < results.size(); ++h) {
         const int head = layout.several() ? static_cast<int>(h) + 1 : 0;
         summary.per_head.push_back({head, layout.grouped() ? layout.kv_head_of(head) : 0, std::move(results[h].queries)});

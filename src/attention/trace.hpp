@@ -21,6 +21,7 @@ struct TraceOptions {
     Dtype dtype = Dtype::float64;
     Score score = Score::additive;      // bahdanau mode only
     std::optional<std::string> query;   // --query: work through this row (token or 1-based position)
+    std::optional<Eigen::Index> tiles;  // --tiles: and through its online softmax, this many keys a tile
     std::optional<ScaleRule> scale;     // --scale; absent: the mode's own (√d_k, or none)
     double scale_value = 1;             // the divisor of ScaleRule::value
     double temperature = 1;             // --temperature: softmax(S / T)

@@ -297,6 +297,70 @@ WorkedExample work_through(const Trace& trace, Eigen::Index row, int head) {
     return w;
 }
 
+void work_tiles(WorkedExample& w, Eigen::Index size, bool causal) {
+    constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
+    const std::vector<double>& row = w.tempered.empty() ? w.scaled : w.tempered;  // what softmax reads
+    const auto visible = [&](std::size_t j) { return w.allowed.empty() || w.allowed[j]; };
+    const std::size_t n = row.size(), d_v = w.context.size(), b = static_cast<std::size_t>(size);
+    w.tile_size = size;
+    w.tiles_tolerance = w.dtype == Dtype::float32 ? 1e-5 : 1e-12;
+    double m = minus_infinity, l = 0;
+    std::vector<double> acc(d_v, 0.0);
+    for (std::size_t first = 0; first < n; first += b) {
+        WorkedTile t;
+        t.first = static_cast<std::int64_t>(first);
+        const std::size_t end = std::min(n, first + b);
+        t.keys.assign(w.keys.begin() + static_cast<std::ptrdiff_t>(first), w.keys.begin() + static_cast<std::ptrdiff_t>(end));
+        for (std::size_t j = first; j < end; ++j) t.scores.push_back(visible(j) ? row[j] : minus_infinity);
+        t.m_before = t.m_after = m;
+        t.l_before = t.l = l;
+        t.accumulator_before = t.accumulator = acc;
+        t.exps.assign(end - first, 0.0);
+        t.tile_max = *std::max_element(t.scores.begin(), t.scores.end());
+        t.skipped = causal && static_cast<std::int64_t>(first) > w.row;  // the streaming path never reads it
+        t.hidden = !t.skipped && t.tile_max == minus_infinity;
+        if (!t.skipped && !t.hidden) {
+            // m grows to the tile's max; what came before is rescaled by e^(m_old − m_new)
+            // (e^(−∞) = 0 on the first visible tile, where l and the accumulator are still 0).
+            t.m_after = m = std::max(m, t.tile_max);
+            t.rescale = std::exp(t.m_before - m);
+            l *= t.rescale;
+            for (double& a : acc) a *= t.rescale;
+            for (std::size_t j = first; j < end; ++j) {
+                if (!visible(j)) continue;
+                const double e = t.exps[j - first] = std::exp(row[j] - m);
+                l += e;
+                for (std::size_t c = 0; c < d_v; ++c) acc[c] += e * w.values[j].values[c];
+            }
+            t.l = l;
+            t.accumulator = acc;
+        }
+        w.tiles.push_back(std::move(t));
+    }
+    w.final_max = m;
+    w.final_sum = l;
+    w.tiled_weights.assign(n, 0.0);
+    w.tiled_context.assign(d_v, 0.0);
+    if (l > 0) {  // a row that sees no key keeps weights 0 and context 0, as the trace does
+        for (std::size_t j = 0; j < n; ++j)
+            if (visible(j)) w.tiled_weights[j] = std::exp(row[j] - m) / l;
+        for (std::size_t c = 0; c < d_v; ++c) w.tiled_context[c] = acc[c] / l;
+    }
+    double largest = 0;
+    bool within = true;
+    const auto compare = [&](const std::vector<double>& a, const std::vector<double>& b2) {
+        for (std::size_t k = 0; k < a.size(); ++k) {
+            const double d = std::fabs(a[k] - b2[k]);
+            largest = std::max(largest, d);
+            within = within && d <= w.tiles_tolerance * std::max(1.0, std::fabs(b2[k]));
+        }
+    };
+    compare(w.tiled_weights, w.weights);
+    compare(w.tiled_context, w.context);
+    w.tiles_difference = largest;
+    w.matches_full_softmax = within;
+}
+
 Eigen::Index find_query_row(const std::vector<std::string>& tokens, const std::string& spec) {
     for (std::size_t i = 0; i < tokens.size(); ++i)
         if (tokens[i] == spec) return static_cast<Eigen::Index>(i);

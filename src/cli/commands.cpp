@@ -4,6 +4,7 @@
 #include "cli/flags.hpp"
 #include "commands/bench_command.hpp"
 #include "commands/compare_command.hpp"
+#include "commands/decode_command.hpp"
 #include "commands/generate_command.hpp"
 #include "commands/similarity_command.hpp"
 #include "commands/trace_command.hpp"
@@ -79,6 +80,7 @@ struct TraceState {
     LimitFlags limits;
     bool list = false;
     int head = 0;  // --head
+    std::optional<Eigen::Index> tiles;  // --tiles
 
     int run() {
         return attntrace::run(
@@ -87,6 +89,7 @@ struct TraceState {
                 const auto query = request.trace.query;
                 request.trace = flags.apply();
                 request.trace.query = query;
+                request.trace.tiles = tiles;
                 if (head > 0) request.trace.head = request.render.head = head;
                 request.max_memory = limits.memory();
                 request.max_seconds = limits.seconds();
@@ -112,6 +115,9 @@ void add_trace_options(CLI::App& app, TraceState& s) {
         ->delimiter(',');
     app.add_option("-q,--query", s.request.trace.query,
                    "work through one query's arithmetic: a token as spelled, or a 1-based position");
+    app.add_option("--tiles", s.tiles, "with -q: work the row through the online softmax, this many keys a tile (the "
+                                       "streaming path's way)")
+        ->check(CLI::Range(Eigen::Index{1}, static_cast<Eigen::Index>(max_tokens)));
     app.add_option("--head", s.head, "several heads: show this head's stages alone, and work through it with -q "
                                      "(default: every head; -q works through head 1)")
         ->check(CLI::Range(1, max_heads));
@@ -276,6 +282,48 @@ Command add_compare(CLI::App& app) {
             }};
 }
 
+Command add_decode(CLI::App& app) {
+    struct State {
+        DecodeRequest request;
+        OutputFlags output;
+        TraceFlags flags;
+        LimitFlags limits;
+    };
+    auto s = std::make_shared<State>();
+    DecodeOptions& d = s->request.decode;
+    auto* command = app.add_subcommand(
+        "decode", "generation with a KV cache: causal attention one new token at a time, each step checked against the "
+                  "full trace");
+    command->add_option("INPUT", s->request.input_path,
+                        "input JSON file, - for stdin, or example:NAME (default: the built-in example your_journey)");
+    command->add_option("--prefill", d.prefill, "tokens that go in at once before the first step")
+        ->check(CLI::Range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))
+        ->capture_default_str();
+    command->add_option("--step", d.step, "show only the step of this position (1-based)")
+        ->check(CLI::Range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)));
+    command->add_option("--context", d.context, "context length of the table of K/V cache bytes (default: the input's tokens)")
+        ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+    command->add_flag("--explain", s->request.render.explain,
+                      "say why the query is not cached, why keys and values are, and why only causal attention");
+    s->flags.add_to(*command);
+    s->output.add_to(*command);
+    s->limits.add_to(*command);
+    return {command, [s] {
+                return run(
+                    [&](std::ostream& out) {
+                        DecodeRequest& request = s->request;
+                        request.mode = s->flags.requested_mode();
+                        request.trace = s->flags.apply();
+                        s->output.apply(request.render);
+                        request.max_memory = s->limits.memory();
+                        request.max_seconds = s->limits.seconds();
+                        request.max_input = s->limits.input();
+                        run_decode(std::move(request), out);
+                    },
+                    s->output.path);
+            }};
+}
+
 Command add_trace_command(CLI::App& app) {
     auto s = std::make_shared<TraceState>();
     add_trace_options(app, *s);
@@ -331,7 +379,8 @@ int run_command_line(int argc, char** argv) {
     app.set_version_flag("--version", version);
     app.get_formatter()->column_width(30);
     const Command trace = add_trace_command(app);
-    const std::vector<Command> subcommands{add_similarity(app), add_generate(app), add_bench(app), add_compare(app)};
+    const std::vector<Command> subcommands{add_similarity(app), add_generate(app), add_bench(app), add_compare(app),
+                                          add_decode(app)};
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

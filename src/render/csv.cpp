@@ -120,6 +120,33 @@ public:
             }
     }
 
+    // Three tables, an empty line between them: a row per (step, head, cached key) with its
+    // score, scaled score and weight; a row per (step, head) with its context; a row per way
+    // of sharing key/value heads with the cache's bytes.
+    void decode(const Decode& d, const RenderOptions& options, std::ostream& out) const override {
+        const auto number = [&](double v) { return format_fixed(v, options.digits); };
+        out << "position,token,head,kv_head,key_position,key,score,scaled,weight\n";
+        for (const DecodeStep& s : d.steps)
+            for (const DecodeHead& h : s.heads)
+                for (std::size_t j = 0; j < h.scores.size(); ++j)
+                    out << fmt::format("{},{},{},{},{},{},{},{},{}\n", s.position, csv_text(s.token), h.head, h.kv_head,
+                                       j + 1, csv_text(d.tokens[j]), number(h.scores[j]), number(h.scaled[j]),
+                                       number(h.weights[j]));
+        out << "\nposition,token,head";
+        for (std::int64_t c = 1; c <= d.d_v; ++c) out << ",z" << c;
+        out << '\n';
+        for (const DecodeStep& s : d.steps)
+            for (const DecodeHead& h : s.heads) {
+                out << fmt::format("{},{},{}", s.position, csv_text(s.token), h.head);
+                for (const double z : h.context) out << ',' << number(z);
+                out << '\n';
+            }
+        out << "\nlayout,kv_heads,numbers_per_token,bytes_per_token,tokens,bytes\n";
+        for (const KvFootprint& f : d.footprint)
+            out << fmt::format("{},{},{},{},{},{}\n", f.layout, f.kv_heads, f.numbers_per_token, f.bytes_per_token,
+                               d.context_tokens, f.bytes);
+    }
+
     // The report's tables only.
     void check(const Trace&, const CheckReport& report, const RenderOptions&, std::ostream& out) const override {
         write_row(out, "check", {"result", "measured"});

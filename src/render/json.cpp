@@ -7,6 +7,7 @@
 #include "render/explain.hpp"
 #include "render/formats.hpp"
 #include "render/json_writer.hpp"
+#include "render/reports.hpp"
 
 namespace attntrace {
 namespace {
@@ -120,6 +121,26 @@ void write_worked_positions(JsonWriter& json, const WorkedPositions& p, Dtype dt
     json.end();
 }
 
+// --tiles: the row by the online softmax, tile by tile (−∞, as everywhere, is null).
+void write_tiles(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
+    json.key("tile_size").integer(w.tile_size);
+    json.key("tiles").array();
+    for (const WorkedTile& t : w.tiles) {
+        json.object(Layout::inline_).key("keys").strings(t.keys).key("first_position").integer(t.first + 1);
+        json.key("scores").numbers(t.scores, dtype);
+        json.key("skipped").boolean(t.skipped).key("every_key_hidden").boolean(t.hidden);
+        json.key("tile_max").number(t.tile_max, dtype);
+        json.key("m_before").number(t.m_before, dtype).key("m_after").number(t.m_after, dtype);
+        json.key("rescale").number(t.rescale, dtype).key("l").number(t.l, dtype);
+        json.key("accumulator").numbers(t.accumulator, dtype).end();
+    }
+    json.end();
+    json.key("tiled_weights").numbers(w.tiled_weights, dtype);
+    json.key("tiled_context").numbers(w.tiled_context, dtype);
+    json.key("tiles_max_difference").number(w.tiles_difference, Dtype::float64);
+    json.key("matches_full_softmax").boolean(w.matches_full_softmax);
+}
+
 // The worked example (--query) as structured numbers: docs/json-output.md.
 void write_worked(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
     json.object();
@@ -173,6 +194,7 @@ void write_worked(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
         json.key("input_vector").numbers(p.input, dtype);
         json.key("matrix").string(p.matrix).key("result").numbers(p.result, dtype).end();
     }
+    if (w.tile_size > 0) write_tiles(json, w, dtype);
     json.end();
 }
 
@@ -348,6 +370,80 @@ public:
                     .key("measured").string(c.measured).end();
             json.end();
             json.key("warnings").strings(report.warnings);
+        });
+    }
+
+    // docs/json-output.md: attntrace.decode/1.
+    void decode(const Decode& d, const RenderOptions& options, std::ostream& os) const override {
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer& out) {
+            write_header(json, d, "attntrace.decode/1");
+            json.key("tokens").strings(d.tokens);
+            write_dims(json, d);
+            if (options.explain) json.key("explanation").strings(decode_explanation());
+            json.key("prefill").integer(d.prefill);
+            json.key("prefill_max_difference").number(d.prefill_difference, Dtype::float64);
+            json.key("tolerance").number(d.tolerance, Dtype::float64);
+            json.key("all_match").boolean(d.all_match);
+            json.key("max_difference").number(d.max_difference, Dtype::float64);
+            json.key("steps").array();
+            for (const DecodeStep& s : d.steps) {
+                json.object();
+                json.key("position").integer(s.position).key("token").string(s.token);
+                json.key("x").numbers(s.x, d.dtype);
+                json.key("cache_tokens").integer(s.cache_tokens);
+                json.key("cache_numbers").integer(s.cache_numbers);
+                json.key("cache_bytes").integer(s.cache_bytes);
+                // the new token's key and value, appended to each key/value head's cache
+                const auto kv_row = [&](const Matrix& m) { return std::vector<double>(m.row(s.position - 1).begin(), m.row(s.position - 1).end()); };
+                const auto write_head = [&](const DecodeHead& h) {
+                    json.key("q").numbers(h.q, d.dtype);
+                    json.key("scores").numbers(h.scores, d.dtype);
+                    json.key("scaled").numbers(h.scaled, d.dtype);
+                    json.key("weights").numbers(h.weights, d.dtype);
+                    json.key("context").numbers(h.context, d.dtype);
+                };
+                if (d.caches.size() == 1 && d.caches.front().kv_head == 0) {
+                    json.key("k").numbers(kv_row(d.caches.front().keys), d.dtype);
+                    json.key("v").numbers(kv_row(d.caches.front().values), d.dtype);
+                } else {
+                    json.key("kv_heads").array();
+                    for (const KvCache& c : d.caches)
+                        json.object(Layout::inline_).key("kv_head").integer(c.kv_head)
+                            .key("k").numbers(kv_row(c.keys), d.dtype).key("v").numbers(kv_row(c.values), d.dtype).end();
+                    json.end();
+                }
+                if (s.heads.size() == 1 && s.heads.front().head == 0) {
+                    write_head(s.heads.front());
+                } else {
+                    json.key("heads").array();
+                    for (const DecodeHead& h : s.heads) {
+                        json.object().key("head").integer(h.head).key("kv_head").integer(h.kv_head);
+                        write_head(h);
+                        json.end();
+                    }
+                    json.end();
+                }
+                json.key("matches_full_trace").boolean(s.matches_full_trace);
+                json.key("max_difference").number(s.max_difference, Dtype::float64);
+                json.key("dot_products").object(Layout::inline_).key("cached").integer(s.position)
+                    .key("recomputed").integer(s.position * s.position).end();
+                json.end();
+                if (out.size() > (1 << 16)) flush(out, os);
+            }
+            json.end();
+            json.key("dot_products").object(Layout::inline_).key("per_head").boolean(true)
+                .key("cached").integer(d.dots_cached / d.heads).key("recomputed").integer(d.dots_recomputed / d.heads).end();
+            json.key("kv_cache").object();
+            json.key("layers").integer(1).key("bytes_per_number").integer(d.bytes_per_number);
+            json.key("d_head").integer(d.d_head).key("d_v").integer(d.d_v);
+            json.key("context_tokens").integer(d.context_tokens);
+            json.key("layouts").array();
+            for (const KvFootprint& f : d.footprint)
+                json.object(Layout::inline_).key("layout").string(f.layout).key("kv_heads").integer(f.kv_heads)
+                    .key("numbers_per_token").integer(f.numbers_per_token).key("bytes_per_token").integer(f.bytes_per_token)
+                    .key("bytes").integer(f.bytes).key("this_run").boolean(f.this_run).end();
+            json.end();
+            json.end();
         });
     }
 

@@ -123,7 +123,9 @@ public:
 
     void summary(const Summary& s, const RenderOptions& options, std::ostream& out) const override {
         const std::size_t n = s.tokens.size();
-        out << fmt::format("# attntrace: {} mode, summary of {} queries ({})\n", to_string(s.mode), n, markdown_cell(s.origin));
+        const std::string positions = positions_text(s.positions, s.first_position);
+        out << fmt::format("# attntrace: {} mode, {}summary of {} queries ({})\n", to_string(s.mode),
+                           positions.empty() ? "" : positions + ", ", n, markdown_cell(s.origin));
         for (const HeadSummary& h : s.per_head) {
             out << '\n';
             if (h.head > 0) out << "## " << head_heading(s, h) << "\n\n";

@@ -7,6 +7,7 @@
 
 #include "attention/check.hpp"
 #include "attention/compare.hpp"
+#include "attention/decode.hpp"
 #include "attention/similarity.hpp"
 #include "attention/summary.hpp"
 #include "core/stage.hpp"
@@ -48,6 +49,8 @@ public:
     virtual void comparison(const Comparison& comparison, const RenderOptions& options, std::ostream& out) const = 0;
     // --check's verdict on a trace that passed: each invariant with its measured figure.
     virtual void check(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out) const = 0;
+    // `attntrace decode`: the steps of generation with a KV cache (options.explain: why it works).
+    virtual void decode(const Decode& decode, const RenderOptions& options, std::ostream& out) const = 0;
 };
 
 // The registry: the renderer of each format.
@@ -59,6 +62,7 @@ void render(const Summary& summary, const RenderOptions& options, std::ostream& 
 void render(const Similarity& similarity, const RenderOptions& options, std::ostream& out);
 void render(const Comparison& comparison, const RenderOptions& options, std::ostream& out);
 void render(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out);
+void render(const Decode& decode, const RenderOptions& options, std::ostream& out);
 
 // One item a trace shows: a stage, or the parameters section (stage null).
 struct Shown {

@@ -291,7 +291,7 @@ public:
         const std::string weighting = weighting_text(s);
         const std::size_t width = options.width;
         put_wrapped(out,
-                    fmt::format("attntrace · {} mode · summary of {} quer{} · {} · {}{} · {}", to_string(s.mode), n,
+                    fmt::format("attntrace · {} · summary of {} quer{} · {} · {}{} · {}", mode_text(s), n,
                                 n == 1 ? "y" : "ies", dims_text(s.dims), to_string(s.dtype),
                                 weighting == "softmax" ? "" : " · " + weighting, s.origin),
                     width);

@@ -280,6 +280,73 @@ void write_context(Writer& out, const WorkedExample& w) {
     out.line(fmt::format("  {} = {}", indent, out.vector(w.context)));
 }
 
+// "−∞" or the number.
+std::string running(const Writer& out, double value) { return std::isinf(value) ? "−∞" : out.number(value); }
+
+// The same row by the online softmax, a tile of keys at a time (--tiles).
+void write_tiles(Writer& out, const WorkedExample& w) {
+    if (w.tile_size == 0) return;
+    const std::string s = w.tempered.empty() ? "s" : "s/T";
+    out.line(fmt::format("online softmax in tiles of {} key{}: the streaming path's way through this row, never holding "
+                         "all its weights at once; m is the largest {} so far, l = Σ e^({} − m) and the accumulator "
+                         "Σ e^({} − m)·v over the keys so far",
+                         w.tile_size, w.tile_size == 1 ? "" : "s", s, s, s));
+    for (std::size_t t = 0; t < w.tiles.size(); ++t) {
+        const WorkedTile& tile = w.tiles[t];
+        const auto first = static_cast<std::size_t>(tile.first);
+        out.line(fmt::format("  tile {} · {} · scores {}", t + 1, fmt::join(tile.keys, ", "), [&] {
+            std::string text = "[";
+            for (std::size_t k = 0; k < tile.scores.size(); ++k) text += (k ? ", " : "") + running(out, tile.scores[k]);
+            return text + "]";
+        }()));
+        if (tile.skipped) {
+            out.line("    skipped: every key comes after the query, so the causal mask hides them all and the tile is "
+                     "never read");
+            continue;
+        }
+        if (tile.hidden) {
+            out.line(fmt::format("    every key is hidden by the mask: m, l and the accumulator stay as they were (m = {}, "
+                                 "l = {}); {}",
+                                 running(out, tile.m_before), out.number(tile.l),
+                                 std::isinf(tile.m_before)
+                                     ? "nothing is rescaled: with no key seen yet, e^(m_old − m_new) would be e^(−∞ + ∞), "
+                                       "which is no number"
+                                     : "the tile's max, −∞, does not raise m, so the rescale would be e^0 = 1"));
+            continue;
+        }
+        out.line(fmt::format("    tile max {}; m: {} → {}; rescale e^(m_old − m_new) = {}", out.number(tile.tile_max),
+                             running(out, tile.m_before), out.number(tile.m_after),
+                             std::isinf(tile.m_before) ? "e^(−∞) = 0 (nothing before)" : out.number(tile.rescale)));
+        std::string terms, mixes;
+        for (std::size_t k = 0; k < tile.keys.size(); ++k) {
+            if (std::isinf(tile.scores[k])) continue;
+            terms += fmt::format(" + e^({} − {})", out.number(tile.scores[k]), out.factor(tile.m_after));
+            mixes += fmt::format(" + {}×{}", out.number(tile.exps[k]), out.vector(w.values[first + k].values));
+        }
+        out.line(fmt::format("    l = {}×{}{} = {}", out.number(tile.rescale), out.number(tile.l_before), terms,
+                             out.number(tile.l)));
+        out.line(fmt::format("    accumulator = {}×{}{} = {}", out.number(tile.rescale), out.vector(tile.accumulator_before),
+                             mixes, out.vector(tile.accumulator)));
+    }
+    if (w.final_sum == 0) {
+        out.line("  end: no key was seen, so the weights and the context stay 0, as in the full trace");
+    } else {
+        out.line(fmt::format("  end: weights e^({} − m)/l with m = {}, l = {}: {}", s, out.number(w.final_max),
+                             out.number(w.final_sum), out.vector(w.tiled_weights)));
+        out.line(fmt::format("       context = accumulator ÷ l = {}", out.vector(w.tiled_context)));
+    }
+    if (!w.matches_full_softmax)
+        out.line(fmt::format("  these differ from the full softmax row above by up to {:.1e}, more than the tolerance {:.0e}",
+                             w.tiles_difference, w.tiles_tolerance));
+    else if (w.tiles_difference == 0)
+        out.line("  the same weights and context as the full softmax row above, to the last bit (largest difference 0)");
+    else
+        out.line(fmt::format("  the same weights and context as the full softmax row above within {:.0e} of their size: "
+                             "largest difference {:.1e}, not 0, because the tiles reach the same sums through other "
+                             "roundings (another order, and the rescales)",
+                             w.tiles_tolerance, w.tiles_difference));
+}
+
 }  // namespace
 
 std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
@@ -299,6 +366,7 @@ std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
     write_weights(out, w);
     write_strongest(out, w);
     write_context(out, w);
+    write_tiles(out, w);
     write_output(out, w);
     return out.take();
 }

@@ -179,8 +179,7 @@ void run(const Problem& problem, TraceOptions options) {
         if (const auto failure = first_failed_check(full)) finding(*failure);
     render_everything(full);
     if (options.mode != Mode::bahdanau && options.normalization == Normalization::softmax && options.mask_method.standard()) {
-        // The summary does not follow position information yet (it refuses it).
-        if (full.positions == PositionScheme::none) compare_paths(problem, options, full);
+        compare_paths(problem, options, full);
         compare_with_other_weights(problem, options, full);
     }
 }
