@@ -144,6 +144,7 @@ TEST_CASE("streaming equals the trace path with heads, grouped heads, windows an
                         if (trace_options.positions == PositionScheme::rope) trace_options.position_offset = 5;
                         INFO("positions " << to_string(*trace_options.positions));
                         for (const Dtype dtype : {Dtype::float64, Dtype::float32}) {
+                            if (dtype == Dtype::float32 && n > 70) continue;  // the smaller n cover float32, in less time
                             trace_options.dtype = dtype;
                             const Summary streamed = summarize(problem, trace_options, options);
                             const Summary reference = summarize_trace(trace(problem, trace_options), options);
