@@ -84,6 +84,15 @@ public:
         return best;
     }
     const json& json_doc() const { return trace_; }
+    // The run as head h sees it: head h's stages, and the stages no head owns (inputs, concat,
+    // output), so that stage("weights") is head h's weights.
+    Run head(int h) const {
+        json view = trace_;
+        view["stages"] = json::array();
+        for (const auto& s : trace_["stages"])
+            if (!s.contains("head") || s["head"] == h) view["stages"].push_back(s);
+        return Run(std::move(view));
+    }
 
 private:
     static std::size_t index(const json& labels, const std::string& token) {
@@ -120,6 +129,108 @@ std::vector<double> row_maxima(const Run& run) {
     return out;
 }
 
+// journey_padded: no query attends to <pad>, and each word's weights over the six words and
+// its context vector are your_journey's, under the same options in `mode`.
+std::function<void(const Run&, const std::vector<std::string>&)> same_as_unpadded_journey(std::string mode) {
+    return [mode](const Run& r, const std::vector<std::string>& options) {
+        const Run original = run_of("your_journey", mode, options);
+        const auto& tokens = original.stage("context")["rows"];
+        REQUIRE(tokens.size() == 6);
+        const auto& weights = r.stage("weights")["data"];
+        REQUIRE(weights.size() == 8);
+        for (std::size_t i = 0; i < 8; ++i)
+            for (const std::size_t pad : {6u, 7u}) CHECK(weights[i][pad].get<double>() == 0.0);
+        for (std::size_t i = 0; i < 6; ++i) {
+            INFO(tokens[i]);
+            const auto theirs = original.stage("weights")["data"][i].get<std::vector<double>>();
+            for (std::size_t j = 0; j < 6; ++j) CHECK(weights[i][j].get<double>() == Approx(theirs[j]).margin(1e-12));
+            const auto mine = r.stage("context")["data"][i].get<std::vector<double>>();
+            const auto context = original.stage("context")["data"][i].get<std::vector<double>>();
+            for (std::size_t k = 0; k < mine.size(); ++k) CHECK(mine[k] == Approx(context[k]).margin(1e-12));
+        }
+    };
+}
+
+// two_heads: a position head and a meaning head, W_o adding them. Everything is read from the
+// run: the inputs, W_q and W_k, each head's queries and weights, the contexts and the output.
+std::function<void(const Run&, const std::vector<std::string>&)> two_heads_story(bool causal) {
+    return [causal](const Run& r, const std::vector<std::string>& options) {
+        const auto tokens = r.json_doc()["tokens"].get<std::vector<std::string>>();
+        REQUIRE(tokens == std::vector<std::string>{"The", "dog", "chased", "the", "ball", "and", "it", "barked"});
+        const auto x = trace_json::stage_rows(r.json_doc(), "inputs");
+        const double pi = std::acos(-1.0);
+        const auto angle = [&](double a, double b) { return std::atan2(b, a) * 180 / pi; };
+        // "x4 and x5 put the word on a circle, 45° further round than the word before it";
+        // "x6 is a constant 1"; "chased", "it" and "barked" need a creature (x3); "dog" is the creature (x1).
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            INFO(tokens[i]);
+            CHECK(std::hypot(x[i][3], x[i][4]) == Approx(1).margin(1e-4));
+            if (i > 0) {
+                const double turn = std::remainder(angle(x[i][3], x[i][4]) - angle(x[i - 1][3], x[i - 1][4]), 360.0);
+                CHECK(turn == Approx(45).margin(0.01));
+            }
+            CHECK(x[i][5] == 1);
+            const bool needs = tokens[i] == "chased" || tokens[i] == "it" || tokens[i] == "barked";
+            CHECK(x[i][2] == (needs ? 1 : 0));
+            CHECK(x[i][0] == (tokens[i] == "dog" ? 1 : 0));
+        }
+        // Head 1 (columns 1–3 of W_q and W_k) reads only x4–x6; head 2 (columns 4–6) only x1, x3, x6.
+        for (const char* name : {"W_q", "W_k"}) {
+            const auto w = trace_json::rows_of(r.json_doc()["parameters"][name]);
+            for (std::size_t c = 0; c < 3; ++c) {
+                for (const std::size_t row : {0u, 1u, 2u}) CHECK(w[row][c] == 0);
+                for (const std::size_t row : {1u, 3u, 4u}) CHECK(w[row][3 + c] == 0);
+            }
+        }
+        const Run head1 = r.head(1), head2 = r.head(2);
+        // W_q turns a word's point back by 45°: head 1's query points where the word before it sits.
+        const auto q = trace_json::stage_rows(head1.json_doc(), "queries");
+        for (std::size_t i = 1; i < tokens.size(); ++i) {
+            INFO(tokens[i]);
+            const double turn = std::remainder(angle(q[i][0], q[i][1]) - angle(x[i - 1][3], x[i - 1][4]), 360.0);
+            CHECK(turn == Approx(0).margin(0.01));
+            CHECK(std::hypot(q[i][0], q[i][1]) > 1);  // stretched
+            // each word after the first gives its largest weight to the word just before it
+            CHECK(head1.ranked(tokens[i]).front() == tokens[i - 1]);
+            if (!causal && options.empty()) CHECK(head1.weights_of(tokens[i])[i - 1] == Approx(0.72).margin(0.005));
+        }
+        if (causal) {
+            CHECK(head1.weight("The", "The") == 1);  // "The" sees only itself
+        } else {
+            CHECK(head1.top("The") == "barked");  // round the circle to the last word
+        }
+        // Head 2: the words that need a creature look at "dog"; the others spread their weight
+        // evenly over the words they see.
+        for (std::size_t i = 0; i < tokens.size(); ++i) {
+            INFO(tokens[i]);
+            const bool needs = x[i][2] == 1;
+            if (needs) {
+                CHECK(head2.top(tokens[i]) == "dog");
+                if (causal) CHECK(i > 1);  // "dog" comes before each of them
+                continue;
+            }
+            const auto w = head2.weights_of(tokens[i]);
+            const std::size_t seen = causal ? i + 1 : w.size();
+            for (std::size_t j = 0; j < w.size(); ++j) CHECK(w[j] == Approx(j < seen ? 1.0 / seen : 0).margin(1e-6));
+        }
+        // W_o adds the two heads' contexts feature by feature, and the creature column (o1) of the
+        // output of "it" and "barked" comes mostly from head 2.
+        const auto z1 = trace_json::stage_rows(head1.json_doc(), "context");
+        const auto z2 = trace_json::stage_rows(head2.json_doc(), "context");
+        const auto out = trace_json::stage_rows(r.json_doc(), "output");
+        const double tolerance = std::find(options.begin(), options.end(), "float32") != options.end() ? 1e-6 : 1e-12;
+        for (std::size_t i = 0; i < tokens.size(); ++i)
+            for (std::size_t k = 0; k < 3; ++k) CHECK(out[i][k] == Approx(z1[i][k] + z2[i][k]).margin(tolerance));
+        const auto part1 = trace_json::stage_rows(head1.json_doc(), "head_contributions");
+        const auto part2 = trace_json::stage_rows(head2.json_doc(), "head_contributions");
+        for (const std::size_t i : {6u, 7u}) {
+            INFO(tokens[i]);
+            CHECK(part2[i][0] > part1[i][0]);
+            CHECK(part2[i][0] > 0.5 * out[i][0]);
+        }
+    };
+}
+
 // What each example's description says, use by use ("example/use").
 const std::map<std::string, Described>& claims() {
     static const std::map<std::string, Described> table{
@@ -138,6 +249,11 @@ const std::map<std::string, Described>& claims() {
              }
              CHECK(r.json_doc()["tokens"] != original.json_doc()["tokens"]);
          }}},
+        {"two_heads/self", {two_heads_story(false)}},
+        {"two_heads/causal", {two_heads_story(true)}},
+        {"journey_padded/plain", {same_as_unpadded_journey("plain")}},
+        {"journey_padded/self", {same_as_unpadded_journey("self")}},
+        {"journey_padded/causal", {same_as_unpadded_journey("causal")}},
         {"bank_money/plain",
          {[](const Run& r, auto&) {
              const auto after_itself = r.ranked("bank", "bank");
@@ -370,4 +486,38 @@ TEST_CASE("punctuation dropped from a sentence is noted in every output of the r
     const auto r = cli::run({kept.path()});
     CHECK_THAT(r.out, !Contains("dropped"));
     CHECK(run_json({kept.path()})["tokens"] == json::parse(R"(["Hi", "!"])"));
+}
+
+TEST_CASE("a description is withheld, and said so, under options that change the numbers it was written for", "[descriptions]") {
+    const auto notes_and_description = [](const std::vector<std::string>& args) {
+        const json t = run_json(args);  // kept whole: its members are read below
+        std::vector<std::string> notes;
+        for (const auto& note : t["notes"]) notes.push_back(note.get<std::string>());
+        return std::pair{t["description"].get<std::string>(), notes};
+    };
+    const auto says = [](const std::vector<std::string>& notes, const std::string& text) {
+        return std::find(notes.begin(), notes.end(), text) != notes.end();
+    };
+    // The example's own settings: two heads.
+    CHECK_FALSE(notes_and_description({"example:two_heads", "-m", "self"}).first.empty());
+    CHECK_FALSE(notes_and_description({"example:two_heads", "-m", "self", "--heads", "2"}).first.empty());
+    const auto one = notes_and_description({"example:two_heads", "-m", "self", "--heads", "1"});
+    CHECK(one.first.empty());
+    CHECK(says(one.second, "this input's description is written for its own settings, so it is not shown with 1 head"));
+    CHECK_FALSE(notes_and_description({"example:journey_padded", "-m", "self"}).first.empty());
+    const auto grouped =
+        notes_and_description({"example:journey_padded", "-m", "self", "--heads", "2", "--kv-heads", "1", "--dim", "4"});
+    CHECK(grouped.first.empty());
+    CHECK(says(grouped.second, "this input's description is written for its own settings, so it is not shown with 2 heads "
+                               "with 1 key/value head"));
+    const auto window = notes_and_description({"example:book_fascinating", "-m", "self", "--window", "2"});
+    CHECK(window.first.empty());
+    CHECK(says(window.second, "this input's description is written for its own settings, so it is not shown with --window 2"));
+    const auto fill = notes_and_description({"example:your_journey", "--mask-fill", "-1e9"});
+    CHECK(fill.first.empty());
+    CHECK(says(fill.second, "this input's description is written for its own settings, so it is not shown with --mask-fill"));
+    // The summary withholds it alike.
+    const auto summary = notes_and_description({"example:two_heads", "-m", "self", "--heads", "1", "--summary"});
+    CHECK(summary.first.empty());
+    CHECK_FALSE(notes_and_description({"example:two_heads", "-m", "self", "--summary"}).first.empty());
 }

@@ -10,6 +10,7 @@
 #include "support/catch.hpp"
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -19,6 +20,7 @@
 using namespace attntrace;
 using Catch::Contains;
 using trace_json::run_json;
+using nlohmann::json;
 
 namespace {
 
@@ -270,6 +272,7 @@ TEST_CASE("one head can be shown alone, and the worked example goes through it a
     CHECK_THAT(text.out, Contains("worked example · query \"journey\" (row 2) · self mode · head 2"));
     CHECK_THAT(text.out, Contains("entry k of q_journey is x_journey times column 2 + k of W_q (this head's columns):"));
     CHECK_THAT(text.out, Contains("output_journey = concat_journey·W_o = ["));
+    CHECK_THAT(text.out, Contains("scaling: each score ÷ √d_head = ÷ √2 = ÷ 1.4142\n"));  // a head's d_head = 4 / 2
 }
 
 TEST_CASE("head counts that do not fit are refused, saying what would", "[heads][errors]") {
@@ -297,4 +300,90 @@ TEST_CASE("head counts that do not fit are refused, saying what would", "[heads]
     CHECK_THAT(r.err, Contains("/weights/query has 3 columns (d_model), which do not split into 2 heads of equal size"));
     // plain mode reads such a file and says the heads are not used
     CHECK_THAT(cli::run({file.path()}).out, Contains("note: the input's 2 heads are not used: plain mode has no projections"));
+}
+
+TEST_CASE("grouped-query attention says which heads share and the keys and values kept per token", "[heads]") {
+    // --dim 8 with 4 heads: d_head = d_v = 2. A token's keys and values take 2 + 2 numbers per
+    // key/value head: 2 heads keep 8, 1 keeps 4, one per query head would keep 4·4 = 16.
+    const auto notes_of = [](const std::vector<std::string>& args) {
+        std::vector<std::string> notes;
+        const json t = run_json(args);  // kept: a range over a temporary's member would dangle
+        for (const auto& note : t["notes"]) notes.push_back(note.get<std::string>());
+        return notes;
+    };
+    const auto has = [](const std::vector<std::string>& notes, const std::string& text) {
+        return std::find(notes.begin(), notes.end(), text) != notes.end();
+    };
+    CHECK(has(notes_of({"-m", "self", "--heads", "4", "--kv-heads", "2", "--dim", "8"}),
+              "grouped-query attention: 2 key/value heads for 4 query heads, 2 query heads to each; the keys and values "
+              "of one token are 8 numbers, against 16 with a key/value head per query head"));
+    CHECK(has(notes_of({"-m", "causal", "--heads", "4", "--kv-heads", "1", "--dim", "8", "--summary"}),
+              "grouped-query attention: 1 key/value head for 4 query heads, 4 query heads to each; the keys and values "
+              "of one token are 4 numbers, against 16 with a key/value head per query head"));
+    for (const auto& note : notes_of({"-m", "self", "--heads", "4", "--dim", "8"}))
+        CHECK(note.find("grouped-query") == std::string::npos);  // a key/value head per query head: nothing to say
+}
+
+TEST_CASE("a grouped-query input can give W_o, one row per number of the heads' contexts", "[heads]") {
+    // 2 query heads of 1 number share 1 key/value head: K = X·[1, 0]ᵀ = [1, 0], V = X·[1, 2]ᵀ = [1, 2].
+    // Head 1's queries are [1, 0], head 2's [0, 1]; a query of 1 scores [1, 0] (weights
+    // [e/(e+1), 1/(e+1)], context 1 + 1/(e+1)) and a query of 0 scores [0, 0] (context 1.5).
+    const cli::TempFile file(R"({"heads": 2, "kv_heads": 1, "tokens": ["a", "b"], "embeddings": [[1, 0], [0, 1]],
+        "weights": {"query": [[1, 0], [0, 1]], "key": [[1], [0]], "value": [[1], [2]], "output": [[1], [10]]}})");
+    const auto t = run_json({file.path(), "-m", "self"});
+    const double leaning = 1 + 1 / (std::exp(1.0) + 1);  // 1.2689…
+    const auto output = trace_json::stage_rows(t, "output");
+    REQUIRE(output.size() == 2);
+    CHECK(output[0][0] == Approx(leaning + 10 * 1.5).margin(1e-12));  // a: head 1 leans, head 2 is even
+    CHECK(output[1][0] == Approx(1.5 + 10 * leaning).margin(1e-12));  // b: the other way round
+    CHECK(t["parameters"]["W_o"] == nlohmann::json::parse("[[1], [10]]"));
+    // W_o must have H·d_v = 2 rows, not the G·d_v = 1 of W_v.
+    const cli::TempFile short_o(R"({"heads": 2, "kv_heads": 1, "tokens": ["a", "b"], "embeddings": [[1, 0], [0, 1]],
+        "weights": {"query": [[1, 0], [0, 1]], "key": [[1], [0]], "value": [[1], [2]], "output": [[1]]}})");
+    const auto r = cli::run({short_o.path(), "-m", "self"});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains("/weights/output has 1 row, but the 2 heads' contexts side by side have 2 numbers "
+                               "(2 heads × d_v = 2 × 1)"));
+}
+
+TEST_CASE("the smaller formats of heads: one column, the key/value head in CSV, the worked output in JSON", "[heads]") {
+    // --dim 3 with 3 heads: d_head = 1, so head 2's queries are column 2 of X·W_q.
+    const json t = run_json({"-m", "self", "--heads", "3", "--dim", "3", "-s", "queries"});
+    bool found = false;
+    for (const auto& stage : t["stages"])
+        if (stage["name"] == "queries" && stage["head"] == 2) found = stage["formula"] == "Q_2 = X·W_q, column 2";
+    CHECK(found);
+    // Grouped: query head 3 of 4 reads key/value head ⌈3·2/4⌉ = 2.
+    const auto csv = cli::run({"-m", "self", "--heads", "4", "--kv-heads", "2", "--dim", "8", "-s", "keys", "-f", "csv"});
+    CHECK_THAT(csv.out, Contains("stage,keys,3,2\n"));
+    CHECK_THAT(csv.out, Contains("stage,keys,1,1\n"));
+    // The worked example names its head and carries the token's output = concat·W_o, which is
+    // recomputed here from the concat stage and W_o with loops.
+    const json w = run_json({"-m", "causal", "--heads", "2", "--dim", "4", "-q", "journey", "--head", "2"});
+    REQUIRE(w["worked"]["head"] == 2);
+    const auto concat = trace_json::stage_rows(w, "concat")[1];
+    const auto& w_o = w["parameters"]["W_o"];
+    const auto& result = w["worked"]["output"]["result"];
+    REQUIRE(result.size() == w_o[0].size());
+    for (std::size_t k = 0; k < result.size(); ++k) {
+        double sum = 0;
+        for (std::size_t i = 0; i < concat.size(); ++i) sum += concat[i] * w_o[i][k].get<double>();
+        CHECK(result[k].get<double>() == Approx(sum).margin(1e-12));
+    }
+    // A row that hides nothing (causal, the last token) has no reason to give.
+    const json last = run_json({"-m", "causal", "-q", "step"});
+    CHECK(last["worked"]["mask"]["reason"].is_null());
+    CHECK(run_json({"-m", "causal", "-q", "Your"})["worked"]["mask"]["reason"] ==
+          "they come after it, and a causal model must not see the future");
+}
+
+TEST_CASE("check names the product it recomputes: context times W_o with one head", "[heads][check]") {
+    const cli::TempFile input(R"({"tokens": ["a", "b"], "embeddings": [[1, 0], [0, 1]],
+        "weights": {"query": [[1, 0], [0, 1]], "key": [[1, 0], [0, 1]], "value": [[1, 0], [0, 1]],
+                    "output": [[2, 0], [0, 3]]}})");
+    const auto one = cli::run({input.path(), "-m", "self", "--check"});
+    CHECK(one.exit_code == 0);
+    CHECK_THAT(one.out, Contains("ok       output = context · W_o: largest |output − context·W_o| = "));
+    const auto two = cli::run({"-m", "self", "--heads", "2", "--dim", "4", "--check"});
+    CHECK_THAT(two.out, Contains("ok       output = concat · W_o: largest |output − concat·W_o| = "));
 }

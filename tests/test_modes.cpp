@@ -56,7 +56,7 @@ Matrix matrix_of(std::initializer_list<std::initializer_list<double>> rows) {
 const Matrix x4 = matrix_of({{1.0, 0.0, 0.5}, {0.2, 0.8, 0.1}, {-0.3, 0.4, 0.9}, {0.6, -0.5, 0.2}});
 const Projections w4{matrix_of({{0.5, -0.2}, {0.1, 0.9}, {-0.4, 0.3}}),
                      matrix_of({{0.3, 0.7}, {-0.6, 0.2}, {0.8, -0.1}}),
-                     matrix_of({{1.0, 0.0, 0.2}, {0.0, 1.0, -0.3}, {0.5, 0.5, 0.5}})};
+                     matrix_of({{1.0, 0.0, 0.2}, {0.0, 1.0, -0.3}, {0.5, 0.5, 0.5}}), std::nullopt};
 
 TraceOptions options_for(Mode mode) {
     TraceOptions o;

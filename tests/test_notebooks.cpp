@@ -171,7 +171,8 @@ TEST_CASE("pandas.read_csv loads the tidy CSV of every example in every mode in 
 TEST_CASE("JSON Lines: one line per query with the JSON summary's numbers", "[notebooks][jsonl][streaming]") {
     const cli::TempFile input(cli::run({"generate", "-n", "300", "-d", "16"}).out);
     for (const auto& extra :
-         {std::vector<std::string>{"-m", "self"}, {"-m", "causal", "--stage", "context"}, {"--dtype", "float32", "--top", "5"}}) {
+         {std::vector<std::string>{"-m", "self"}, {"-m", "causal", "--stage", "context"}, {"--dtype", "float32", "--top", "5"},
+          {"-m", "causal", "--heads", "4", "--stage", "context"}, {"-m", "self", "--heads", "2"}}) {
         std::vector<std::string> args{input.path(), "--summary"};
         args.insert(args.end(), extra.begin(), extra.end());
         INFO(fmt::format("{}", fmt::join(args, " ")));
@@ -183,15 +184,30 @@ TEST_CASE("JSON Lines: one line per query with the JSON summary's numbers", "[no
         REQUIRE(lines.size() == 300);
         for (std::size_t i = 0; i < lines.size(); ++i) {
             const json line = json::parse(lines[i]);
-            const json& query = summary["queries"][i];
             CHECK(line["schema"] == "attntrace.summary-line/1");
-            CHECK(line["index"] == query["index"]);
-            CHECK(line["token"] == query["token"]);
-            CHECK(line["top"] == query["top"]);
-            CHECK(line["max_weight"] == query["max_weight"]);
-            CHECK(line["entropy"] == query["entropy"]);
-            if (summary.contains("context")) CHECK(line["context"] == summary["context"][i]);
-            else CHECK_FALSE(line.contains("context"));
+            CHECK(line["index"] == i);
+            CHECK(line["token"] == fmt::format("t{}", i + 1));
+            // One head: the query's fields on the line; several: a list of heads, as in the summary.
+            const auto same = [&](const json& from_line, const json& query) {
+                CHECK(query["index"] == i);
+                CHECK(from_line["top"] == query["top"]);
+                CHECK(from_line["max_weight"] == query["max_weight"]);
+                CHECK(from_line["entropy"] == query["entropy"]);
+            };
+            if (summary.contains("heads")) {
+                REQUIRE(line["heads"].size() == summary["heads"].size());
+                for (std::size_t h = 0; h < line["heads"].size(); ++h) {
+                    CHECK(line["heads"][h]["head"] == summary["heads"][h]["head"]);
+                    CHECK(line["heads"][h].value("kv_head", 0) == summary["heads"][h].value("kv_head", 0));
+                    same(line["heads"][h], summary["heads"][h]["queries"][i]);
+                }
+            } else {
+                same(line, summary["queries"][i]);
+            }
+            for (const char* rows : {"context", "output"}) {
+                if (summary.contains(rows)) CHECK(line[rows] == summary[rows][i]);
+                else CHECK_FALSE(line.contains(rows));
+            }
         }
     }
 }

@@ -230,7 +230,7 @@ TEST_CASE("a scale or temperature so small that the scores overflow is named as 
 }
 
 TEST_CASE("the streaming summary agrees with the trace under --scale and --temperature", "[parameters][streaming]") {
-    for (const std::vector<std::string> extra : {std::vector<std::string>{"--scale", "none"}, {"--scale", "0.5"},
+    for (const std::vector<std::string>& extra : {std::vector<std::string>{"--scale", "none"}, {"--scale", "0.5"},
                                                  {"--temperature", "0.2"}, {"--scale", "2", "--temperature", "3"}}) {
         for (const char* mode : {"self", "causal", "plain"}) {
             std::vector<std::string> args{"-m", mode};

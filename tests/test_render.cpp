@@ -212,7 +212,7 @@ TEST_CASE("prose wraps at the width between words, never inside one", "[render][
     for (const std::size_t width : {30u, 45u, 80u}) {
         INFO("width " << width);
         // Outputs without tables, whose words the width must not change.
-        for (const std::vector<std::string> args : {std::vector<std::string>{"--check", "-m", "causal"},
+        for (const std::vector<std::string>& args : {std::vector<std::string>{"--check", "-m", "causal"},
                                                     {"-m", "self", "--explain", "-s", "masked"},
                                                     {"-q", "journey", "-s", "masked"}}) {
             std::vector<std::string> narrow = args, wide = args;

@@ -81,12 +81,32 @@ TEST_CASE("every JSON document attntrace writes validates against its schema in 
             batch.run({"--example", name, "-m", mode, "--summary", "--stage", "context", "-f", "jsonl"}, "summary-line",
                       "jsonl");
         }
-        if (!pair) batch.run({"similarity", "example:" + name, "-f", "json"}, "similarity");
+        // similarity refuses an input with an all-zero vector (a padding token's): it has no direction.
+        if (!pair && name != "journey_padded") batch.run({"similarity", "example:" + name, "-f", "json"}, "similarity");
     }
     // Several heads, grouped-query attention, the division by the sum.
     batch.run({"-m", "self", "--heads", "2", "--dim", "4", "-q", "journey", "-f", "json"}, "trace");
     batch.run({"-m", "causal", "--heads", "4", "--kv-heads", "2", "--dim", "8", "--explain", "-f", "json"}, "trace");
     batch.run({"--normalize", "sum", "-q", "2", "-f", "json"}, "trace");
+    // Positions, windows, padding, tiles (issue 13 and 14's additions).
+    batch.run({"-m", "self", "--positions", "sinusoidal", "-q", "2", "-f", "json"}, "trace");
+    batch.run({"-m", "causal", "--positions", "rope", "--heads", "2", "--dim", "4", "-q", "3", "-f", "json"}, "trace");
+    batch.run({"-m", "causal", "--window", "3", "-q", "4", "--tiles", "2", "-f", "json"}, "trace");
+    batch.run({"--example", "journey_padded", "-m", "self", "-q", "2", "-f", "json"}, "trace");
+    batch.run({"-m", "self", "--positions", "rope", "--dim", "4", "--position-offset", "5", "--summary", "-f", "json"}, "summary");
+    // Several heads through the streaming path: the JSON summary and its lines, with the output rows.
+    for (const char* context : {"", "context"}) {
+        std::vector<std::string> args{"-m", "causal", "--heads", "2", "--kv-heads", "1", "--dim", "4", "--summary"};
+        if (*context) args.insert(args.end(), {"--stage", context});
+        auto json_args = args;
+        json_args.insert(json_args.end(), {"-f", "json"});
+        batch.run(json_args, "summary");
+        args.insert(args.end(), {"-f", "jsonl"});
+        batch.run(args, "summary-line", "jsonl");
+    }
+    // decode.
+    batch.run({"decode", "-f", "json"}, "decode");
+    batch.run({"decode", "--dim", "8", "--heads", "4", "--kv-heads", "2", "--explain", "--step", "3", "-f", "json"}, "decode");
     // compare, bench.
     batch.run({"compare", "example:big_dream", "example:big_mistake", "-t", "big", "-f", "json"}, "compare");
     batch.run({"compare", "example:bank_river", "example:bank_money", "-t", "bank", "-m", "self", "-f", "json"}, "compare");

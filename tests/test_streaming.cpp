@@ -41,11 +41,20 @@ Problem random_problem(Eigen::Index n, Eigen::Index d_in, Eigen::Index d_k, std:
 }
 
 void require_same_summary(const Summary& streamed, const Summary& reference, double tolerance) {
-    REQUIRE(streamed.queries.size() == reference.queries.size());
-    for (std::size_t i = 0; i < streamed.queries.size(); ++i) {
+    REQUIRE(streamed.per_head.size() == reference.per_head.size());
+    CHECK(streamed.dims == reference.dims);
+    CHECK(streamed.context_is_output == reference.context_is_output);
+    for (std::size_t h = 0; h < streamed.per_head.size(); ++h) {
+    INFO("head " << streamed.per_head[h].head);
+    CHECK(streamed.per_head[h].head == reference.per_head[h].head);
+    CHECK(streamed.per_head[h].kv_head == reference.per_head[h].kv_head);
+    const auto& streamed_queries = streamed.per_head[h].queries;
+    const auto& reference_queries = reference.per_head[h].queries;
+    REQUIRE(streamed_queries.size() == reference_queries.size());
+    for (std::size_t i = 0; i < streamed_queries.size(); ++i) {
         INFO("query " << i);
-        const auto& s = streamed.queries[i];
-        const auto& r = reference.queries[i];
+        const auto& s = streamed_queries[i];
+        const auto& r = reference_queries[i];
         CHECK(s.max_weight == Approx(r.max_weight).margin(tolerance).epsilon(0));
         CHECK(s.entropy == Approx(r.entropy).margin(tolerance * 10).epsilon(0));
         REQUIRE(s.top.size() == r.top.size());
@@ -56,6 +65,7 @@ void require_same_summary(const Summary& streamed, const Summary& reference, dou
                               (t + 1 < r.top.size() && std::abs(r.top[t].weight - r.top[t + 1].weight) < 10 * tolerance);
             if (!tied) CHECK(s.top[t].index == r.top[t].index);
         }
+    }
     }
     REQUIRE(streamed.context);
     REQUIRE(reference.context);
@@ -85,11 +95,70 @@ TEST_CASE("streaming equals the trace path on many shapes", "[streaming]") {
                 require_same_summary(streamed, reference, dtype == Dtype::float64 ? 1e-10 : 1e-4);
                 // Causal row i sees i + 1 keys: the first query puts all its weight on itself.
                 if (mode == Mode::causal) {
-                    CHECK(streamed.queries[0].top.size() == 1);
-                    CHECK(streamed.queries[0].max_weight == Approx(1.0));
-                    CHECK(streamed.queries[0].entropy == Approx(0.0).margin(1e-6).epsilon(0));
+                    const QuerySummary& first = streamed.per_head.front().queries[0];
+                    CHECK(first.top.size() == 1);
+                    CHECK(first.max_weight == Approx(1.0));
+                    CHECK(first.entropy == Approx(0.0).margin(1e-6).epsilon(0));
                 }
             }
+}
+
+TEST_CASE("streaming equals the trace path with heads, grouped heads, windows and padding", "[streaming][heads][masks]") {
+    SummaryOptions options;
+    options.top = 3;
+    options.context = true;
+    std::uint64_t seed = 100;
+    struct Heads {
+        int heads, kv_heads;
+    };
+    for (const Eigen::Index n : {5, 70, 300})
+        for (const Heads h : {Heads{1, 1}, Heads{2, 2}, Heads{4, 2}, Heads{4, 1}})
+            for (const Eigen::Index window : {0, 3, 70})
+                for (const bool padded : {false, true})
+                    for (const Mode mode : {Mode::self, Mode::causal}) {
+                        INFO("n " << n << ", " << h.heads << " heads, " << h.kv_heads << " kv heads, window " << window
+                                  << (padded ? ", padded" : "") << ", " << to_string(mode));
+                        SplitMix64 rng(seed++);
+                        SingleSequenceInput input;
+                        input.sequence.vectors = random_matrix(rng, n, 6, 3.0);
+                        for (Eigen::Index i = 0; i < n; ++i)  // the first token, and every seventh, is padding
+                            input.sequence.tokens.push_back(padded && i % 7 == 0 ? "<pad>" : fmt::format("t{}", i + 1));
+                        const Eigen::Index d_head = 2, d_v = 3;
+                        Projections w;
+                        w.query = random_matrix(rng, 6, d_head * h.heads, 1.0);
+                        w.key = random_matrix(rng, 6, d_head * h.kv_heads, 1.0);
+                        w.value = random_matrix(rng, 6, d_v * h.kv_heads, 1.0);
+                        w.output = random_matrix(rng, d_v * h.heads, 5, 1.0);
+                        input.weights = w;
+                        input.heads = h.heads;
+                        input.kv_heads = h.kv_heads;
+                        Problem problem;
+                        problem.origin = "random";
+                        problem.input = std::move(input);
+                        TraceOptions trace_options;
+                        trace_options.mode = mode;
+                        if (window > 0) trace_options.window = window;
+                        // Position information in turn: none, sinusoidal, RoPE from position 5.
+                        const PositionScheme schemes[] = {PositionScheme::none, PositionScheme::sinusoidal, PositionScheme::rope};
+                        trace_options.positions = schemes[seed % 3];
+                        if (trace_options.positions == PositionScheme::rope) trace_options.position_offset = 5;
+                        INFO("positions " << to_string(*trace_options.positions));
+                        for (const Dtype dtype : {Dtype::float64, Dtype::float32}) {
+                            if (dtype == Dtype::float32 && n > 70) continue;  // the smaller n cover float32, in less time
+                            trace_options.dtype = dtype;
+                            const Summary streamed = summarize(problem, trace_options, options);
+                            const Summary reference = summarize_trace(trace(problem, trace_options), options);
+                            CHECK(streamed.context_is_output);
+                            CHECK(streamed.per_head.size() == static_cast<std::size_t>(h.heads));
+                            require_same_summary(streamed, reference, dtype == Dtype::float64 ? 1e-10 : 1e-4);
+                            if (padded && mode == Mode::causal) {  // query 1 sees only itself, padding: nothing
+                                const QuerySummary& first = streamed.per_head.front().queries[0];
+                                CHECK(first.top.empty());
+                                CHECK(first.max_weight == 0);
+                                CHECK(streamed.context->row(0).isZero(0));
+                            }
+                        }
+                    }
 }
 
 TEST_CASE("the summary of the lecture example, by hand", "[streaming]") {
@@ -320,7 +389,7 @@ TEST_CASE("equal scores rank the earlier key first across key blocks in the stre
         const Summary summary = summarize(problem, trace_options, options);
         for (const Eigen::Index row : {Eigen::Index{0}, Eigen::Index{1}, Eigen::Index{257}, n - 1}) {
             INFO(to_string(mode) << " row " << row);
-            const auto& query = summary.queries[static_cast<std::size_t>(row)];
+            const auto& query = summary.per_head.front().queries[static_cast<std::size_t>(row)];
             const Eigen::Index seen = mode == Mode::causal ? row + 1 : n;
             REQUIRE(query.top.size() == static_cast<std::size_t>(std::min<Eigen::Index>(3, seen)));
             for (std::size_t t = 0; t < query.top.size(); ++t) {

@@ -137,12 +137,13 @@ CheckResult context_is_weighted_sum(const Trace& trace, double tolerance) {
 std::vector<CheckResult> output_checks(const Trace& trace, double tolerance) {
     const Stage* output = trace.find(StageId::output);
     if (!output) return {};
-    CheckResult product{"output = concat · W_o", "", true, ""};
-    double largest = 0;
     const Stage* concat = trace.find(StageId::concat);
+    CheckResult product{concat ? "output = concat · W_o" : "output = context · W_o", "", true, ""};
+    double largest = 0;
     check_product(product, largest, (concat ? *concat : trace.at(StageId::context)).data, trace.parameter("W_o").data,
                   *output, concat ? "concat · W_o" : "context · W_o", tolerance);
-    product.measured = fmt::format("largest |output − concat·W_o| = {:.2g}, recomputed with plain loops", largest);
+    product.measured = fmt::format("largest |output − {}·W_o| = {:.2g}, recomputed with plain loops",
+                                   concat ? "concat" : "context", largest);
     std::vector<CheckResult> out{std::move(product)};
     const auto parts = per_head(trace, StageId::head_contributions);
     if (parts.empty()) return out;

@@ -30,6 +30,14 @@ ContextIn context_in(const Trace& t, const std::string& token, std::size_t top) 
     in.notes = t.notes;
     if (t.weights == WeightsOrigin::generated)
         in.notes.push_back(fmt::format("weights generated from seed {} (splitmix64), not learned", t.seed));
+    if (t.positions == PositionScheme::sinusoidal)
+        in.notes.push_back(fmt::format("sinusoidal position encodings added to the embeddings (positions from {}), so "
+                                       "the word's context depends on where it stands",
+                                       t.first_position));
+    if (t.positions == PositionScheme::rope)
+        in.notes.push_back(fmt::format("queries and keys rotated by their positions (RoPE, positions from {}), so the "
+                                       "scores depend on how far apart the tokens stand",
+                                       t.first_position));
     const Stage& weights_stage = t.at(StageId::weights);  // the mask is the same for every head
     std::vector<std::string> hidden;
     for (Eigen::Index j = 0; j < weights_stage.col_count(); ++j)

@@ -20,11 +20,14 @@ namespace attntrace {
     template <typename T> MatrixT<T> scale_scores(const MatrixT<T>&, T);                                \
     BoolMatrix causal_mask(Eigen::Index);                                                               \
     template <typename T> MatrixT<T> apply_mask(const MatrixT<T>&, const BoolMatrix&);                  \
+    template <typename T> MatrixT<T> apply_mask(const MatrixT<T>&, const BoolMatrix&, T);               \
     template <typename T> MatrixT<T> row_softmax(const MatrixT<T>&);                                    \
     template <typename T> Eigen::Index row_sum_normalize(const MatrixT<T>&, MatrixT<T>&);               \
     template <typename T> MatrixT<T> weighted_sum(const MatrixT<T>&, const MatrixT<T>&);                \
     template <typename T>                                                                               \
-    StreamResult stream_attention(const MatrixT<T>&, const MatrixT<T>&, const MatrixT<T>&, const StreamOptions&);
+    StreamResult stream_attention(const MatrixT<T>&, const MatrixT<T>&, const MatrixT<T>&, const StreamOptions&); \
+    template <typename T>                                                                               \
+    std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>&, const StreamOptions&);
 
 namespace isa_baseline {
 ATTNTRACE_HOT_FUNCTIONS
@@ -124,6 +127,10 @@ MatrixT<T> apply_mask(const MatrixT<T>& scores, const BoolMatrix& allowed) {
     return ATTNTRACE_CALL(apply_mask<T>(scores, allowed));
 }
 template <typename T>
+MatrixT<T> apply_mask(const MatrixT<T>& scores, const BoolMatrix& allowed, T fill) {
+    return ATTNTRACE_CALL(apply_mask<T>(scores, allowed, fill));
+}
+template <typename T>
 MatrixT<T> row_softmax(const MatrixT<T>& scores) {
     return ATTNTRACE_CALL(row_softmax<T>(scores));
 }
@@ -139,17 +146,23 @@ template <typename T>
 StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v, const StreamOptions& options) {
     return ATTNTRACE_CALL(stream_attention<T>(q, k, v, options));
 }
+template <typename T>
+std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, const StreamOptions& options) {
+    return ATTNTRACE_CALL(stream_heads<T>(heads, options));
+}
 
 #define ATTNTRACE_INSTANTIATE(T)                                                                         \
     template MatrixT<T> project<T>(const MatrixT<T>&, const MatrixT<T>&);                               \
     template MatrixT<T> dot_scores<T>(const MatrixT<T>&, const MatrixT<T>&);                            \
     template MatrixT<T> scale_scores<T>(const MatrixT<T>&, T);                                          \
     template MatrixT<T> apply_mask<T>(const MatrixT<T>&, const BoolMatrix&);                            \
+    template MatrixT<T> apply_mask<T>(const MatrixT<T>&, const BoolMatrix&, T);                         \
     template MatrixT<T> row_softmax<T>(const MatrixT<T>&);                                              \
     template Eigen::Index row_sum_normalize<T>(const MatrixT<T>&, MatrixT<T>&);                         \
     template MatrixT<T> weighted_sum<T>(const MatrixT<T>&, const MatrixT<T>&);                          \
     template StreamResult stream_attention<T>(const MatrixT<T>&, const MatrixT<T>&, const MatrixT<T>&,  \
-                                              const StreamOptions&);
+                                              const StreamOptions&);                                    \
+    template std::vector<StreamResult> stream_heads<T>(const std::vector<StreamHead<T>>&, const StreamOptions&);
 ATTNTRACE_INSTANTIATE(float)
 ATTNTRACE_INSTANTIATE(double)
 

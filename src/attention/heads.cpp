@@ -72,9 +72,10 @@ HeadLayout head_layout(const Projections& w, const HeadCounts& counts, const std
         const Eigen::Index rows = l.heads * l.d_v;
         if (w.output->rows() != rows)
             refuse(counts.from_options || counts.kv_from_options,
-                   fmt::format("{}: /weights/output has {} rows, but the {} heads' contexts side by side have {} "
-                               "numbers ({} × d_v = {})",
-                               origin, w.output->rows(), l.heads, rows, l.heads, l.d_v));
+                   fmt::format("{}: /weights/output has {} row{}, but the {} heads' contexts side by side have {} "
+                               "numbers ({} heads × d_v = {} × {})",
+                               origin, w.output->rows(), w.output->rows() == 1 ? "" : "s", l.heads, rows, l.heads,
+                               l.heads, l.d_v));
         l.d_out = w.output->cols();
     }
     return l;
@@ -88,6 +89,23 @@ Eigen::Index generated_model_size(Eigen::Index d_in, const HeadCounts& counts, c
                            counts.heads, d_model, options.dim ? "--dim" : "d_in, the size of the embeddings",
                            divisors_text(d_model), counts.heads));
     return d_model;
+}
+
+Dims dims_of(const HeadLayout& layout, Eigen::Index d_in, Eigen::Index d_k, Eigen::Index d_v) {
+    Dims dims;
+    if (layout.several()) {
+        dims = {{"d_in", d_in}, {"d_model", layout.d_model}, {"heads", layout.heads}, {"d_head", layout.d_head}};
+        if (layout.grouped()) dims.emplace_back("kv_heads", layout.kv_heads);
+        dims.emplace_back("d_v", layout.d_v);
+    } else {
+        dims = {{"d_in", d_in}, {"d_k", d_k}, {"d_v", d_v}};
+    }
+    if (layout.d_out > 0) dims.emplace_back("d_out", layout.d_out);
+    return dims;
+}
+
+std::string columns_text(Eigen::Index first, Eigen::Index count) {
+    return count == 1 ? fmt::format("column {}", first + 1) : fmt::format("columns {}–{}", first + 1, first + count);
 }
 
 }  // namespace attntrace

@@ -26,6 +26,15 @@ struct HeadLayout {
     bool grouped() const { return kv_heads < heads; }
 };
 
+// "column 3" or "columns 3–4": 1-based columns first … first + count − 1 of a matrix, as a
+// head's block of them is named.
+std::string columns_text(Eigen::Index first, Eigen::Index count);
+
+// The dims a run reports: d_in, d_k, d_v with one head; d_in, d_model, heads, d_head,
+// (kv_heads,) d_v with several; d_out after either when there is a W_o. `d_k`, `d_v`: one
+// head's (the embeddings' width in plain mode).
+Dims dims_of(const HeadLayout& layout, Eigen::Index d_in, Eigen::Index d_k, Eigen::Index d_v);
+
 // The numbers of heads a run asks for: --heads, else the input's "heads", else 1; --kv-heads,
 // else "kv_heads", else one key/value head per head. Throws UsageError (an option) or
 // DataError (the input's field) for counts that do not fit each other.

@@ -60,8 +60,15 @@ BoolMatrix causal_mask(Eigen::Index n) {
 
 // Scores with −∞ wherever the mask forbids: softmax then gives those keys weight exactly 0.
 template <typename T>
+MatrixT<T> apply_mask(const MatrixT<T>& scores, const BoolMatrix& allowed, T fill);  // below, in this copy
+template <typename T>
 MatrixT<T> apply_mask(const MatrixT<T>& scores, const BoolMatrix& allowed) {
-    return allowed.select(scores.array(), -std::numeric_limits<T>::infinity()).matrix();
+    return apply_mask<T>(scores, allowed, -std::numeric_limits<T>::infinity());
+}
+
+template <typename T>
+MatrixT<T> apply_mask(const MatrixT<T>& scores, const BoolMatrix& allowed, T fill) {
+    return allowed.select(scores.array(), fill).matrix();
 }
 
 // A(i, ·) = softmax(S(i, ·)) = exp(S(i, j) − max_j S(i, j)) / Σ_j exp(…).
@@ -124,6 +131,7 @@ MatrixT<T> weighted_sum(const MatrixT<T>& weights, const MatrixT<T>& values) {
     template MatrixT<T> dot_scores<T>(const MatrixT<T>&, const MatrixT<T>&);                   \
     template MatrixT<T> scale_scores<T>(const MatrixT<T>&, T);                                 \
     template MatrixT<T> apply_mask<T>(const MatrixT<T>&, const BoolMatrix&);                   \
+    template MatrixT<T> apply_mask<T>(const MatrixT<T>&, const BoolMatrix&, T);                \
     template MatrixT<T> row_softmax<T>(const MatrixT<T>&);                                      \
     template Eigen::Index row_sum_normalize<T>(const MatrixT<T>&, MatrixT<T>&);                \
     template MatrixT<T> weighted_sum<T>(const MatrixT<T>&, const MatrixT<T>&);

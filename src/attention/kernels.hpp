@@ -32,8 +32,11 @@ MatrixT<T> scale_scores(const MatrixT<T>& scores, T divisor);
 BoolMatrix causal_mask(Eigen::Index n);
 
 // Scores with −∞ wherever the mask forbids: softmax then gives those keys weight exactly 0.
+// (`fill`: another number there, as some code does; softmax then gives those keys a weight.)
 template <typename T>
 MatrixT<T> apply_mask(const MatrixT<T>& scores, const BoolMatrix& allowed);
+template <typename T>
+MatrixT<T> apply_mask(const MatrixT<T>& scores, const BoolMatrix& allowed, T fill);
 
 // A(i, ·) = softmax(S(i, ·)) = exp(S(i, j) − max_j S(i, j)) / Σ_j exp(…).
 // Subtracting the row max changes nothing mathematically and keeps exp from overflowing.

@@ -30,6 +30,10 @@ struct ModeSpec {
     std::string_view name() const { return to_string(mode); }
     // What the scores are divided by when --scale does not say.
     ScaleRule default_scale() const { return scaled ? ScaleRule::sqrt : ScaleRule::none; }
+    // --positions: position information for the Transformer's self-attention, whose queries
+    // and keys are learned (plain mode is the lecture's first version without weights;
+    // bahdanau's encoder states carry their order from the recurrent encoder).
+    bool takes_positions() const { return learned_projections && !reads_pair; }
 };
 
 const ModeSpec& mode_spec(Mode mode);
@@ -44,7 +48,7 @@ void check_file_mode(const Problem& problem);
 
 // The run's description (the input's text for its mode) and notes: what loading changed
 // first, then the run's own.
-void describe_run(RunHeader& run, const Problem& problem);
+void describe_run(RunHeader& run, const Problem& problem, const TraceOptions& options);
 
 // Throws UsageError for an option the mode does not take (--scale in bahdanau mode).
 void check_options_for_mode(const TraceOptions& options);

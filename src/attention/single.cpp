@@ -3,6 +3,7 @@
 #include "attention/heads.hpp"
 #include "attention/kernels.hpp"
 #include "attention/modes.hpp"
+#include "attention/positions.hpp"
 #include "attention/stage_builder.hpp"
 #include "attention/weights_stage.hpp"
 #include "attention/worked.hpp"
@@ -11,7 +12,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -27,6 +30,7 @@ struct ScaleSetting {
 template <typename T>
 struct HeadPass {
     MatrixT<T> q, k, v;  // this head's columns of Q, K and V (all of them with one head)
+    MatrixT<T> q_rotated, k_rotated;  // RoPE: q and k turned by their positions
     MatrixT<T> scores, scaled, masked, context;
     Normalized<T> weights;
 };
@@ -36,7 +40,9 @@ struct HeadPass {
 template <typename T>
 struct SinglePass {
     MatrixT<T> x;
-    std::optional<BoolMatrix> mask;
+    MatrixT<T> embeddings, encoding;  // sinusoidal positions: x = embeddings + encoding
+    Matrix angles;                    // RoPE: each position's angle per pair of a head's numbers
+    std::optional<Mask> mask;
     std::vector<HeadPass<T>> heads;
     MatrixT<T> concat;                      // several heads: [Z_1 … Z_H]
     MatrixT<T> output;                      // concat·W_o (one head: Z·W_o), when there is a W_o
@@ -50,30 +56,65 @@ T divisor_for(const ScaleSetting& scale, Eigen::Index d_k) {
     return static_cast<T>(scale_divisor(scale.rule, scale.value, d_k));
 }
 
+// How the mask is applied, and what it needs: the fill of the hidden scores in type T.
+struct Masking {
+    const std::optional<Mask>& mask;
+    MaskMethod method;
+
+    template <typename T>
+    T fill() const {
+        switch (method.fill) {
+        case MaskMethod::Fill::minus_infinity: return -std::numeric_limits<T>::infinity();
+        case MaskMethod::Fill::lowest: return std::numeric_limits<T>::lowest();
+        case MaskMethod::Fill::value: return static_cast<T>(method.value);
+        }
+        return -std::numeric_limits<T>::infinity();
+    }
+};
+
 // One head, as the second lecture lists it: score, scale, exclude, softmax, mix.
+// (--mask-fill and --mask-after-softmax trace the ways of masking that go wrong.)
 template <typename T>
-void attend_head(HeadPass<T>& h, const std::optional<BoolMatrix>& mask, const ScaleSetting& scale,
-                 Normalization normalization, double temperature) {
-    h.scores = dot_scores<T>(h.q, h.k);  // S = Q·Kᵀ
+void attend_head(HeadPass<T>& h, const Masking& masking, const ScaleSetting& scale, Normalization normalization,
+                 double temperature, const Matrix* angles = nullptr) {
+    if (angles) {  // RoPE: turn each query and key by its position's angles
+        h.q_rotated = rotate_half<T>(h.q, *angles);
+        h.k_rotated = rotate_half<T>(h.k, *angles);
+    }
+    h.scores = angles ? dot_scores<T>(h.q_rotated, h.k_rotated) : dot_scores<T>(h.q, h.k);  // S = Q·Kᵀ
     h.scaled = scale.rule == ScaleRule::none ? h.scores : scale_scores<T>(h.scores, divisor_for<T>(scale, h.q.cols()));  // S' = S / √d_head
-    h.masked = mask ? apply_mask<T>(h.scaled, *mask) : h.scaled;         // −∞ where hidden
+    const bool before = masking.mask && !masking.method.after_softmax;
+    h.masked = before ? apply_mask<T>(h.scaled, masking.mask->allowed, masking.fill<T>()) : h.scaled;  // −∞ where hidden
     h.weights = normalize_rows<T>(h.masked, normalization, temperature);  // A = softmax(S'' / T)
-    h.context = weighted_sum<T>(h.weights.weights, h.v);                 // Z = A·V
+    if (masking.mask && masking.method.after_softmax)  // the wrong way: zeroed, not divided again
+        h.weights.weights = apply_mask<T>(h.weights.weights, masking.mask->allowed, T(0));
+    h.context = weighted_sum<T>(h.weights.weights, h.v);  // Z = A·V
 }
 
 // Attention itself: project, then each head on its columns, then the heads mixed by W_o.
+// Sinusoidal positions are added to the embeddings first; RoPE turns each head's queries and
+// keys before they are scored (attention/positions.hpp).
 // (attention/reference.hpp says one head in plain loops; kernels.hpp holds each step.)
 template <typename T>
-SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const HeadLayout& layout, const ModeSpec& mode,
-                     const ScaleSetting& scale, Normalization normalization, double temperature) {
+SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const HeadLayout& layout, const MaskSpec& mask,
+                     const MaskMethod& method, const ScaleSetting& scale, Normalization normalization,
+                     double temperature, const PositionSetting& positions) {
     SinglePass<T> p;
     p.x = embeddings.cast<T>();
-    if (mode.causal) p.mask = causal_mask(p.x.rows());
+    if (positions.scheme == PositionScheme::sinusoidal) {  // X = E + PE
+        p.embeddings = p.x;
+        p.encoding = sinusoidal_encoding(p.x.rows(), p.x.cols(), positions.first).template cast<T>();
+        p.x += p.encoding;
+    }
+    if (positions.scheme == PositionScheme::rope) p.angles = rotary_angles(p.x.rows(), layout.d_head, positions.first);
+    const Matrix* angles = p.angles.size() > 0 ? &p.angles : nullptr;
+    p.mask = build_mask(mask, p.x.rows());  // causal, window, padding: none when nothing is hidden
+    const Masking masking{p.mask, method};
     p.heads.resize(static_cast<std::size_t>(layout.heads));
     if (!w) {  // plain: Q = K = V = X
         HeadPass<T>& h = p.heads.front();
         h.q = h.k = h.v = p.x;
-        attend_head(h, p.mask, scale, normalization, temperature);
+        attend_head(h, masking, scale, normalization, temperature);
         return p;
     }
     MatrixT<T> q = project<T>(p.x, w->query.cast<T>());  // Q = X·W_q
@@ -89,7 +130,7 @@ SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const HeadL
             h.k = k.middleCols((g - 1) * layout.d_head, layout.d_head);
             h.v = v.middleCols((g - 1) * layout.d_v, layout.d_v);
         }
-        attend_head(h, p.mask, scale, normalization, temperature);
+        attend_head(h, masking, scale, normalization, temperature, angles);
     }
     if (layout.several()) {
         p.concat.resize(p.x.rows(), layout.heads * layout.d_v);
@@ -117,26 +158,26 @@ std::string column_span(Eigen::Index first, Eigen::Index count) {
 template <typename T>
 class SingleStages {
 public:
-    SingleStages(Trace& trace, const ModeSpec& mode, const ScaleSetting& scale, const HeadLayout& layout)
-        : trace_(trace), mode_(mode), scale_(scale), layout_(layout), stages_(trace), tokens_(trace.tokens) {}
+    SingleStages(Trace& trace, const ModeSpec& mode, const ScaleSetting& scale, const HeadLayout& layout,
+                 const MaskSpec& mask, const MaskMethod& method)
+        : trace_(trace), mode_(mode), scale_(scale), layout_(layout), mask_(mask), method_(method), stages_(trace),
+          tokens_(trace.tokens) {}
 
     // `w`, when the mode has weights, moves into the trace's parameters.
     void record(SinglePass<T> p, Projections* w, bool output_generated) {
         const Eigen::Index d_in = p.x.cols();
         const HeadPass<T>& first = p.heads.front();
-        if (layout_.several()) {
-            trace_.dims = {{"d_in", d_in}, {"d_model", layout_.d_model}, {"heads", layout_.heads}, {"d_head", layout_.d_head}};
-            if (layout_.grouped()) trace_.dims.emplace_back("kv_heads", layout_.kv_heads);
-            trace_.dims.emplace_back("d_v", layout_.d_v);
-        } else {
-            trace_.dims = {{"d_in", d_in}, {"d_k", first.q.cols()}, {"d_v", first.v.cols()}};
-        }
-        if (layout_.d_out > 0) trace_.dims.emplace_back("d_out", layout_.d_out);
+        trace_.dims = dims_of(layout_, d_in, first.q.cols(), first.v.cols());
         trace_.heads = layout_.heads;
         trace_.kv_heads = layout_.kv_heads;
         trace_.scale_rule = scale_.rule;
         trace_.scale = static_cast<double>(divisor_for<T>(scale_, first.q.cols()));
-        stages_.add(StageId::inputs, "Inputs: one embedding per token", "X", tokens_, numbered("x", d_in), p.x);
+        const bool encoded = p.embeddings.size() > 0;
+        if (encoded) record_encoding(p);
+        stages_.add(StageId::inputs, encoded ? "Inputs: each token's embedding plus its position's encoding"
+                                             : "Inputs: one embedding per token",
+                    encoded ? "X = E + PE" : "X", tokens_, numbered("x", d_in), p.x);
+        if (p.angles.size() > 0) record_angles(p.angles);
         if (w) record_parameters(std::move(*w), output_generated);
         for (int head = 1; head <= layout_.heads; ++head) {
             if (layout_.several()) stages_.set_head(head, layout_.grouped() ? layout_.kv_head_of(head) : 0);
@@ -144,6 +185,10 @@ public:
         }
         stages_.set_head(0, 0);
         record_output(p);
+        if (p.mask) note_mask(*p.mask);
+        else if (!method_.standard())
+            add_note(trace_, fmt::format("{} changes nothing here: nothing is masked in this run",
+                                         method_.after_softmax ? "--mask-after-softmax" : "--mask-fill"));
     }
 
 private:
@@ -165,22 +210,64 @@ private:
         }
     }
 
+    // Sinusoidal positions: the embeddings as given, then the encodings added to them.
+    void record_encoding(const SinglePass<T>& p) {
+        const Eigen::Index d = p.x.cols();
+        stages_.add(StageId::embeddings, "Embeddings: one vector per token, before position information", "E", tokens_,
+                    numbered("e", d), p.embeddings);
+        stages_.add(StageId::positions,
+                    fmt::format("Position encodings: the token at position p (counted from {}) gets sin(p·ω_i) in "
+                                "pe1, pe3, … and cos(p·ω_i) in pe2, pe4, …",
+                                trace_.first_position),
+                    fmt::format("PE(p, 2i) = sin(p·ω_i), PE(p, 2i+1) = cos(p·ω_i), ω_i = 10000^(−2i/{})", d), tokens_,
+                    numbered("pe", d), p.encoding);
+    }
+
+    // RoPE: the angle each position turns each pair of a head's numbers by (the same in every head).
+    void record_angles(const Matrix& angles) {
+        const Eigen::Index half = angles.cols();
+        stages_.add(StageId::positions,
+                    fmt::format("Rotation angles in radians: the token at position p (counted from {}) turns numbers k "
+                                "and k + {} of each head's query and key by φk",
+                                trace_.first_position, half),
+                    fmt::format("φk = p·θ_k, θ_k = 10000^(−2(k−1)/{})", 2 * half), tokens_, numbered("φ", half), angles);
+    }
+
+    // RoPE: this head's queries and keys turned by their positions' angles.
+    void record_rotations(HeadPass<T>& h, int head) {
+        const Eigen::Index half = h.q.cols() / 2;
+        const auto rotation = [&](std::string_view symbol) {
+            return fmt::format("RoPE({}): numbers (k, k + {}) as (a, b) → (a·cos φk − b·sin φk, b·cos φk + a·sin φk)",
+                               symbol, half);
+        };
+        const std::string q = layout_.several() ? fmt::format("Q_{}", head) : "Q";
+        const std::string k = layout_.several() ? fmt::format("K_{}", head) : "K";
+        stages_.add(StageId::queries_rotated,
+                    fmt::format("Rotated queries: numbers k and k + {} of each query turned together by φk", half),
+                    rotation(q), tokens_, numbered("q", h.q.cols()), std::move(h.q_rotated));
+        stages_.add(StageId::keys_rotated,
+                    fmt::format("Rotated keys: numbers k and k + {} of each key turned together by φk", half),
+                    rotation(k), tokens_, numbered("k", h.k.cols()), std::move(h.k_rotated));
+    }
+
     // "Q_2 = X·W_q, columns 3–4" for head 2 of 2-number heads; "Q = X·W_q" with one head.
     std::string projection_formula(std::string_view symbol, std::string_view weight, int head, Eigen::Index width,
                                    bool kv) const {
         if (!layout_.several()) return fmt::format("{} = X·{}", symbol, weight);
         const int block = kv ? layout_.kv_head_of(head) : head;
-        return fmt::format("{}_{} = X·{}, columns {}", symbol, head, weight, column_span((block - 1) * width, width));
+        return fmt::format("{}_{} = X·{}, {}", symbol, head, weight, columns_text((block - 1) * width, width));
     }
 
-    void record_head(HeadPass<T> h, const std::optional<BoolMatrix>& mask, int head) {
+    void record_head(HeadPass<T> h, const std::optional<Mask>& mask, int head) {
         record_projections(h, head);
+        if (trace_.positions == PositionScheme::rope) record_rotations(h, head);
         record_scores(h, head);
         const std::string_view scores_name = scale_.rule == ScaleRule::none ? "S" : "S'";
         const MatrixT<T> masked = h.masked;  // the weights' message quotes it
-        record_mask(std::move(h.masked), mask, scores_name, head);
-        record_weights<T>(stages_, trace_, std::move(h.weights), masked, mask ? &*mask : nullptr,
-                          {"A", mask ? "S''" : scores_name, ""},
+        const bool masked_before = mask && !method_.after_softmax;
+        record_mask(std::move(h.masked), mask, scores_name);
+        record_weights<T>(stages_, trace_, std::move(h.weights), masked, mask ? &mask->allowed : nullptr,
+                          {"A", masked_before ? "S''" : scores_name, ""},
                           tokens_, tokens_, layout_.several() ? head : 0);
         stages_.add(StageId::context, "Context vectors: weighted sum of the values",
                     mode_.learned_projections ? (layout_.several() ? fmt::format("Z_{} = A_{}·V_{}", head, head, head) : "Z = A·V")
@@ -222,9 +309,12 @@ private:
     void record_scores(HeadPass<T>& h, int head) {
         const Eigen::Index d = h.q.cols();
         const std::string d_name = layout_.several() ? "d_head" : "d_k";
-        stages_.add(StageId::scores, "Attention scores: query · key",
-                    mode_.learned_projections ? (layout_.several() ? fmt::format("S_{} = Q_{}·K_{}ᵀ", head, head, head) : "S = Q·Kᵀ")
-                                              : "S = X·Xᵀ",
+        const bool rotated = trace_.positions == PositionScheme::rope;
+        stages_.add(StageId::scores, rotated ? "Attention scores: rotated query · rotated key" : "Attention scores: query · key",
+                    !mode_.learned_projections ? std::string("S = X·Xᵀ")
+                    : rotated ? (layout_.several() ? fmt::format("S_{} = RoPE(Q_{})·RoPE(K_{})ᵀ", head, head, head)
+                                                   : std::string("S = RoPE(Q)·RoPE(K)ᵀ"))
+                    : (layout_.several() ? fmt::format("S_{} = Q_{}·K_{}ᵀ", head, head, head) : std::string("S = Q·Kᵀ")),
                     tokens_, tokens_, std::move(h.scores));
         switch (scale_.rule) {
         case ScaleRule::none:
@@ -245,13 +335,59 @@ private:
         }
     }
 
-    void record_mask(MatrixT<T> masked, const std::optional<BoolMatrix>& mask, std::string_view scores_name, int head) {
-        if (mask)
-            stages_.add(StageId::masked, "Masked scores: later positions excluded",
-                        "S'' = S' with −∞ where key j > query i", tokens_, tokens_, std::move(masked), &*mask);
-        else
+    void record_mask(MatrixT<T> masked, const std::optional<Mask>& mask, std::string_view scores_name) {
+        if (!mask) {
             stages_.skip(StageId::masked, "Masked scores", fmt::format("S'' = {}", scores_name), tokens_, tokens_,
                          std::move(masked), "no mask: bidirectional, every position sees every position");
+            return;
+        }
+        if (method_.after_softmax) {
+            stages_.skip(StageId::masked, "Masked scores", fmt::format("S'' = {}", scores_name), tokens_, tokens_,
+                         std::move(masked),
+                         "not masked before softmax: --mask-after-softmax sets the hidden weights to 0 after it, "
+                         "without dividing each row again");
+            return;
+        }
+        Stage& stage = stages_.add(StageId::masked, mask_title(mask_), mask_formula(mask_, "S'", fill_text()), tokens_,
+                                   tokens_, std::move(masked), &mask->allowed);
+        stage.mask_reasons = mask->reasons;
+    }
+
+    // The fill of the hidden scores as the formula says it: −∞, or the number used instead.
+    std::string fill_text() const {
+        switch (method_.fill) {
+        case MaskMethod::Fill::minus_infinity: return "−∞";
+        case MaskMethod::Fill::lowest:
+            return fmt::format("{} (the lowest {})", std::numeric_limits<T>::lowest(), std::is_same_v<T, float> ? "float32" : "float64");
+        case MaskMethod::Fill::value: return fmt::format("{}", static_cast<T>(method_.value));
+        }
+        return "−∞";
+    }
+
+    // What the learner should know about the mask of this run: the padding tokens' own rows, and
+    // what a way of masking other than −∞ before softmax did here, measured.
+    void note_mask(const Mask& mask) {
+        if (auto note = padding_note(mask_, trace_.tokens)) add_note(trace_, std::move(*note));
+        if (method_.standard()) return;
+        double leaked = 0, shortest = 1;  // the largest weight on a hidden key; the smallest row sum
+        for (const Stage& stage : trace_.stages) {
+            if (stage.id != StageId::weights) continue;
+            for (Eigen::Index r = 0; r < stage.row_count(); ++r) {
+                if (mask.allowed.row(r).any()) shortest = std::min(shortest, (*stage.row_sums)(r));
+                for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+                    if (!mask.allowed(r, c)) leaked = std::max(leaked, stage.data(r, c));
+            }
+        }
+        if (method_.after_softmax)
+            add_note(trace_, fmt::format("--mask-after-softmax: softmax ran over every key, then the hidden keys' weights "
+                                         "were set to 0 and the rows not divided again, so they no longer sum to 1 (the "
+                                         "smallest sum of a row that sees any key is {:.6g}); −∞ before softmax is the "
+                                         "same as zeroing and then dividing by what is left",
+                                         shortest));
+        else
+            add_note(trace_, fmt::format("--mask-fill: the hidden scores are {} instead of −∞, an ordinary number to "
+                                         "softmax; the largest weight a hidden key got in this run is {}",
+                                         fill_text(), leaked == 0 ? "0 (exactly)" : fmt::format("{:.6g}", leaked)));
     }
 
     // The heads side by side, the output and what each head adds to it.
@@ -284,6 +420,8 @@ private:
     const ModeSpec& mode_;
     const ScaleSetting& scale_;
     const HeadLayout& layout_;
+    const MaskSpec& mask_;
+    const MaskMethod& method_;
     StageBuilder stages_;
     const Labels tokens_;  // shared by every stage
 };
@@ -330,8 +468,23 @@ SingleWeights weights_for(const Sequence& sequence, const std::optional<Projecti
     return w;
 }
 
+// The mask of a single-sequence run: the mode's causal one, --window, and the tokens the
+// input names as padding ("<pad>" when it names none).
+MaskSpec mask_for(const Sequence& sequence, const std::optional<std::vector<std::string>>& padding,
+                  const TraceOptions& options) {
+    MaskSpec spec;
+    spec.causal = mode_spec(options.mode).causal;
+    spec.window = options.window;
+    const std::vector<std::string> pads = padding.value_or(std::vector<std::string>{"<pad>"});
+    spec.padding.assign(sequence.tokens.size(), false);
+    for (std::size_t i = 0; i < sequence.tokens.size(); ++i)
+        spec.padding[i] = std::find(pads.begin(), pads.end(), sequence.tokens[i]) != pads.end();
+    return spec;
+}
+
 // `w` moves into the trace.
-Trace trace_with(const Sequence& sequence, SingleWeights w, const TraceOptions& options, const std::string& origin) {
+Trace trace_with(const Sequence& sequence, SingleWeights w, const MaskSpec& mask, const PositionSetting& positions,
+                 const TraceOptions& options, const std::string& origin) {
     const ModeSpec& mode = mode_spec(options.mode);
     Trace trace;
     trace.origin = origin;
@@ -343,17 +496,25 @@ Trace trace_with(const Sequence& sequence, SingleWeights w, const TraceOptions& 
     trace.notes = w.notes;
     trace.tokens = sequence.tokens;
     trace.temperature = options.temperature;
+    trace.positions = positions.scheme;
+    trace.first_position = positions.first;
     Projections* p = w.projections ? &*w.projections : nullptr;
     const ScaleSetting scale{options.scale.value_or(mode.default_scale()), options.scale_value};
     const HeadLayout& layout = w.layout;
+    const MaskMethod& method = options.mask_method;
     if (options.dtype == Dtype::float32)
-        SingleStages<float>(trace, mode, scale, layout)
-            .record(attend<float>(sequence.vectors, p, layout, mode, scale, options.normalization, options.temperature), p,
-                    w.output_generated);
+        SingleStages<float>(trace, mode, scale, layout, mask, method)
+            .record(attend<float>(sequence.vectors, p, layout, mask, method, scale, options.normalization,
+                                  options.temperature, positions),
+                    p, w.output_generated);
     else
-        SingleStages<double>(trace, mode, scale, layout)
-            .record(attend<double>(sequence.vectors, p, layout, mode, scale, options.normalization, options.temperature), p,
-                    w.output_generated);
+        SingleStages<double>(trace, mode, scale, layout, mask, method)
+            .record(attend<double>(sequence.vectors, p, layout, mask, method, scale, options.normalization,
+                                   options.temperature, positions),
+                    p, w.output_generated);
+    if (options.query && !options.mask_method.standard() && mask.any())
+        throw UsageError("--query works through the standard mask (−∞ before softmax); the weights table and the notes "
+                         "show what --mask-fill and --mask-after-softmax do");
     if (options.query)
         trace.worked = work_through(trace, find_query_row(trace.tokens, *options.query), options.head.value_or(1));
     return trace;
@@ -368,6 +529,7 @@ SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
     if (options.score != Score::additive)
         throw UsageError(fmt::format("--score {} applies to mode bahdanau only", to_string(options.score)));
     HeadCounts counts = head_counts(*single, options, problem.origin);
+    PositionSetting positions = position_setting(*single, options);
     std::vector<std::string> notes;
     if (!mode.takes_heads) {  // --heads itself is refused with the other options (check_options_for_mode)
         if (counts.heads > 1 || counts.kv_heads > 1)
@@ -376,21 +538,40 @@ SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
                                         counts.heads, mode.name()));
         counts = HeadCounts{};
     }
-    SingleSetup setup{&single->sequence, weights_for(single->sequence, single->weights, counts, options, problem.origin)};
+    if (!mode.takes_positions() && positions.any()) {  // --positions, likewise
+        notes.push_back(fmt::format("the input's positions (\"{}\") are not used: {} mode has no position information "
+                                    "(try --mode self)",
+                                    to_string(positions.scheme), mode.name()));
+        positions = PositionSetting{};
+    }
+    SingleSetup setup{&single->sequence, weights_for(single->sequence, single->weights, counts, options, problem.origin),
+                      positions, mask_for(single->sequence, single->padding, options)};
+    if (const HeadLayout& l = setup.weights.layout; l.grouped()) {
+        const Eigen::Index cached = l.kv_heads * (l.d_head + l.d_v), full = l.heads * (l.d_head + l.d_v);
+        notes.push_back(fmt::format("grouped-query attention: {} key/value head{} for {} query heads, {} query heads to "
+                                    "each; the keys and values of one token are {} numbers, against {} with a key/value "
+                                    "head per query head",
+                                    l.kv_heads, l.kv_heads == 1 ? "" : "s", l.heads, l.heads / l.kv_heads, cached, full));
+    }
     setup.weights.notes.insert(setup.weights.notes.begin(), notes.begin(), notes.end());
+    require_even_head(positions, setup.weights.layout.d_head, counts.heads, counts.from_options,
+                      single->weights.has_value(), problem.origin);
     return setup;
 }
 
 Trace trace_single_problem(const Problem& problem, const TraceOptions& options) {
     SingleSetup setup = setup_single(problem, options);
-    return trace_with(*setup.sequence, std::move(setup.weights), options, problem.origin);
+    return trace_with(*setup.sequence, std::move(setup.weights), setup.mask, setup.positions, options, problem.origin);
 }
 
 Trace trace_single(const Sequence& sequence, const Projections* weights, const TraceOptions& options,
                    const std::string& origin) {
     const std::optional<Projections> given = weights ? std::optional<Projections>(*weights) : std::nullopt;
     const HeadCounts counts = head_counts(SingleSequenceInput{}, options, origin);
-    return trace_with(sequence, weights_for(sequence, given, counts, options, origin), options, origin);
+    const PositionSetting positions = position_setting(SingleSequenceInput{}, options);
+    SingleWeights w = weights_for(sequence, given, counts, options, origin);
+    require_even_head(positions, w.layout.d_head, counts.heads, counts.from_options, weights != nullptr, origin);
+    return trace_with(sequence, std::move(w), mask_for(sequence, std::nullopt, options), positions, options, origin);
 }
 
 }  // namespace attntrace

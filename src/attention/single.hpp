@@ -2,6 +2,8 @@
 #pragma once
 
 #include "attention/heads.hpp"
+#include "attention/masks.hpp"
+#include "attention/positions.hpp"
 #include "attention/trace.hpp"
 #include "core/problem.hpp"
 #include "core/stage.hpp"
@@ -23,10 +25,13 @@ struct SingleWeights {
 };
 
 // The sequence of `problem` and its weights for `options.mode`, after the checks every
-// single-sequence mode shares: the input fits the mode, --dim and --score make sense.
+// single-sequence mode shares: the input fits the mode, --dim and --score make sense, RoPE
+// has heads of an even size.
 struct SingleSetup {
     const Sequence* sequence = nullptr;
     SingleWeights weights;
+    PositionSetting positions;  // none in a mode without position information
+    MaskSpec mask;  // the mode's causal mask, --window, the input's padding tokens
 };
 SingleSetup setup_single(const Problem& problem, const TraceOptions& options);
 

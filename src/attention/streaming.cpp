@@ -78,8 +78,8 @@ void scan_top_keys(std::vector<std::pair<T, Eigen::Index>>& best, std::size_t to
     }
 }
 
-// pass 1: S = Q_block·K_blockᵀ / √d_k, with the keys after each query (causal) set to
-// `lowest`, whose exp(lowest − m) is 0.
+// pass 1: S = Q_block·K_blockᵀ / √d_k, with the keys a query may not see (after it when
+// causal, outside its window, padding) set to `lowest`, whose exp(lowest − m) is 0.
 template <typename T>
 void block_scores(const MatrixT<T>& q, const MatrixT<T>& k, const StreamOptions& options, Eigen::Index first,
                   Eigen::Index rows, Eigen::Index key, Eigen::Index cols, Eigen::Ref<MatrixT<T>> scores, T lowest) {
@@ -88,26 +88,38 @@ void block_scores(const MatrixT<T>& q, const MatrixT<T>& k, const StreamOptions&
     if (options.causal && key + cols - 1 > first)
         for (Eigen::Index r = 0; r < rows; ++r)
             for (Eigen::Index c = std::max<Eigen::Index>(0, first + r + 1 - key); c < cols; ++c) scores(r, c) = lowest;
+    if (options.window > 0)  // keys at distance W or more (before the query; after it too unless causal)
+        for (Eigen::Index r = 0; r < rows; ++r)
+            for (Eigen::Index c = 0; c < cols; ++c) {
+                const Eigen::Index distance = first + r - (key + c);
+                if (distance >= options.window || (!options.causal && -distance >= options.window)) scores(r, c) = lowest;
+            }
+    if (options.padding)
+        for (Eigen::Index c = 0; c < cols; ++c)
+            if ((*options.padding)[static_cast<std::size_t>(key + c)]) scores.col(c).setConstant(lowest);
 }
 
 // passes 2 and 3 for row r of a block: the running max m grows to the block's, what came
 // before is rescaled by e^(m_old − m_new), and the block's e^(s − m) join the running sum l,
 // the accumulated values (pass 4) and Σ e^(s − m)(s − m), which gives the entropy.
+// Until a row has seen a key it may see, its max is at most `lowest` and what it summed is
+// only hidden keys: it is dropped, not rescaled (the rescaling would multiply 0 by an overflow).
 template <typename T>
-T online_softmax_row(Scratch<T>& s, Eigen::Index r, Eigen::Index cols) {
+T online_softmax_row(Scratch<T>& s, Eigen::Index r, Eigen::Index cols, T lowest) {
     auto scores = s.scores.row(r).head(cols);
     auto probs = s.probs.row(r).head(cols);
     const T block_max = scores.maxCoeff();
     const T old_max = s.max(r);
     const T new_max = std::max(old_max, block_max);
-    const T rescale = std::exp(old_max - new_max);  // 0 on the first block
+    const bool fresh = !(old_max > lowest);  // the first block, or nothing seen before
+    const T rescale = fresh ? T(0) : std::exp(old_max - new_max);
     probs = (scores.array() - new_max).exp().matrix();
     const T block_sum = probs.sum();
     const T block_spread = (probs.array() * (scores.array() - new_max)).sum();
     const T old_sum = s.sum(r);
     // Σ e^(s−m_old)(s − m_old) becomes Σ e^(s−m_new)(s − m_new) = rescale·(that − Δm·l)
-    s.spread(r) = old_sum > 0 ? rescale * (s.spread(r) - (new_max - old_max) * old_sum) + block_spread : block_spread;
-    s.sum(r) = rescale * old_sum + block_sum;
+    s.spread(r) = fresh ? block_spread : rescale * (s.spread(r) - (new_max - old_max) * old_sum) + block_spread;
+    s.sum(r) = fresh ? block_sum : rescale * old_sum + block_sum;
     s.max(r) = new_max;
     s.acc.row(r) *= rescale;
     return block_max;
@@ -115,10 +127,18 @@ T online_softmax_row(Scratch<T>& s, Eigen::Index r, Eigen::Index cols) {
 
 // The summary of each row of a finished block: its top keys with their weights
 // e^(s − m)/l, its largest weight 1/l (the max key has e^0), its entropy, its context.
+// A row that saw no key at all (every key hidden: padding) has weights 0, entropy 0 and a
+// context of 0, as in the trace.
 template <typename T>
 void finish_block(const Scratch<T>& s, const StreamOptions& options, Eigen::Index first, Eigen::Index rows,
-                  StreamResult& result) {
+                  StreamResult& result, T lowest) {
     for (Eigen::Index r = 0; r < rows; ++r) {
+        if (!(s.max(r) > lowest)) {
+            QuerySummary& out = result.queries[static_cast<std::size_t>(first + r)];
+            out.max_weight = out.entropy = 0;
+            if (options.context) result.context.row(first + r).setZero();
+            continue;
+        }
         const double m = static_cast<double>(s.max(r));
         const double l = static_cast<double>(s.sum(r));
         QuerySummary& out = result.queries[static_cast<std::size_t>(first + r)];
@@ -136,41 +156,51 @@ template <typename T>
 void query_block(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v, const StreamOptions& options,
                  Eigen::Index first, Eigen::Index rows, Scratch<T>& s, StreamResult& result) {
     constexpr T lowest = -std::numeric_limits<T>::max();  // a masked score: exp(lowest − m) = 0
-    // Causal: keys after the block's last query are never seen, so their blocks are skipped.
-    const Eigen::Index key_end = options.causal ? first + rows : k.rows();
+    // Causal: keys after the block's last query are never seen, so their blocks are skipped;
+    // a window skips the keys further than W from every query of the block.
+    Eigen::Index key_begin = 0, key_end = options.causal ? first + rows : k.rows();
+    if (options.window > 0) {
+        key_begin = std::max<Eigen::Index>(0, first - options.window + 1);
+        if (!options.causal) key_end = std::min(k.rows(), first + rows + options.window - 1);
+    }
     s.max.head(rows).setConstant(-std::numeric_limits<T>::infinity());
     s.sum.head(rows).setZero();
     s.spread.head(rows).setZero();
     s.acc.topRows(rows).setZero();
     for (Eigen::Index r = 0; r < rows; ++r) s.best[static_cast<std::size_t>(r)].clear();
 
-    for (Eigen::Index key = 0; key < key_end; key += stream_key_block) {
+    for (Eigen::Index key = key_begin; key < key_end; key += stream_key_block) {
         const Eigen::Index cols = std::min(stream_key_block, key_end - key);
         block_scores<T>(q, k, options, first, rows, key, cols, s.scores.topLeftCorner(rows, cols), lowest);
         for (Eigen::Index r = 0; r < rows; ++r) {
-            const T block_max = online_softmax_row(s, r, cols);
+            const T block_max = online_softmax_row(s, r, cols, lowest);
             scan_top_keys(s.best[static_cast<std::size_t>(r)], options.top, &s.scores(r, 0), cols, key, block_max, lowest);
         }
         // pass 4: the weighted sum of this block's values
         s.acc.topRows(rows).noalias() += s.probs.topLeftCorner(rows, cols) * v.middleRows(key, cols);
     }
-    finish_block(s, options, first, rows, result);
+    finish_block(s, options, first, rows, result, lowest);
 }
 
 }  // namespace
 
 template <typename T>
-StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v,
-                              const StreamOptions& options) {
-    const Eigen::Index n = q.rows();
-    StreamResult result;
-    result.queries.resize(static_cast<std::size_t>(n));
-    if (options.context) result.context.resize(n, v.cols());
+std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, const StreamOptions& options) {
+    const auto h_count = static_cast<Eigen::Index>(heads.size());
+    const Eigen::Index n = h_count == 0 ? 0 : heads.front().q->rows();
+    const Eigen::Index d_v = h_count == 0 ? 0 : heads.front().v->cols();
+    std::vector<StreamResult> results(heads.size());
+    for (StreamResult& result : results) {
+        result.queries.resize(static_cast<std::size_t>(n));
+        if (options.context) result.context.resize(n, d_v);
+    }
     const Eigen::Index blocks = (n + stream_query_block - 1) / stream_query_block;
+    const std::size_t all_rows = static_cast<std::size_t>(n) * heads.size();
     std::atomic<std::size_t> done{0};
     RegionErrors errors;  // the scratch, the products and the top lists allocate
-    // options.rows_done: which blocks are finished, and how far from the start all of them are.
-    std::vector<char> finished(options.rows_done ? static_cast<std::size_t>(blocks) : 0, 0);
+    // options.rows_done: how many heads of each query block are finished, and how far from the
+    // start all blocks are.
+    std::vector<Eigen::Index> finished(options.rows_done ? static_cast<std::size_t>(blocks) : 0, 0);
     Eigen::Index reported = 0;
     std::mutex reporting;
     const bool in_order = static_cast<bool>(options.rows_done);
@@ -178,27 +208,31 @@ StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const Ma
     {
         const FlushDenormals flush;
         std::optional<Scratch<T>> scratch;
-        errors.run([&] { scratch.emplace(stream_query_block, stream_key_block, v.cols(), options.top); });
-        // Dynamic: in causal mode the later blocks see more keys and take longer, so they are
-        // handed out first, leaving the short ones to even out the end.
+        errors.run([&] { scratch.emplace(stream_query_block, stream_key_block, d_v, options.top); });
+        // One turn is one query block of one head. Dynamic: in causal mode the later blocks see
+        // more keys and take longer, so they are handed out first (every head's), leaving the
+        // short ones to even out the end.
 #pragma omp for schedule(dynamic, 1)
-        for (Eigen::Index turn = 0; turn < blocks; ++turn) {
+        for (Eigen::Index turn = 0; turn < blocks * h_count; ++turn) {
             if (!scratch) continue;  // its allocation failed: the error is kept
             errors.run([&] {
-                const Eigen::Index block = options.causal && !in_order ? blocks - 1 - turn : turn;
+                const Eigen::Index head = turn % h_count, order = turn / h_count;
+                // Causal blocks longest first, unless the rows are wanted in order.
+                const Eigen::Index block = options.causal && !in_order ? blocks - 1 - order : order;
                 const Eigen::Index first = block * stream_query_block;
                 const Eigen::Index rows = std::min(stream_query_block, n - first);
-                query_block(q, k, v, options, first, rows, *scratch, result);
+                const StreamHead<T>& h = heads[static_cast<std::size_t>(head)];
+                query_block(*h.q, *h.k, *h.v, options, first, rows, *scratch, results[static_cast<std::size_t>(head)]);
                 const std::size_t now = done += static_cast<std::size_t>(rows);
-                if (options.progress && omp_get_thread_num() == 0) options.progress(now, static_cast<std::size_t>(n));
+                if (options.progress && omp_get_thread_num() == 0) options.progress(now, all_rows);
                 if (in_order) {
                     const std::lock_guard lock(reporting);
-                    finished[static_cast<std::size_t>(block)] = 1;
+                    ++finished[static_cast<std::size_t>(block)];
                     const Eigen::Index from = reported;
-                    while (reported < blocks && finished[static_cast<std::size_t>(reported)]) ++reported;
+                    while (reported < blocks && finished[static_cast<std::size_t>(reported)] == h_count) ++reported;
                     if (reported > from) {
                         const Eigen::Index end = std::min(n, reported * stream_query_block);
-                        options.rows_done(result, static_cast<std::size_t>(from * stream_query_block),
+                        options.rows_done(results, static_cast<std::size_t>(from * stream_query_block),
                                           static_cast<std::size_t>(end - from * stream_query_block));
                     }
                 }
@@ -206,9 +240,18 @@ StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const Ma
         }
     }
     errors.rethrow();
-    return result;
+    return results;
 }
 
+template <typename T>
+StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v,
+                              const StreamOptions& options) {
+    // Qualified: StreamOptions brings the public stream_heads in by argument-dependent lookup.
+    return std::move(ATTNTRACE_ISA::stream_heads<T>({StreamHead<T>{&q, &k, &v}}, options).front());
+}
+
+template std::vector<StreamResult> stream_heads<float>(const std::vector<StreamHead<float>>&, const StreamOptions&);
+template std::vector<StreamResult> stream_heads<double>(const std::vector<StreamHead<double>>&, const StreamOptions&);
 template StreamResult stream_attention<float>(const MatrixT<float>&, const MatrixT<float>&,
                                               const MatrixT<float>&, const StreamOptions&);
 template StreamResult stream_attention<double>(const MatrixT<double>&, const MatrixT<double>&,

@@ -30,16 +30,18 @@ struct StreamResult;
 
 struct StreamOptions {
     bool causal = false;
+    Eigen::Index window = 0;                  // > 0: keys j with i − W < j ≤ i (causal) or |i − j| < W
+    const std::vector<bool>* padding = nullptr;  // per key: a padding token, never attended to
     double scale = 1;              // 1/√d_k (1 in plain mode)
     std::size_t top = 3;
     bool context = false;          // also return Z = A·V
     // Called now and then with (rows done, rows in all), from one thread at a time.
     std::function<void(std::size_t, std::size_t)> progress;
     // For output written as it is computed (--format jsonl): called in query order, from one
-    // thread at a time, with each run of rows [first, first + count) whose results are
-    // complete, as soon as every row before them is. With it, query blocks are handed out in
-    // order, the causal path's included.
-    std::function<void(const StreamResult&, std::size_t first, std::size_t count)> rows_done;
+    // thread at a time, with the results of every head and each run of rows [first, first +
+    // count) that every head has finished, as soon as every row before them is. With it, query
+    // blocks are handed out in order, the causal path's included.
+    std::function<void(const std::vector<StreamResult>&, std::size_t first, std::size_t count)> rows_done;
 };
 
 struct StreamResult {
@@ -53,6 +55,18 @@ struct StreamResult {
 template <typename T>
 StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v,
                               const StreamOptions& options);
+
+// Several heads at once: every (head, query block) pair is one piece of parallel work, so the
+// heads run side by side. Each head's matrices are its own (a head's columns of Q, K and V);
+// heads may share K and V (grouped-query attention). Every head's V has the same width.
+template <typename T>
+struct StreamHead {
+    const MatrixT<T>* q;
+    const MatrixT<T>* k;
+    const MatrixT<T>* v;
+};
+template <typename T>
+std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, const StreamOptions& options);
 
 inline constexpr Eigen::Index stream_query_block = 64;
 inline constexpr Eigen::Index stream_key_block = 256;

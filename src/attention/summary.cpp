@@ -3,6 +3,7 @@
 #include "attention/kernels.hpp"
 #include "attention/modes.hpp"
 #include "attention/overflow.hpp"
+#include "attention/positions.hpp"
 #include "attention/single.hpp"
 #include "util/parallel.hpp"
 #include "core/error.hpp"
@@ -90,42 +91,157 @@ bool project_all(const Matrix& x, const Projections& w, MatrixT<T>& q, MatrixT<T
     return finite;
 }
 
+// Columns first … first + count − 1 of m, as a matrix of their own (a head's share).
 template <typename T>
-StreamResult stream(const Sequence& sequence, const std::optional<Projections>& w, const TraceOptions& trace_options,
-                    const SummaryOptions& options, Summary& summary) {
+MatrixT<T> columns(const MatrixT<T>& m, Eigen::Index first, Eigen::Index count) {
+    return m.middleCols(first, count);
+}
+
+// Sinusoidal positions: the embeddings plus their encodings, added in T as the trace adds them
+// (held as double, which holds a float exactly). Without them, the embeddings themselves.
+template <typename T>
+Matrix inputs_with_positions(const Matrix& embeddings, const PositionSetting& positions) {
+    if (positions.scheme != PositionScheme::sinusoidal) return embeddings;
+    const MatrixT<T> x = embeddings.cast<T>() + sinusoidal_encoding(embeddings.rows(), embeddings.cols(), positions.first).cast<T>();
+    return x.template cast<double>();
+}
+
+template <typename T>
+std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<Projections>& w, const HeadLayout& layout,
+                                 const MaskSpec& mask, const PositionSetting& positions, const TraceOptions& trace_options,
+                                 const SummaryOptions& options, Summary& summary) {
     MatrixT<T> x, q, k, v;
+    const Matrix inputs = inputs_with_positions<T>(sequence.vectors, positions);
     if (w) {
-        if (!project_all<T>(sequence.vectors, *w, q, k, v))  // float32 overflows sooner: name the entry
-            require_finite<T>(sequence.vectors.cast<T>(), StageId::inputs, summary.tokens, "x", summary.origin);
+        if (!project_all<T>(inputs, *w, q, k, v))  // float32 overflows sooner: name the entry
+            require_finite<T>(inputs.cast<T>(), StageId::inputs, summary.tokens, "x", summary.origin);
         require_finite<T>(q, StageId::queries, summary.tokens, "q", summary.origin);
         require_finite<T>(k, StageId::keys, summary.tokens, "k", summary.origin);
         require_finite<T>(v, StageId::values, summary.tokens, "v", summary.origin);
     } else {
-        x = sequence.vectors.cast<T>();
+        x = inputs.cast<T>();
         require_finite<T>(x, StageId::inputs, summary.tokens, "x", summary.origin);
     }
     const MatrixT<T>& queries = w ? q : x;
     const MatrixT<T>& keys = w ? k : x;
     const MatrixT<T>& values = w ? v : x;
-    summary.dims = {{"d_in", sequence.vectors.cols()}, {"d_k", keys.cols()}, {"d_v", values.cols()}};
+    // Each head's columns (one head: the matrices themselves); consecutive query heads share
+    // a key/value head in grouped-query attention.
+    std::vector<MatrixT<T>> head_q, head_k, head_v;
+    std::vector<StreamHead<T>> heads;
+    if (layout.several()) {
+        for (int g = 1; g <= layout.kv_heads; ++g) {
+            head_k.push_back(columns<T>(keys, (g - 1) * layout.d_head, layout.d_head));
+            head_v.push_back(columns<T>(values, (g - 1) * layout.d_v, layout.d_v));
+        }
+        for (int h = 1; h <= layout.heads; ++h) head_q.push_back(columns<T>(queries, (h - 1) * layout.d_head, layout.d_head));
+        for (int h = 1; h <= layout.heads; ++h) {
+            const auto g = static_cast<std::size_t>(layout.kv_head_of(h) - 1);
+            heads.push_back({&head_q[static_cast<std::size_t>(h - 1)], &head_k[g], &head_v[g]});
+        }
+    } else {
+        heads.push_back({&queries, &keys, &values});
+    }
+    // RoPE: every query head's queries and every key/value head's keys turned by their
+    // positions' angles before they are scored; the values stay as they are.
+    std::vector<MatrixT<T>> rotated_q, rotated_k;
+    if (positions.scheme == PositionScheme::rope) {
+        const Eigen::Index d_head = heads.front().q->cols();
+        const Matrix angles = rotary_angles(queries.rows(), d_head, positions.first);
+        for (const StreamHead<T>& h : heads) rotated_q.push_back(rotate_half<T>(*h.q, angles));
+        const std::vector<MatrixT<T>>& key_heads = layout.several() ? head_k : std::vector<MatrixT<T>>{keys};
+        for (const MatrixT<T>& key_head : key_heads) rotated_k.push_back(rotate_half<T>(key_head, angles));
+        for (std::size_t h = 0; h < heads.size(); ++h) {
+            const auto g = layout.several() ? static_cast<std::size_t>(layout.kv_head_of(static_cast<int>(h) + 1) - 1) : 0;
+            heads[h].q = &rotated_q[h];
+            heads[h].k = &rotated_k[g];
+        }
+    }
     StreamOptions stream_options;
     const ModeSpec& mode = mode_spec(trace_options.mode);
+    const Eigen::Index d_scaled = heads.front().q->cols();  // d_k, or d_head
     summary.scale_rule = trace_options.scale.value_or(mode.default_scale());
-    summary.scale = scale_divisor(summary.scale_rule, trace_options.scale_value, keys.cols());
+    summary.scale = scale_divisor(summary.scale_rule, trace_options.scale_value, d_scaled);
     summary.temperature = trace_options.temperature;
     stream_options.causal = mode.causal;
+    stream_options.window = mask.window.value_or(0);
+    if (std::find(mask.padding.begin(), mask.padding.end(), true) != mask.padding.end()) stream_options.padding = &mask.padding;
     // softmax(S / (divisor · T)), as one factor on the scores
     stream_options.scale = 1.0 / summary.scale / summary.temperature;
     stream_options.top = options.top;
     stream_options.context = options.context;
     stream_options.progress = options.progress;
+    bool stopped = false;  // an output row overflowed: no later rows either
     if (options.rows_done)
-        stream_options.rows_done = [&](const StreamResult& partial, std::size_t first, std::size_t count) {
-            options.rows_done(summary, partial, first, count);
+        stream_options.rows_done = [&](const std::vector<StreamResult>& partial, std::size_t first, std::size_t count) {
+            if (stopped) return;
+            SummaryRows rows;
+            rows.first = first;
+            rows.count = count;
+            for (std::size_t h = 0; h < partial.size(); ++h) {
+                const int head = layout.several() ? static_cast<int>(h) + 1 : 0;
+                rows.heads.push_back({head, layout.grouped() ? layout.kv_head_of(head) : 0, &partial[h].queries});
+            }
+            if (options.context) {
+                const auto first_row = static_cast<Eigen::Index>(first), n = static_cast<Eigen::Index>(count);
+                if (w && w->output) {  // the heads' rows side by side, through W_o, as output_of() does
+                    const Eigen::Index d_v = partial.front().context.cols();
+                    MatrixT<T> concat(n, d_v * static_cast<Eigen::Index>(partial.size()));
+                    for (std::size_t h = 0; h < partial.size(); ++h)
+                        concat.middleCols(static_cast<Eigen::Index>(h) * d_v, d_v) =
+                            partial[h].context.middleRows(first_row, n).template cast<T>();
+                    const MatrixT<T> output = project<T>(concat, w->output->cast<T>());
+                    if (!output.allFinite()) {  // output_of() names the entry once the run is over
+                        stopped = true;
+                        return;
+                    }
+                    rows.context = output.template cast<double>();
+                    rows.context_is_output = true;
+                } else {
+                    rows.context = partial.front().context.middleRows(first_row, n);
+                }
+            }
+            options.rows_done(summary, rows);
         };
-    StreamResult result = stream_attention<T>(queries, keys, values, stream_options);
-    require_finite_scores<T>(result, queries, keys, summary, stream_options.scale, stream_options.causal);
-    return result;
+    std::vector<StreamResult> results = stream_heads<T>(heads, stream_options);
+    for (std::size_t h = 0; h < results.size(); ++h)
+        require_finite_scores<T>(results[h], *heads[h].q, *heads[h].k, summary, stream_options.scale, stream_options.causal);
+    return results;
+}
+
+// The heads' context vectors side by side and mixed by W_o (one head: Z·W_o), computed in T
+// as the trace computes them.
+template <typename T>
+Matrix output_of(const std::vector<StreamResult>& results, const Matrix& w_o, const Summary& summary) {
+    const Eigen::Index n = results.front().context.rows(), d_v = results.front().context.cols();
+    MatrixT<T> concat(n, d_v * static_cast<Eigen::Index>(results.size()));
+    for (std::size_t h = 0; h < results.size(); ++h)
+        concat.middleCols(static_cast<Eigen::Index>(h) * d_v, d_v) = results[h].context.cast<T>();
+    const MatrixT<T> output = project<T>(concat, w_o.cast<T>());
+    require_finite<T>(output, StageId::output, summary.tokens, "o", summary.origin);
+    return output.template cast<double>();
+}
+
+// One head's summary read off the trace's weights (head 0: the only one).
+HeadSummary summarize_head(const Trace& trace, int head, std::size_t top) {
+    const Stage& weights_stage = trace.at(StageId::weights, head);
+    const Matrix& weights = weights_stage.data;
+    HeadSummary out{head, weights_stage.kv_head, {}};
+    for (Eigen::Index i = 0; i < weights.rows(); ++i) {
+        std::vector<Eigen::Index> order(static_cast<std::size_t>(weights.cols()));
+        std::iota(order.begin(), order.end(), Eigen::Index{0});
+        std::stable_sort(order.begin(), order.end(),
+                         [&](Eigen::Index a, Eigen::Index b) { return weights(i, a) > weights(i, b); });
+        QuerySummary q;
+        const auto visible = [&](Eigen::Index j) { return weights(i, j) > 0 || !weights_stage.is_masked(i, j); };
+        for (const Eigen::Index j : order)
+            if (q.top.size() < top && visible(j)) q.top.push_back({j, weights(i, j)});
+        q.max_weight = weights.row(i).maxCoeff();
+        for (Eigen::Index j = 0; j < weights.cols(); ++j)
+            if (weights(i, j) > 0) q.entropy -= weights(i, j) * std::log(weights(i, j));
+        out.queries.push_back(std::move(q));
+    }
+    return out;
 }
 
 }  // namespace
@@ -133,9 +249,9 @@ StreamResult stream(const Sequence& sequence, const std::optional<Projections>& 
 Summary summarize(const Problem& problem, const TraceOptions& trace_options, const SummaryOptions& options) {
     check_options_for_mode(trace_options);
     const SingleSetup setup = setup_single(problem, trace_options);
-    if (setup.weights.layout.heads > 1 || setup.weights.projections && setup.weights.projections->output)
-        throw UsageError("--summary follows one head without an output projection for now: run several heads, or W_o, "
-                         "without --summary");
+    if (!trace_options.mask_method.standard())
+        throw UsageError("--mask-fill and --mask-after-softmax show a wrong way of masking in the full tables; --summary "
+                         "masks the right way only");
     Summary summary;
     summary.mode = trace_options.mode;
     summary.dtype = trace_options.dtype;
@@ -145,14 +261,34 @@ Summary summarize(const Problem& problem, const TraceOptions& trace_options, con
     summary.weights = setup.weights.origin;
     summary.seed = trace_options.seed;
     summary.notes = setup.weights.notes;
-    describe_run(summary, problem);
+    if (auto note = padding_note(setup.mask, summary.tokens)) summary.notes.push_back(std::move(*note));
+    summary.window = setup.mask.window.has_value();
+    summary.padding = std::find(setup.mask.padding.begin(), setup.mask.padding.end(), true) != setup.mask.padding.end();
     summary.top = options.top;
     const auto& w = setup.weights.projections;
-    StreamResult result = trace_options.dtype == Dtype::float32
-                              ? stream<float>(*setup.sequence, w, trace_options, options, summary)
-                              : stream<double>(*setup.sequence, w, trace_options, options, summary);
-    summary.queries = std::move(result.queries);
-    if (options.context) summary.context = std::move(result.context);
+    const HeadLayout& layout = setup.weights.layout;
+    const Eigen::Index d_in = setup.sequence->vectors.cols();
+    summary.dims = dims_of(layout, d_in, w ? w->query.cols() : d_in, w ? w->value.cols() : d_in);
+    summary.heads = layout.heads;
+    summary.kv_heads = layout.kv_heads;
+    summary.positions = setup.positions.scheme;
+    summary.first_position = setup.positions.first;
+    describe_run(summary, problem, trace_options);
+    std::vector<StreamResult> results =
+        trace_options.dtype == Dtype::float32
+            ? stream<float>(*setup.sequence, w, layout, setup.mask, setup.positions, trace_options, options, summary)
+            : stream<double>(*setup.sequence, w, layout, setup.mask, setup.positions, trace_options, options, summary);
+    for (std::size_t h = 0; h < results.size(); ++h) {
+        const int head = layout.several() ? static_cast<int>(h) + 1 : 0;
+        summary.per_head.push_back({head, layout.grouped() ? layout.kv_head_of(head) : 0, std::move(results[h].queries)});
+    }
+    if (options.context && w && w->output) {
+        summary.context = trace_options.dtype == Dtype::float32 ? output_of<float>(results, *w->output, summary)
+                                                                : output_of<double>(results, *w->output, summary);
+        summary.context_is_output = true;
+    } else if (options.context) {
+        summary.context = std::move(results.front().context);
+    }
     return summary;
 }
 
@@ -161,23 +297,14 @@ Summary summarize_trace(const Trace& trace, const SummaryOptions& options) {
     static_cast<RunHeader&>(summary) = trace;
     summary.tokens = trace.tokens;
     summary.top = options.top;
-    const Stage& weights_stage = trace.at(StageId::weights);
-    const Matrix& weights = weights_stage.data;
-    for (Eigen::Index i = 0; i < weights.rows(); ++i) {
-        std::vector<Eigen::Index> order(static_cast<std::size_t>(weights.cols()));
-        std::iota(order.begin(), order.end(), Eigen::Index{0});
-        std::stable_sort(order.begin(), order.end(),
-                         [&](Eigen::Index a, Eigen::Index b) { return weights(i, a) > weights(i, b); });
-        QuerySummary q;
-        const auto visible = [&](Eigen::Index j) { return weights(i, j) > 0 || !weights_stage.is_masked(i, j); };
-        for (const Eigen::Index j : order)
-            if (q.top.size() < options.top && visible(j)) q.top.push_back({j, weights(i, j)});
-        q.max_weight = weights.row(i).maxCoeff();
-        for (Eigen::Index j = 0; j < weights.cols(); ++j)
-            if (weights(i, j) > 0) q.entropy -= weights(i, j) * std::log(weights(i, j));
-        summary.queries.push_back(std::move(q));
+    for (int head = trace.heads > 1 ? 1 : 0; head <= (trace.heads > 1 ? trace.heads : 0); ++head)
+        summary.per_head.push_back(summarize_head(trace, head, options.top));
+    if (const Stage* output = trace.find(StageId::output); options.context && output) {
+        summary.context = output->data;
+        summary.context_is_output = true;
+    } else if (options.context) {
+        summary.context = trace.at(StageId::context).data;
     }
-    if (options.context) summary.context = trace.at(StageId::context).data;
     return summary;
 }
 

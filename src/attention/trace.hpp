@@ -2,6 +2,7 @@
 // mode's trace function is in the mode table (attention/modes.hpp).
 #pragma once
 
+#include "attention/masks.hpp"
 #include "core/generator.hpp"
 #include "core/problem.hpp"
 #include "core/stage.hpp"
@@ -20,12 +21,17 @@ struct TraceOptions {
     Dtype dtype = Dtype::float64;
     Score score = Score::additive;      // bahdanau mode only
     std::optional<std::string> query;   // --query: work through this row (token or 1-based position)
+    std::optional<Eigen::Index> tiles;  // --tiles: and through its online softmax, this many keys a tile
     std::optional<ScaleRule> scale;     // --scale; absent: the mode's own (√d_k, or none)
     double scale_value = 1;             // the divisor of ScaleRule::value
     double temperature = 1;             // --temperature: softmax(S / T)
     std::optional<int> heads;           // --heads: attention heads (self and causal)
     std::optional<int> kv_heads;        // --kv-heads: key/value heads (grouped-query attention)
     std::optional<int> head;            // --head: the head -q works through (default 1)
+    std::optional<PositionScheme> positions;     // --positions (self and causal); absent: the input's, else none
+    std::optional<std::int64_t> position_offset;  // --position-offset: the first token's position (default 0)
+    std::optional<Eigen::Index> window; // --window: a sliding window of this many keys
+    MaskMethod mask_method;             // --mask-fill, --mask-after-softmax: how the mask is applied
 };
 
 // The divisor of the scores: √d_k, 1, or the number given.

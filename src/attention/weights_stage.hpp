@@ -106,12 +106,12 @@ void record_weights(StageBuilder& stages, Trace& trace, Normalized<T> normalized
     Stage& stage = stages.add(StageId::weights, std::move(title), formula, std::move(rows), std::move(cols),
                               std::move(normalized.weights), mask);
     stage.row_sums = stage.data.rowwise().sum().transpose();
-    std::vector<std::string> blind;  // rows whose every key is masked
+    std::vector<std::string> blind, filled;  // rows whose every key is masked: weights 0, or not (a finite fill)
     for (Eigen::Index r = 0; r < stage.data.rows(); ++r) {
         if (mask && !mask->row(r).any()) {
             stage.strongest.push_back(-1);
             stage.tied.push_back(0);
-            blind.push_back(stage.rows[static_cast<std::size_t>(r)]);
+            (stage.data.row(r).isZero(0) ? blind : filled).push_back(stage.rows[static_cast<std::size_t>(r)]);
             continue;
         }
         Eigen::Index column = 0;
@@ -123,6 +123,10 @@ void record_weights(StageBuilder& stages, Trace& trace, Normalized<T> normalized
         add_note(trace, fmt::format("every key is masked for {}: their weights are all 0 (a softmax over "
                                           "no keys would be 0/0) and their context vectors 0",
                                           fmt::join(blind, ", ")));
+    if (!filled.empty())
+        add_note(trace, fmt::format("every key is masked for {}, yet their weights are not 0: a finite fill is an "
+                                    "ordinary score to softmax, so the hidden keys share the row's weight",
+                                    fmt::join(filled, ", ")));
 }
 
 }  // namespace attntrace

@@ -1,12 +1,16 @@
 #include "attention/worked.hpp"
 
+#include "attention/heads.hpp"
+#include "attention/masks.hpp"
 #include "attention/modes.hpp"
+#include "attention/positions.hpp"
 #include "core/stage.hpp"
 #include "core/error.hpp"
 #include "core/problem.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -127,7 +131,7 @@ void add_projection(WorkedExample& w, const Trace& trace, const std::string& out
     const LabelledVector input = w.inputs.front();
     const std::string product = fmt::format("{}·{}", input.label, name);
     const std::string label = output == product ? product : fmt::format("{} = {}", output, product);
-    w.inputs.push_back({count ? fmt::format("{}, columns {}–{}", label, first + 1, first + count) : label, result});
+    w.inputs.push_back({count ? fmt::format("{}, {}", label, columns_text(first, count)) : label, result});
     w.projections.push_back(projection(trace, input, output, name, std::move(result), first, count));
 }
 
@@ -139,24 +143,78 @@ void work_scale(WorkedExample& w, const Trace& trace, Eigen::Index d_k) {
     if (trace.scale_rule == ScaleRule::sqrt) w.d_k = d_k;
 }
 
+// Position information for row i: the query's encoding (sinusoidal), or the rotation of its
+// query and of the key it weighs most (RoPE; its own key when every key is masked).
+WorkedPositions work_positions(const Trace& trace, const WorkedExample& w) {
+    WorkedPositions p;
+    p.scheme = trace.positions;
+    p.position = trace.first_position + w.row;
+    if (p.scheme == PositionScheme::sinusoidal) {
+        p.embedding = row_of(trace.at(StageId::embeddings), w.row);
+        p.encoding = row_of(trace.at(StageId::positions), w.row);
+        const auto d = static_cast<Eigen::Index>(p.encoding.size());
+        for (Eigen::Index i = 0; 2 * i < d; ++i) p.frequencies.push_back(sinusoid_frequency(i, d));
+        return p;
+    }
+    const Stage& angles = trace.at(StageId::positions);
+    for (Eigen::Index k = 0; k < angles.col_count(); ++k) p.frequencies.push_back(rotary_frequency(k, 2 * angles.col_count()));
+    const auto rotation = [&](StageId before, StageId after, std::string_view symbol, Eigen::Index row, std::string why) {
+        return WorkedRotation{fmt::format("{}_{}", symbol, trace.at(before, w.head).rows[static_cast<std::size_t>(row)]),
+                              std::move(why), trace.first_position + row, row_of(angles, row),
+                              row_of(trace.at(before, w.head), row), row_of(trace.at(after, w.head), row)};
+    };
+    p.rotations.push_back(rotation(StageId::queries, StageId::queries_rotated, "q", w.row, ""));
+    const Eigen::Index top = trace.at(StageId::weights, w.head).strongest[static_cast<std::size_t>(w.row)];
+    p.rotations.push_back(rotation(StageId::keys, StageId::keys_rotated, "k", top >= 0 ? top : w.row,
+                                   top >= 0 ? "the key with the largest weight" : "the query's own key"));
+    return p;
+}
+
+// Why the keys hidden from query `row` are hidden: one reason, or each reason with its keys
+// ("with, one: they come after it …; <pad>: a padding token …").
+std::string hidden_because(const Stage& masked, Eigen::Index row) {
+    const auto because = [](std::uint8_t reasons) {
+        std::vector<std::string> parts;
+        if (reasons & reason_causal) parts.push_back("they come after it, and a causal model must not see the future");
+        if (reasons & reason_window) parts.push_back("outside the sliding window");
+        if (reasons & reason_padding) parts.push_back("padding, which stands for nothing");
+        return fmt::format("{}", fmt::join(parts, "; and "));
+    };
+    std::vector<std::pair<std::uint8_t, std::vector<std::string>>> groups;  // in order of first key
+    for (Eigen::Index j = 0; j < masked.col_count(); ++j) {
+        const std::uint8_t r = (*masked.mask_reasons)(row, j);
+        if (r == 0) continue;
+        auto it = std::find_if(groups.begin(), groups.end(), [r](const auto& g) { return g.first == r; });
+        if (it == groups.end()) it = groups.insert(groups.end(), {r, {}});
+        it->second.push_back(masked.cols[static_cast<std::size_t>(j)]);
+    }
+    if (groups.size() == 1) return because(groups.front().first);
+    std::vector<std::string> parts;
+    for (const auto& [reasons, keys] : groups) parts.push_back(fmt::format("{}: {}", fmt::join(keys, ", "), because(reasons)));
+    return fmt::format("{}", fmt::join(parts, "; "));
+}
+
 void work_single(WorkedExample& w, const Trace& trace) {
     const Eigen::Index i = w.row;
     const int h = w.head;  // 0 with one head
     const bool plain = !mode_spec(trace.mode).learned_projections;
-    const Stage& keys = trace.at(StageId::keys, h);
-    const Stage& queries = trace.at(StageId::queries, h);
+    const bool rope = trace.positions == PositionScheme::rope;
+    const Stage& keys = trace.at(rope ? StageId::keys_rotated : StageId::keys, h);
+    const Stage& queries = trace.at(rope ? StageId::queries_rotated : StageId::queries, h);
+    if (trace.positions != PositionScheme::none) w.positions = work_positions(trace, w);
     w.inputs.push_back({fmt::format("x_{}", w.query), row_of(trace.at(StageId::inputs), i)});
     if (!plain) {
         const Eigen::Index d_head = queries.col_count();
-        add_projection(w, trace, fmt::format("q_{}", w.query), "W_q", row_of(queries, i), h ? (h - 1) * d_head : 0,
-                       h ? d_head : 0);
+        add_projection(w, trace, fmt::format("q_{}", w.query), "W_q", row_of(trace.at(StageId::queries, h), i),
+                       h ? (h - 1) * d_head : 0, h ? d_head : 0);
     }
     for (Eigen::Index j = 0; j < keys.row_count(); ++j)
         w.dots.push_back({w.keys[static_cast<std::size_t>(j)], row_of(queries, i), row_of(keys, j),
                           trace.at(StageId::scores, h).data(i, j)});
     work_scale(w, trace, queries.col_count());
     w.scaled = row_of(trace.at(StageId::scaled, h), i);
-    work_mask_and_weights(w, trace.at(StageId::masked, h), "they come after it, and a causal model must not see the future");
+    const Stage& masked = trace.at(StageId::masked, h);
+    work_mask_and_weights(w, masked, masked.mask_reasons ? hidden_because(masked, i) : std::string());
     w.values = labelled_rows(trace.at(StageId::values, h), plain ? "x" : "v");
     // The heads' contexts side by side, mixed by W_o, for this token.
     if (const Stage* output = trace.find(StageId::output)) {
@@ -237,6 +295,70 @@ WorkedExample work_through(const Trace& trace, Eigen::Index row, int head) {
     }
     w.context = row_of(trace.at(StageId::context, w.head), row);
     return w;
+}
+
+void work_tiles(WorkedExample& w, Eigen::Index size, bool causal) {
+    constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
+    const std::vector<double>& row = w.tempered.empty() ? w.scaled : w.tempered;  // what softmax reads
+    const auto visible = [&](std::size_t j) { return w.allowed.empty() || w.allowed[j]; };
+    const std::size_t n = row.size(), d_v = w.context.size(), b = static_cast<std::size_t>(size);
+    w.tile_size = size;
+    w.tiles_tolerance = w.dtype == Dtype::float32 ? 1e-5 : 1e-12;
+    double m = minus_infinity, l = 0;
+    std::vector<double> acc(d_v, 0.0);
+    for (std::size_t first = 0; first < n; first += b) {
+        WorkedTile t;
+        t.first = static_cast<std::int64_t>(first);
+        const std::size_t end = std::min(n, first + b);
+        t.keys.assign(w.keys.begin() + static_cast<std::ptrdiff_t>(first), w.keys.begin() + static_cast<std::ptrdiff_t>(end));
+        for (std::size_t j = first; j < end; ++j) t.scores.push_back(visible(j) ? row[j] : minus_infinity);
+        t.m_before = t.m_after = m;
+        t.l_before = t.l = l;
+        t.accumulator_before = t.accumulator = acc;
+        t.exps.assign(end - first, 0.0);
+        t.tile_max = *std::max_element(t.scores.begin(), t.scores.end());
+        t.skipped = causal && static_cast<std::int64_t>(first) > w.row;  // the streaming path never reads it
+        t.hidden = !t.skipped && t.tile_max == minus_infinity;
+        if (!t.skipped && !t.hidden) {
+            // m grows to the tile's max; what came before is rescaled by e^(m_old − m_new)
+            // (e^(−∞) = 0 on the first visible tile, where l and the accumulator are still 0).
+            t.m_after = m = std::max(m, t.tile_max);
+            t.rescale = std::exp(t.m_before - m);
+            l *= t.rescale;
+            for (double& a : acc) a *= t.rescale;
+            for (std::size_t j = first; j < end; ++j) {
+                if (!visible(j)) continue;
+                const double e = t.exps[j - first] = std::exp(row[j] - m);
+                l += e;
+                for (std::size_t c = 0; c < d_v; ++c) acc[c] += e * w.values[j].values[c];
+            }
+            t.l = l;
+            t.accumulator = acc;
+        }
+        w.tiles.push_back(std::move(t));
+    }
+    w.final_max = m;
+    w.final_sum = l;
+    w.tiled_weights.assign(n, 0.0);
+    w.tiled_context.assign(d_v, 0.0);
+    if (l > 0) {  // a row that sees no key keeps weights 0 and context 0, as the trace does
+        for (std::size_t j = 0; j < n; ++j)
+            if (visible(j)) w.tiled_weights[j] = std::exp(row[j] - m) / l;
+        for (std::size_t c = 0; c < d_v; ++c) w.tiled_context[c] = acc[c] / l;
+    }
+    double largest = 0;
+    bool within = true;
+    const auto compare = [&](const std::vector<double>& a, const std::vector<double>& b2) {
+        for (std::size_t k = 0; k < a.size(); ++k) {
+            const double d = std::fabs(a[k] - b2[k]);
+            largest = std::max(largest, d);
+            within = within && d <= w.tiles_tolerance * std::max(1.0, std::fabs(b2[k]));
+        }
+    };
+    compare(w.tiled_weights, w.weights);
+    compare(w.tiled_context, w.context);
+    w.tiles_difference = largest;
+    w.matches_full_softmax = within;
 }
 
 Eigen::Index find_query_row(const std::vector<std::string>& tokens, const std::string& spec) {

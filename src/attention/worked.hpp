@@ -16,6 +16,10 @@ namespace attntrace {
 // row: the heads' contexts side by side times W_o. Throws UsageError for a head that is not.
 WorkedExample work_through(const Trace& trace, Eigen::Index row, int head = 1);
 
+// Adds to `w` its row worked through by the online softmax in tiles of `size` keys (`causal`:
+// the tiles after the query are skipped, as the streaming path skips them). Softmax only.
+void work_tiles(WorkedExample& w, Eigen::Index size, bool causal);
+
 // Finds the query row: the first token spelled exactly `spec`, else a 1-based position.
 // Throws UsageError naming the tokens when neither fits.
 Eigen::Index find_query_row(const std::vector<std::string>& tokens, const std::string& spec);

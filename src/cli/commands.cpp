@@ -6,6 +6,7 @@
 #include "cli/manual.hpp"
 #include "commands/bench_command.hpp"
 #include "commands/compare_command.hpp"
+#include "commands/decode_command.hpp"
 #include "commands/generate_command.hpp"
 #include "commands/similarity_command.hpp"
 #include "commands/trace_command.hpp"
@@ -21,6 +22,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -91,6 +93,7 @@ struct TraceState {
     int head = 0;  // --head
     bool man = false;          // --man: print the man page
     std::string completions;   // --completions SHELL: print its completion script
+    std::optional<Eigen::Index> tiles;  // --tiles
 
     int run() {
         return attntrace::run(
@@ -99,6 +102,7 @@ struct TraceState {
                 const auto query = request.trace.query;
                 request.trace = flags.apply();
                 request.trace.query = query;
+                request.trace.tiles = tiles;
                 if (head > 0) request.trace.head = request.render.head = head;
                 request.max_memory = limits.memory();
                 request.max_seconds = limits.seconds();
@@ -132,6 +136,10 @@ void add_trace_options(CLI::App& app, TraceState& s) {
     describe(app.add_option("-q,--query", s.request.trace.query,
                             "work through one query's arithmetic: a token as spelled, or a 1-based position"),
              "Output", "TOKEN|N");
+    describe(app.add_option("--tiles", s.tiles, "with -q: work the row through the online softmax, this many keys a tile "
+                                                "(the streaming path's way)")
+                 ->check(in_range(Eigen::Index{1}, static_cast<Eigen::Index>(max_tokens))),
+             "Output", "N");
     describe(app.add_option("--head", s.head, "several heads: show this head's stages alone, and work through it with -q "
                                               "(default: every head; -q works through head 1)")
                  ->check(in_range(1, max_heads)),
@@ -331,6 +339,54 @@ Command add_compare(CLI::App& app) {
             }};
 }
 
+Command add_decode(CLI::App& app) {
+    struct State {
+        DecodeRequest request;
+        OutputFlags output;
+        TraceFlags flags;
+        LimitFlags limits;
+    };
+    auto s = std::make_shared<State>();
+    DecodeOptions& d = s->request.decode;
+    auto* command = app.add_subcommand(
+        "decode", "generation with a KV cache: causal attention one new token at a time, each step checked against the "
+                  "full trace");
+    describe(command->add_option("INPUT", s->request.input_path,
+                                 "input JSON file, - for stdin, or example:NAME (default: the built-in example your_journey)"),
+             "Input", "", Completes::input);
+    describe(command->add_option("--prefill", d.prefill, "tokens that go in at once before the first step")
+                 ->check(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))
+                 ->capture_default_str(),
+             "Decoding", "P");
+    describe(command->add_option("--step", d.step, "show only the step of this position (1-based)")
+                 ->check(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens))),
+             "Decoding", "N");
+    describe(command->add_option("--context", d.context,
+                                 "context length of the table of K/V cache bytes (default: the input's tokens)")
+                 ->check(in_range(std::int64_t{1}, std::int64_t{1} << 40)),
+             "Decoding", "N");
+    command->add_flag("--explain", s->request.render.explain,
+                      "say why the query is not cached, why keys and values are, and why only causal attention")
+        ->group("Decoding");
+    s->flags.add_to(*command);
+    s->output.add_to(*command);
+    s->limits.add_to(*command);
+    return {command, [s] {
+                return run(
+                    [&](Outputs& outputs) {
+                        DecodeRequest& request = s->request;
+                        request.mode = s->flags.requested_mode();
+                        request.trace = s->flags.apply();
+                        s->output.apply(request.render, outputs.main_output());
+                        request.max_memory = s->limits.memory();
+                        request.max_seconds = s->limits.seconds();
+                        request.max_input = s->limits.input();
+                        run_decode(std::move(request), outputs.main());
+                    },
+                    s->output.path);
+            }};
+}
+
 // Every name an option of `app` answers to ("--temperature", "-q").
 std::vector<std::string> option_names(const CLI::App& app) {
     std::vector<std::string> names{"--help"};
@@ -391,6 +447,8 @@ const std::vector<std::vector<UsageExample>> subcommand_examples{
      {"attntrace bench --sizes 1024,4096 --modes causal --paths streaming", "the causal streaming path alone"}},
     {{"attntrace compare example:big_dream example:big_mistake --token big", "how the context of \"big\" moves"},
      {"attntrace compare example:bank_river example:bank_money -t bank -m self", "the same in self mode"}},
+    {{"attntrace decode --step 4", "generation: token 4 against the KV cache, checked against the full trace"},
+     {"attntrace decode --dim 8 --heads 4 --kv-heads 2 --context 4096", "the cache's bytes for MHA, GQA and MQA"}},
 };
 
 // --help with the options in their groups (positionals with the rest), a metavariable each,
@@ -494,8 +552,10 @@ int run_command_line(int argc, char** argv) {
     auto trace_state = std::make_shared<TraceState>();
     add_trace_options(app, *trace_state);
     const Command trace{&app, [trace_state] { return trace_state->run(); }};
-    const std::vector<Command> subcommands{add_similarity(app), add_generate(app), add_bench(app), add_compare(app)};
+    const std::vector<Command> subcommands{add_similarity(app), add_generate(app), add_bench(app), add_compare(app),
+                                          add_decode(app)};
     finish_help(app, trace_examples);
+    assert(subcommands.size() == subcommand_examples.size());  // each command has its examples
     for (std::size_t i = 0; i < subcommands.size(); ++i) finish_help(*subcommands[i].app, subcommand_examples[i]);
     // The version, then which copy of the hot kernels this CPU runs (attention/isa.hpp).
     app.set_version_flag("-V,--version", fmt::format("attntrace {}\nkernels: {}", version, kernel_description()),

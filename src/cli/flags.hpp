@@ -79,6 +79,21 @@ inline std::optional<std::pair<ScaleRule, double>> parse_scale(const std::string
     return std::nullopt;
 }
 
+// --mask-fill: "-inf" (the right fill), "lowest" (the number type's lowest) or a finite number.
+inline std::optional<MaskMethod> parse_mask_fill(const std::string& text) {
+    MaskMethod method;
+    if (text == "-inf") return method;
+    if (text == "lowest") {
+        method.fill = MaskMethod::Fill::lowest;
+        return method;
+    }
+    const char* end = text.data() + text.size();
+    const auto [stop, error] = std::from_chars(text.data(), end, method.value);
+    if (error != std::errc() || stop != end || !std::isfinite(method.value)) return std::nullopt;
+    method.fill = MaskMethod::Fill::value;
+    return method;
+}
+
 // A whole number in [0, 2⁶⁴): CLI11 would wrap "-1" and saturate "99999999999999999999".
 inline const CLI::Validator whole_number_u64(
     [](std::string& text) -> std::string {
@@ -156,6 +171,11 @@ struct TraceFlags {
     long long dim = 0;
     int threads = 0;
     int heads = 0, kv_heads = 0;  // 0: the input's, else 1
+    std::string positions;              // "": the input's, else none
+    std::int64_t position_offset = -1;  // -1: not given
+    long long window = 0;         // 0: none
+    std::string mask_fill;        // empty: −∞
+    bool mask_after_softmax = false;
     TraceOptions options;
 
     void add_to(CLI::App& app);
@@ -251,6 +271,34 @@ inline void TraceFlags::add_to(CLI::App& app) {
                                                     "a group of query heads (1: multi-query; default: one per head)")
                  ->check(in_range(1, max_heads)),
              "Attention", "G");
+    add_enum<PositionScheme>(app, "--positions", positions,
+                             "self, causal: none, sinusoidal (encodings added to the embeddings) or rope (queries and "
+                             "keys rotated by position); default: the input's \"positions\", else none",
+                             "Attention");
+    describe(app.add_option("--position-offset", position_offset,
+                            "with --positions: the first token's position (default 0), as if the sentence began later in "
+                            "a text")
+                 ->check(in_range(std::int64_t{0}, std::int64_t{1'000'000'000})),
+             "Attention", "N");
+    describe(app.add_option("--window", window, "plain, self, causal: a query sees only the W nearest keys (causal: itself "
+                                                "and the W − 1 before it; otherwise those less than W away)")
+                 ->check(in_range(1LL, 1LL << 40)),
+             "Attention", "W");
+    auto* fill = describe(app.add_option("--mask-fill", mask_fill,
+                                         "what hidden scores become: -inf (the default, weight exactly 0), lowest (the "
+                                         "number type's lowest) or a number such as -1e9, to see what finite fills do")
+                              ->check(CLI::Validator(
+                                  [](std::string& text) -> std::string {
+                                      return parse_mask_fill(text)
+                                                 ? std::string()
+                                                 : "expected -inf, lowest or a number such as -1e9, found " + text;
+                                  },
+                                  "")),
+                          "Attention", "-inf|lowest|N");
+    app.add_flag("--mask-after-softmax", mask_after_softmax,
+                 "the wrong way, to see it: softmax over every key, then hidden weights set to 0 without dividing again")
+        ->excludes(fill)
+        ->group("Attention");
     describe(app.add_option("--scale", scale,
                             "divide the scores by sqrt (√d_k), none, or a positive number (default: sqrt in self and causal "
                             "modes, none in plain)")
@@ -288,6 +336,11 @@ inline TraceOptions TraceFlags::apply() const {
     if (dim > 0) o.dim = dim;
     if (heads > 0) o.heads = heads;
     if (kv_heads > 0) o.kv_heads = kv_heads;
+    if (!positions.empty()) o.positions = *parse_enum<PositionScheme>(positions);  // CLI11 has checked the name
+    if (position_offset >= 0) o.position_offset = position_offset;
+    if (window > 0) o.window = static_cast<Eigen::Index>(window);
+    if (!mask_fill.empty()) o.mask_method = *parse_mask_fill(mask_fill);
+    o.mask_method.after_softmax = mask_after_softmax;
     o.dtype = *parse_enum<Dtype>(dtype);
     prepare_threads(threads > 0 ? std::optional<int>(threads) : std::nullopt);
     return o;

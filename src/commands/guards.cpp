@@ -37,7 +37,12 @@ constexpr double stages_with_labels = 9;
 // What a standard output keeps before it is committed (util/output.hpp).
 constexpr double held_output = 16 << 20;
 
-double matrix_bytes(const WorkShape& s) { return s.rows * (s.d_in + 2 * s.d_k + 2 * s.d_v); }
+// The n × d stages: inputs, queries, keys, values, context; with positions, the embeddings
+// and encodings (sinusoidal) or the angles and the rotated queries and keys (RoPE), whichever
+// is larger.
+double matrix_bytes(const WorkShape& s) {
+    return s.rows * (s.d_in + 2 * s.d_k + 2 * s.d_v + (s.positions ? std::max(2 * s.d_in, 3 * s.d_k) : 0));
+}
 
 }  // namespace
 
@@ -58,6 +63,8 @@ WorkShape work_shape(const Problem& problem, const TraceOptions& options) {
         s.label_bytes = labels(single->sequence.tokens);
         s.causal = mode_spec(options.mode).causal;
         if (mode_spec(options.mode).takes_heads) s.heads = options.heads.value_or(single->heads.value_or(1));
+        if (mode_spec(options.mode).takes_positions())
+            s.positions = options.positions.value_or(single->positions.value_or(PositionScheme::none)) != PositionScheme::none;
         return s;
     }
     const auto& pair = std::get<EncoderDecoderInput>(problem.input);
@@ -75,7 +82,7 @@ std::uint64_t trace_bytes(const WorkShape& s, Dtype dtype, const RenderOptions& 
     const double widest = std::max({cells, s.rows * s.d_in, s.rows * s.d_k, s.rows * s.d_v, s.cols * s.d_k});
     const double stages = 4 * cells * 8 + matrix_bytes(s) * 8;                       // stored as double
     const double working = 3 * cells * element_size(dtype) + matrix_bytes(s) * element_size(dtype);
-    const double masks = 3 * cells;
+    const double masks = 4 * cells;  // allowed (built once, then the masked and weights stages' copies) and the reasons
     // W_q, W_k, W_v: generated or copied from the input, converted for the products, and kept
     // by the trace to show them
     const double weights = 3 * s.d_in * std::max(s.d_k, s.d_v) * 8 * 3;
@@ -87,12 +94,15 @@ std::uint64_t trace_bytes(const WorkShape& s, Dtype dtype, const RenderOptions& 
 }
 
 std::uint64_t summary_bytes(const WorkShape& s, Dtype dtype, bool context, std::size_t top) {
-    const double t = element_size(dtype);
-    const double per_query = 64 + static_cast<double>(top) * 16 + (context ? s.d_v * 8 : 0);
-    const double scratch = static_cast<double>(omp_get_max_threads()) * (2 * 64 * 256 + 64 * s.d_v) * t;
-    const double weights = 3 * s.d_in * std::max(s.d_k, s.d_v) * 8 * 2;
-    const double text = s.rows * (100 + static_cast<double>(top) * 40 + (context ? s.d_v * 26 : 0));
-    return static_cast<std::uint64_t>(s.rows * (s.d_in * (8 + t) + (s.d_k * 2 + s.d_v) * t + per_query) + scratch +
+    // With several heads (d_k, d_v: all heads' columns) each head's columns are copied, each
+    // head has its own top keys, and the context is each head's, side by side, and mixed by W_o.
+    const double t = element_size(dtype), h = s.heads;
+    const double per_query = h * (64 + static_cast<double>(top) * 16) + (context ? s.d_v * 8 * (h > 1 ? 3 : 1) : 0);
+    const double scratch = static_cast<double>(omp_get_max_threads()) * (2 * 64 * 256 + 64 * s.d_v / h) * t;
+    const double weights = 4 * s.d_in * std::max(s.d_k, s.d_v) * 8 * 2;
+    const double copies = h > 1 ? (s.d_k * 2 + s.d_v) * t : 0;
+    const double text = s.rows * (h * (100 + static_cast<double>(top) * 40) + (context ? s.d_v * 26 : 0));
+    return static_cast<std::uint64_t>(s.rows * (s.d_in * (8 + t) + (s.d_k * 2 + s.d_v) * t + copies + per_query) + scratch +
                                       weights + s.label_bytes * label_copies + std::min(held_output, text));
 }
 
@@ -116,7 +126,7 @@ std::uint64_t plane_bytes(std::size_t words, double d) {
 // per number, and rendering (on one thread) about 100 ns per number written (250 ns in a
 // table, which also measures and pads every cell).
 double summary_seconds(const WorkShape& s) {
-    const double per_score = 2.0e-9 + 0.03e-9 * (s.d_k + s.d_v);
+    const double per_score = 2.0e-9 + 0.03e-9 * (s.d_k + s.d_v) / s.heads;  // a head's share of the columns
     return s.visited() * per_score / omp_get_max_threads();
 }
 

@@ -21,6 +21,7 @@ struct WorkShape {
     double label_bytes = 0;              // the text of the row and column labels
     bool causal = false;                 // only the keys up to each query are visited
     double heads = 1;                    // each head has its own score matrices (d_k, d_v: all heads')
+    bool positions = false;              // position stages: embeddings and encodings, or angles and rotated Q, K
 
     double cells() const { return rows * cols * heads; }
     double visited() const { return causal ? cells() / 2 + rows : cells(); }

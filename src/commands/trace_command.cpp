@@ -163,14 +163,10 @@ void run_summary(const Problem& problem, const TraceRequest& request, Outputs& o
     const bool lines = request.render.format == Format::jsonl;
     bool stopped = false;
     if (lines)
-        options.rows_done = [&](const Summary& header, const StreamResult& partial, std::size_t first, std::size_t count) {
+        options.rows_done = [&](const Summary& header, const SummaryRows& rows) {
             if (stopped) return;
-            const Matrix* context = options.context ? &partial.context : nullptr;
-            std::size_t whole = 0;
-            while (whole < count && summary_line_finite(partial.queries[first + whole], context, first + whole)) ++whole;
-            write_summary_lines(header, partial.queries, context, first, whole, out);
+            stopped = write_summary_lines(header, rows, out) < rows.count;
             outputs.main_output().drain();
-            stopped = whole < count;
         };
     Summary summary = summarize(problem, request.trace, options);
     if (lines) return;  // written as computed

@@ -49,6 +49,9 @@ struct SingleSequenceInput {
     std::optional<Projections> weights;  // absent: generated from --seed when a mode needs them
     std::optional<int> heads;            // "heads": the number of attention heads
     std::optional<int> kv_heads;         // "kv_heads": key/value heads (grouped-query attention)
+    std::optional<PositionScheme> positions;  // "positions": how token positions enter
+    // "padding": the tokens that stand for nothing and are never attended to; absent: "<pad>"
+    std::optional<std::vector<std::string>> padding;
 };
 
 // A decoder looking back at an encoder (bahdanau).

@@ -27,9 +27,10 @@ enum class StageId {
     parameters,  // the weights a run uses: a section of their own, not a stage of the trace
     positions, queries_rotated, keys_rotated,                                    // position information
     concat, output, head_contributions,                                          // several heads
+    embeddings,  // sinusoidal positions: the embeddings before the encodings are added
 };
 
-inline constexpr NameTable<StageId, 22> stage_names{{
+inline constexpr NameTable<StageId, 23> stage_names{{
     {StageId::inputs, "inputs"},
     {StageId::queries, "queries"},
     {StageId::keys, "keys"},
@@ -52,6 +53,7 @@ inline constexpr NameTable<StageId, 22> stage_names{{
     {StageId::concat, "concat"},
     {StageId::output, "output"},
     {StageId::head_contributions, "head_contributions"},
+    {StageId::embeddings, "embeddings"},
 }};
 constexpr const auto& names_of(StageId) { return stage_names; }
 
@@ -71,6 +73,7 @@ struct Stage {
     // A masked entry is −∞.
     Matrix data;
     std::optional<BoolMatrix> allowed;  // where a mask is in play: may row i use column j
+    std::optional<ReasonMatrix> mask_reasons;  // the masked stage: why each hidden pair is hidden (attention/masks.hpp)
     std::optional<Vector> row_sums;     // weights: each row's sum, shown beside the table
     std::vector<Eigen::Index> strongest;  // weights: per row, the column of the largest weight (-1: all masked)
     std::vector<Eigen::Index> tied;       // weights: per row, how many keys share that largest weight
@@ -113,6 +116,8 @@ struct RunHeader {
     ScaleRule scale_rule = ScaleRule::none;  // what the scores are divided by
     double scale = 1;                        // that divisor (√d_k, 1 or the number given)
     double temperature = 1;                  // softmax(S / T)
+    PositionScheme positions = PositionScheme::none;  // how token positions enter (--positions)
+    std::int64_t first_position = 0;                  // the position of the first token (--position-offset)
 };
 
 // Figures measured on a trace for --explain's statements about this run (attention/facts).

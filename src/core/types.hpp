@@ -23,6 +23,9 @@ enum class Score { additive, dot, general };
 enum class WeightsOrigin { none, file, generated };
 // What the scores are divided by (--scale): √d_k, nothing, or a number given.
 enum class ScaleRule { sqrt, none, value };
+// How a run tells attention where each token stands (--positions): not at all, sinusoidal
+// encodings added to the embeddings, or queries and keys rotated by their position (RoPE).
+enum class PositionScheme { none, sinusoidal, rope };
 
 template <typename E, std::size_t N>
 using NameTable = std::array<std::pair<E, std::string_view>, N>;
@@ -33,6 +36,8 @@ inline constexpr NameTable<Normalization, 2> normalization_names{{{Normalization
 inline constexpr NameTable<Dtype, 2> dtype_names{{{Dtype::float64, "float64"}, {Dtype::float32, "float32"}}};
 inline constexpr NameTable<Score, 3> score_names{{{Score::additive, "additive"}, {Score::dot, "dot"}, {Score::general, "general"}}};
 inline constexpr NameTable<ScaleRule, 3> scale_rule_names{{{ScaleRule::sqrt, "sqrt"}, {ScaleRule::none, "none"}, {ScaleRule::value, "value"}}};
+inline constexpr NameTable<PositionScheme, 3> position_scheme_names{
+    {{PositionScheme::none, "none"}, {PositionScheme::sinusoidal, "sinusoidal"}, {PositionScheme::rope, "rope"}}};
 
 // The table of an enum, found by overload.
 constexpr const auto& names_of(Mode) { return mode_names; }
@@ -40,6 +45,7 @@ constexpr const auto& names_of(Normalization) { return normalization_names; }
 constexpr const auto& names_of(Dtype) { return dtype_names; }
 constexpr const auto& names_of(Score) { return score_names; }
 constexpr const auto& names_of(ScaleRule) { return scale_rule_names; }
+constexpr const auto& names_of(PositionScheme) { return position_scheme_names; }
 
 // An enum with a table of names (found by names_of).
 template <typename E>

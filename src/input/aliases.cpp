@@ -63,6 +63,11 @@ const Aliases& top_level_aliases() {
         add(out, "the number of attention heads goes under \"heads\"", {"num_heads", "n_heads", "n_head", "head_count"});
         add(out, "the number of key/value heads goes under \"kv_heads\"",
             {"num_kv_heads", "n_kv_heads", "num_key_value_heads", "kv_head_count"});
+        add(out, "the position scheme (none, sinusoidal or rope) goes under \"positions\"",
+            {"position", "position_encoding", "positional_encoding", "pos_encoding", "position_embedding",
+             "positional_embedding", "rope"});
+        add(out, "the tokens never attended to go under \"padding\" (a list such as [\"<pad>\"])",
+            {"pad", "pad_token", "pad_tokens", "padding_tokens", "attention_mask"});
         return out;
     }();
     return aliases;

@@ -579,11 +579,14 @@ Projections read_projections(const Reader& in, const Json& weights, Eigen::Index
                                        : fmt::format("d_in × d_k, like /weights/query; {}", d_in_why));
     p.value = in.matrix_of_shape(weights["value"], "/weights/value", d_in, 0,
                                  fmt::format("d_in × d_v, {}", d_in_why));
+    // W_o has a row per number of all the heads' contexts side by side (H·d_v). With key/value
+    // heads of their own, W_v holds only G·d_v columns, so the rows are checked with the heads.
     if (weights.contains("output"))
-        p.output = in.matrix_of_shape(weights["output"], "/weights/output", p.value.cols(), 0,
-                                      fmt::format("rows: one per number of the heads' contexts put side by side, {} "
-                                                  "like the columns of /weights/value",
-                                                  p.value.cols()));
+        p.output = grouped ? in.matrix(weights["output"], "/weights/output")
+                           : in.matrix_of_shape(weights["output"], "/weights/output", p.value.cols(), 0,
+                                                fmt::format("rows: one per number of the heads' contexts put side by "
+                                                            "side, {} like the columns of /weights/value",
+                                                            p.value.cols()));
     return p;
 }
 
@@ -639,11 +642,36 @@ std::vector<bool> read_mask(const Reader& in, const Json& mask, std::size_t n) {
     return allowed;
 }
 
+// "padding": the tokens that stand for nothing (["<pad>"], say), each a label.
+std::vector<std::string> read_padding(const Reader& in, const Json& value) {
+    const bool packed = is_packed_strings(value);  // the parser's form of an array of strings only
+    if (!packed && !value.is_array())
+        in.fail("/padding", "expected an array of tokens (e.g. [\"<pad>\"]), found " + describe(value));
+    const std::size_t count = packed ? packed_strings(value).count : value.size();
+    in.check_token_count("/padding", count);
+    std::vector<std::string> tokens;
+    for (std::size_t i = 0; i < count; ++i) {
+        const auto pointer = pointer_child("/padding", i);
+        std::string text = packed ? std::string(packed_strings(value)[i]) : in.string(value[i], pointer);
+        in.plain_text(text, pointer);
+        tokens.push_back(std::move(text));
+    }
+    return tokens;
+}
+
 SingleSequenceInput read_single(const Reader& in, const Json& doc, Problem& problem) {
     SingleSequenceInput input;
     input.sequence = read_sequence(in, doc, "", "embeddings", true, &problem.vocabulary, problem.notes);
     if (doc.contains("heads")) input.heads = read_count(in, doc["heads"], "/heads", max_heads);
     if (doc.contains("kv_heads")) input.kv_heads = read_count(in, doc["kv_heads"], "/kv_heads", max_heads);
+    if (doc.contains("positions")) {
+        const auto name = in.string(doc["positions"], "/positions");
+        input.positions = parse_enum<PositionScheme>(name);
+        if (!input.positions)
+            in.fail("/positions", fmt::format("unknown position scheme \"{}\" (expected one of: {})", printable(name),
+                                              enum_list<PositionScheme>()));
+    }
+    if (doc.contains("padding")) input.padding = read_padding(in, doc["padding"]);
     if (doc.contains("weights"))
         input.weights = read_projections(in, doc["weights"], input.sequence.vectors.cols(), input.kv_heads.has_value());
     return input;
@@ -718,7 +746,7 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
         doc.erase("$schema");
     }
     in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights", "heads", "kv_heads",
-                           "source", "target"},
+                           "padding", "positions", "source", "target"},
                  top_level_aliases());
 
     Problem problem;
@@ -743,6 +771,12 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
             if (doc.contains(heads))
                 in.fail(pointer_child("", heads), "heads belong to self-attention (modes self and causal); a "
                                                   "source/target input is traced by bahdanau mode, which has one");
+        if (doc.contains("positions"))
+            in.fail("/positions", "positions belong to self-attention (modes self and causal); a source/target input "
+                                  "is traced by bahdanau mode, which takes the encoder states as they are");
+        if (doc.contains("padding"))
+            in.fail("/padding", "a source/target input marks what the decoder may not see with \"mask\" inside "
+                                "\"source\" (one boolean per source token)");
         problem.input = read_encoder_decoder(in, doc, problem.notes);
     } else {
         problem.input = read_single(in, doc, problem);

@@ -56,8 +56,10 @@ void write_cells(std::ostream& out, const StageText& text, std::size_t r) {
 
 // One block of a stage (docs/output-formats.md).
 void write_stage(const Stage& stage, const RenderOptions& options, std::ostream& out) {
-    if (stage.head > 0) write_row(out, "stage", {std::string(stage.name()), std::to_string(stage.head)});
-    else write_row(out, "stage", {std::string(stage.name())});
+    std::vector<std::string> name{std::string(stage.name())};
+    if (stage.head > 0) name.push_back(std::to_string(stage.head));
+    if (stage.kv_head > 0) name.push_back(std::to_string(stage.kv_head));  // grouped-query attention
+    write_row(out, "stage", name);
     write_row(out, "formula", {stage.formula});
     if (!stage.applied) {
         write_row(out, "applied", {"false", stage.reason});
@@ -131,23 +133,54 @@ public:
         }
     }
 
-    // One row per query: index, token, max_weight, entropy, then key/weight pairs.
+    // One row per query: index, token, max_weight, entropy, then key/weight pairs; with several
+    // heads a first column says the head, and each head's rows follow the last's.
     void summary(const Summary& s, const RenderOptions& options, std::ostream& out) const override {
-        out << "index,token,max_weight,entropy";
+        const bool heads = s.per_head.front().head > 0;
+        out << (heads ? "head,index,token,max_weight,entropy" : "index,token,max_weight,entropy");
         for (std::size_t t = 1; t <= s.top; ++t) out << fmt::format(",key{},weight{}", t, t);
         out << '\n';
-        for (std::size_t i = 0; i < s.queries.size(); ++i) {
-            const QuerySummary& q = s.queries[i];
-            out << fmt::format("{},{},{},{}", i, csv_text(s.tokens[i]), format_significant(q.max_weight, options.digits),
-                               format_fixed(q.entropy, options.digits));
-            for (std::size_t t = 0; t < s.top; ++t)
-                if (t < q.top.size())
-                    out << ',' << csv_text(s.tokens[static_cast<std::size_t>(q.top[t].index)]) << ','
-                        << format_significant(q.top[t].weight, options.digits);
-                else
-                    out << ",,";
-            out << '\n';
-        }
+        for (const HeadSummary& h : s.per_head)
+            for (std::size_t i = 0; i < h.queries.size(); ++i) {
+                const QuerySummary& q = h.queries[i];
+                if (heads) out << h.head << ',';
+                out << fmt::format("{},{},{},{}", i, csv_text(s.tokens[i]), format_significant(q.max_weight, options.digits),
+                                   format_fixed(q.entropy, options.digits));
+                for (std::size_t t = 0; t < s.top; ++t)
+                    if (t < q.top.size())
+                        out << ',' << csv_text(s.tokens[static_cast<std::size_t>(q.top[t].index)]) << ','
+                            << format_significant(q.top[t].weight, options.digits);
+                    else
+                        out << ",,";
+                out << '\n';
+            }
+    }
+
+    // Three tables, an empty line between them: a row per (step, head, cached key) with its
+    // score, scaled score and weight; a row per (step, head) with its context; a row per way
+    // of sharing key/value heads with the cache's bytes.
+    void decode(const Decode& d, const RenderOptions& options, std::ostream& out) const override {
+        const auto number = [&](double v) { return format_fixed(v, options.digits); };
+        out << "position,token,head,kv_head,key_position,key,score,scaled,weight\n";
+        for (const DecodeStep& s : d.steps)
+            for (const DecodeHead& h : s.heads)
+                for (std::size_t j = 0; j < h.scores.size(); ++j)
+                    out << fmt::format("{},{},{},{},{},{},{},{},{}\n", s.position, csv_text(s.token), h.head, h.kv_head,
+                                       j + 1, csv_text(d.tokens[j]), number(h.scores[j]), number(h.scaled[j]),
+                                       number(h.weights[j]));
+        out << "\nposition,token,head";
+        for (std::int64_t c = 1; c <= d.d_v; ++c) out << ",z" << c;
+        out << '\n';
+        for (const DecodeStep& s : d.steps)
+            for (const DecodeHead& h : s.heads) {
+                out << fmt::format("{},{},{}", s.position, csv_text(s.token), h.head);
+                for (const double z : h.context) out << ',' << number(z);
+                out << '\n';
+            }
+        out << "\nlayout,kv_heads,numbers_per_token,bytes_per_token,tokens,bytes\n";
+        for (const KvFootprint& f : d.footprint)
+            out << fmt::format("{},{},{},{},{},{}\n", f.layout, f.kv_heads, f.numbers_per_token, f.bytes_per_token,
+                               d.context_tokens, f.bytes);
     }
 
     // The report's tables only.

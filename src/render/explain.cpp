@@ -1,6 +1,9 @@
 #include "render/explain.hpp"
 
+#include "attention/masks.hpp"
+
 #include "attention/modes.hpp"
+#include "attention/positions.hpp"
 
 #include <fmt/format.h>
 
@@ -81,6 +84,11 @@ std::vector<std::string> single_inputs(const Trace& trace, const Stage& stage) {
         return text;
     };
     const StageId id = stage.id;
+    if (id == StageId::inputs && trace.positions == PositionScheme::sinusoidal)
+        return {"Each token enters as its embedding plus the encoding of its position. From here on the pipeline is "
+                "the usual one, but the same word at two positions now enters as two different vectors, so its "
+                "query, key and value depend on where it stands.",
+                fmt::format("X = E + PE: ({}×{}) + ({}×{}) → {}×{}", n, d_in, n, d_in, n, d_in)};
     if (id == StageId::inputs)
         return {"Each token enters as a row vector, its embedding, taken from the input; stacked, the rows "
                 "form X. In a trained model, words used alike get embeddings that point alike.",
@@ -126,12 +134,62 @@ std::vector<std::string> weights_explanation(const Trace& trace, const std::stri
             fmt::vformat(formula, fmt::make_format_args(trace.temperature != 1 ? "softmax of scores ÷ T" : "softmax"))};
 }
 
+// Whether some pair of head `head`'s masked stage is hidden for `reason`.
+bool masked_for(const Trace& trace, int head, MaskReason reason) {
+    const Stage& masked = trace.at(StageId::masked, head);
+    return masked.mask_reasons && (masked.mask_reasons->unaryExpr([reason](std::uint8_t r) { return r & reason; }) != 0).any();
+}
+
+// The masked stage of a single-sequence mode: why each kind of hidden key is hidden, as this
+// run hides them, and what its fill does.
+std::vector<std::string> masked_explanation(const Trace& trace, const Stage& stage, const std::string& square) {
+    if (!stage.applied) {
+        if (trace.at(StageId::weights, stage.head).allowed)
+            return {"The mask is not applied here: --mask-after-softmax runs softmax over every key and then sets the "
+                    "hidden keys' weights to 0 without dividing again, so a row that hides a key sums to less than 1. "
+                    "Putting −∞ here instead gives what zeroing and then dividing each row by what is left gives.",
+                    fmt::format("S'' = S': {}", square)};
+        return {"Bidirectional attention, as in an encoder, lets every token see the whole "
+                "sentence, before and after it, so nothing is hidden.",
+                fmt::format("S'' = S': {}", square)};
+    }
+    std::string why;
+    if (masked_for(trace, stage.head, reason_causal))
+        why += "A causal model learns to predict the next token, so position i must not see the positions after it. ";
+    if (masked_for(trace, stage.head, reason_window))
+        why += mode_spec(trace.mode).causal
+                   ? "A sliding window lets each query see only itself and the few keys just before it, which bounds "
+                     "the cost of attention on long inputs. "
+                   : "A sliding window lets each query see only the keys near it, on either side, which bounds the "
+                     "cost of attention on long inputs. ";
+    if (masked_for(trace, stage.head, reason_padding))
+        why += "Padding tokens only fill a sequence up to a length and stand for nothing, so no query may look at "
+               "them. ";
+    bool infinite = true;  // every hidden score is −∞ (else --mask-fill put a number there)
+    Eigen::Index hidden = 0;
+    for (Eigen::Index r = 0; r < stage.row_count(); ++r)
+        for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+            if (stage.is_masked(r, c)) ++hidden, infinite = infinite && std::isinf(stage.data(r, c));
+    why += infinite ? "Their scores become −∞, which softmax turns into weight exactly 0: hidden keys are cut off, not "
+                      "merely turned down."
+                    : "Here their scores become a finite number (--mask-fill) rather than −∞: to softmax it is an "
+                      "ordinary score, so a hidden key keeps the weight e^(fill − max)/Σ, which is 0 only when it "
+                      "underflows.";
+    return {why, fmt::format("{}: {} ({} entr{} hidden)", stage.formula, square, hidden, hidden == 1 ? "y" : "ies")};
+}
+
 // scores, scaled, masked, weights and context of a single-sequence mode.
 std::vector<std::string> single_attention(const Trace& trace, const Stage& stage) {
     const bool plain = !mode_spec(trace.mode).learned_projections;
     const auto n = trace.at(StageId::inputs).row_count();
     const StageId id = stage.id;
     const std::string square = shape(stage);
+    if (id == StageId::scores && trace.positions == PositionScheme::rope)
+        return {"Each rotated query meets every rotated key in a dot product, which is large when the two vectors "
+                "point the same way. Both were turned by their positions, so a score depends on how far apart the "
+                "two tokens stand as well as on what they hold. Row i holds how well token i's query matches each key.",
+                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::queries, stage.head).col_count(),
+                            trace.at(StageId::keys, stage.head).col_count(), n, square)};
     if (id == StageId::scores)
         return {"Each query meets every key in a dot product, which is large when the two vectors "
                 "point the same way. Row i holds how well token i's query matches each key.",
@@ -162,17 +220,7 @@ std::vector<std::string> single_attention(const Trace& trace, const Stage& stage
                             divisor, trace.scale_rule == ScaleRule::value ? " (--scale)" : "", per_head),
                 fmt::format("S' = S / {}: {} → {}", divisor, square, square)};
     }
-    if (id == StageId::masked) {
-        if (!stage.applied)
-            return {"Bidirectional attention, as in an encoder, lets every token see the whole "
-                    "sentence, before and after it, so nothing is hidden.",
-                    fmt::format("S'' = S': {}", square)};
-        return {"A causal model learns to predict the next token, so position i must not see the "
-                "positions after it. Their scores become −∞, which softmax turns into weight "
-                "exactly 0: the future is cut off, not merely turned down.",
-                fmt::format("S'' = S' + M, M_ij = −∞ for j > i: {} ({} entries hidden)", square,
-                            n * (n - 1) / 2)};
-    }
+    if (id == StageId::masked) return masked_explanation(trace, stage, square);
     if (id == StageId::weights)
         return weights_explanation(trace, fmt::format("A = {{}} per row: {} → {}", square, square), stage.head);
     if (id == StageId::concat)
@@ -201,8 +249,18 @@ std::vector<std::string> single_attention(const Trace& trace, const Stage& stage
                             trace.at(StageId::context, stage.head).col_count(), stage.col_count(), square)};
     // context
     const auto d_v = trace.at(StageId::values, stage.head).col_count();
+    const bool order_mask = mode_spec(trace.mode).causal || masked_for(trace, stage.head, reason_window);
+    const std::string mask = order_mask ? " and through the mask" : "";
     const std::string order =
-        mode_spec(trace.mode).causal
+        trace.positions == PositionScheme::sinusoidal
+            ? "Word order enters through the position encodings added to the embeddings" + mask +
+                  ": a shuffled sentence gives its words other positions, so their context vectors may change, not "
+                  "only their rows."
+        : trace.positions == PositionScheme::rope
+            ? "Word order enters through the rotations of the queries and keys" + mask +
+                  ": a score depends on how far apart two tokens stand, so a shuffled sentence may give its words other "
+                  "context vectors, not only other rows."
+        : order_mask
             ? "Word order enters only through the mask: without it, shuffling the sentence would permute the rows "
               "and give each token the same context vector as before."
             : "Nothing here depends on word order: shuffling the sentence permutes the rows and columns, and each "
@@ -210,6 +268,63 @@ std::vector<std::string> single_attention(const Trace& trace, const Stage& stage
     return {"Each token's context vector is the weighted sum of the values: a weight of 0.3 "
             "means 30% of that token's value flows in. " + order,
             fmt::format("Z = A·{}: ({}×{})·({}×{}) → {}", plain ? "X" : "V", n, n, n, d_v, shape(stage))};
+}
+
+// embeddings, positions, queries_rotated and keys_rotated: the position information.
+std::vector<std::string> position_stages(const Trace& trace, const Stage& stage) {
+    const auto n = stage.row_count();
+    const std::string from =
+        trace.first_position == 0 ? "0" : fmt::format("{} (--position-offset)", trace.first_position);
+    if (stage.id == StageId::embeddings)
+        return {"Each token's embedding as the input gives it: the same vector wherever the word stands. Attention "
+                "compares every query with every key whatever their places, so on its own it cannot tell one word "
+                "order from another; the encodings of the positions are added next.",
+                fmt::format("E: {} tokens × {} numbers", n, stage.col_count())};
+    if (stage.id == StageId::positions && trace.positions == PositionScheme::sinusoidal)
+        return {fmt::format("Sinusoidal encodings (Vaswani et al., 2017) give each position a vector of its own, counted "
+                            "from {}. The odd columns (pe1, pe3, …) hold sin(p·ω_i) and the even ones cos(p·ω_i), "
+                            "each pair turning at its own speed ω_i = 10000^(−2i/d_in): 1 radian per position for the "
+                            "first pair, ever more slowly after it, like the hands of a clock. Moving k positions on "
+                            "turns each (sin, cos) pair by the same angle k·ω_i wherever it starts, which lets a "
+                            "trained model read how far apart two tokens are.",
+                            from),
+                fmt::format("PE: {} positions × d_in = {} numbers", n, stage.col_count())};
+    const auto half = trace.at(StageId::positions).col_count();
+    if (stage.id == StageId::positions)
+        return {fmt::format("RoPE (Su et al., 2021) adds nothing to the embeddings. After the projections it turns "
+                            "each query and key of each head two numbers at a time: numbers k and k + {} form pair k, "
+                            "which the token at position p (counted from {}) turns by the angle φk = p·θ_k. θ_1 is 1 "
+                            "radian per position and each later pair turns more slowly, down to θ_{} = {}. These are "
+                            "the angles, the same in every head and for queries and keys.",
+                            half, from, half, number(rotary_frequency(half - 1, 2 * half))),
+                fmt::format("φ: {} positions × d_head/2 = {} pairs", n, half)};
+    const std::string symbol = fmt::format("{}{}", stage.id == StageId::queries_rotated ? "Q" : "K",
+                                           stage.head > 0 ? fmt::format("_{}", stage.head) : "");
+    const std::string shapes = fmt::format("RoPE({}): {}×{}, each row turned by its row of φ ({}×{}) → {}×{}", symbol, n,
+                                           stage.col_count(), n, half, n, stage.col_count());
+    if (stage.id == StageId::queries_rotated)
+        return {fmt::format("Each query turned by the angles of its position. A rotation keeps a vector's length and "
+                            "changes only its direction{}. Turning the "
+                            "query at position p by p·θ and the key at position r by r·θ gives the same dot product as "
+                            "turning the key alone by (r − p)·θ, so the scores depend on the two positions only "
+                            "through their distance. This is the \"rotate half\" pairing of GPT-NeoX and LLaMA "
+                            "(number k with k + {}); the interleaved pairing of the RoFormer paper and GPT-J takes "
+                            "neighbours instead (numbers 1 and 2, 3 and 4, …). That is the same rotation on the "
+                            "numbers taken in another order, so "
+                            "weights trained for one pairing give the same scores under the other only after the "
+                            "columns of W_q and W_k are reordered to match.",
+                            trace.first_position == 0 ? "; the first token, at position 0, is not turned at all" : "",
+                            half),
+                shapes};
+    const std::string shared =
+        stage.kv_head > 0 ? fmt::format(" This head reads key/value head {}: its rotated keys are the same for every "
+                                        "query head that shares it.",
+                                        stage.kv_head)
+                          : "";
+    return {"Each key turned the same way, by the angles of its own position, so that a query meets a key with the "
+            "distance between the two built into their directions." +
+                shared,
+            shapes};
 }
 
 // encoder states, decoder states and their projections.
@@ -296,6 +411,10 @@ std::vector<std::string> explanation(const Trace& trace, const Stage& stage) {
     case StageId::queries:
     case StageId::keys:
     case StageId::values: return single_inputs(trace, stage);
+    case StageId::embeddings:
+    case StageId::positions:
+    case StageId::queries_rotated:
+    case StageId::keys_rotated: return position_stages(trace, stage);
     case StageId::encoder_states:
     case StageId::decoder_states:
     case StageId::projected_decoder:

@@ -2,10 +2,12 @@
 // summary (attntrace.summary/1), similarity tables (attntrace.similarity/1) and a comparison
 // (attntrace.compare/1). Each stage's matrix is an array of rows; masked entries are null;
 // there is no NaN or Infinity. A trace and a summary begin with the same header.
+#include "attention/masks.hpp"
 #include "attention/modes.hpp"
 #include "render/explain.hpp"
 #include "render/formats.hpp"
 #include "render/json_writer.hpp"
+#include "render/reports.hpp"
 
 namespace attntrace {
 namespace {
@@ -40,6 +42,8 @@ void write_dims(JsonWriter& json, const RunHeader& run) {
     json.end();
     json.key("scale").object(Layout::inline_).key("rule").string(to_string(run.scale_rule)).key("divisor").number(run.scale, Dtype::float64).end();
     json.key("temperature").number(run.temperature, Dtype::float64);
+    json.key("positions").string(to_string(run.positions));
+    if (run.positions != PositionScheme::none) json.key("first_position").integer(run.first_position);
 }
 
 void write_labelled(JsonWriter& json, const std::vector<LabelledVector>& vectors, Dtype dtype) {
@@ -95,12 +99,59 @@ void write_worked_weights(JsonWriter& json, const WorkedExample& w, Dtype dtype)
     if (!w.zeroed_then_renormalised.empty()) json.key("zeroed_then_renormalised").numbers(w.zeroed_then_renormalised, dtype);
 }
 
+// Position information of the worked query: its encoding, or the rotations of its query and a key.
+void write_worked_positions(JsonWriter& json, const WorkedPositions& p, Dtype dtype) {
+    json.object();
+    json.key("scheme").string(to_string(p.scheme));
+    json.key("position").integer(p.position);
+    json.key("frequencies").numbers(p.frequencies, Dtype::float64);
+    if (p.scheme == PositionScheme::sinusoidal) {
+        json.key("embedding").numbers(p.embedding, dtype);
+        json.key("encoding").numbers(p.encoding, dtype);
+    } else {
+        json.key("rotations").array();
+        for (const auto& r : p.rotations) {
+            json.object(Layout::inline_).key("vector").string(r.vector).key("position").integer(r.position);
+            if (!r.why.empty()) json.key("why").string(r.why);
+            json.key("angles").numbers(r.angles, Dtype::float64);
+            json.key("before").numbers(r.before, dtype).key("after").numbers(r.after, dtype).end();
+        }
+        json.end();
+    }
+    json.end();
+}
+
+// --tiles: the row by the online softmax, tile by tile (−∞, as everywhere, is null).
+void write_tiles(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
+    json.key("tile_size").integer(w.tile_size);
+    json.key("tiles").array();
+    for (const WorkedTile& t : w.tiles) {
+        json.object(Layout::inline_).key("keys").strings(t.keys).key("first_position").integer(t.first + 1);
+        json.key("scores").numbers(t.scores, dtype);
+        json.key("skipped").boolean(t.skipped).key("every_key_hidden").boolean(t.hidden);
+        json.key("tile_max").number(t.tile_max, dtype);
+        json.key("m_before").number(t.m_before, dtype).key("m_after").number(t.m_after, dtype);
+        json.key("rescale").number(t.rescale, dtype).key("l").number(t.l, dtype);
+        json.key("accumulator").numbers(t.accumulator, dtype).end();
+    }
+    json.end();
+    json.key("tiled_weights").numbers(w.tiled_weights, dtype);
+    json.key("tiled_context").numbers(w.tiled_context, dtype);
+    json.key("tiles_max_difference").number(w.tiles_difference, Dtype::float64);
+    json.key("matches_full_softmax").boolean(w.matches_full_softmax);
+}
+
 // The worked example (--query) as structured numbers: docs/json-output.md.
 void write_worked(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
     json.object();
     json.key("query").string(w.query);
+    if (w.head > 0) json.key("head").integer(w.head);  // several heads: the one worked through
     json.key("position").integer(w.row + 1);
     json.key("keys").strings(w.keys);
+    if (w.positions) {
+        json.key("positions");
+        write_worked_positions(json, *w.positions, dtype);
+    }
     json.key("inputs");
     write_labelled(json, w.inputs, dtype);
     json.key("projections").array();
@@ -128,12 +179,22 @@ void write_worked(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
     } else {
         json.object(Layout::inline_).key("allowed").array(Layout::inline_);
         for (const bool allowed : w.allowed) json.boolean(allowed);
-        json.end().key("reason").string(w.mask_reason).end();
+        json.end().key("reason");
+        if (w.mask_reason.empty()) json.null();  // nothing in this row is hidden
+        else json.string(w.mask_reason);
+        json.end();
     }
     write_worked_weights(json, w, dtype);
     json.key("values");
     write_labelled(json, w.values, dtype);
     json.key("context").numbers(w.context, dtype);
+    if (w.output) {  // several heads (or a W_o): this token's output through W_o
+        const WorkedProjection& p = *w.output;
+        json.key("output").object(Layout::inline_).key("output").string(p.output).key("input").string(p.input_label);
+        json.key("input_vector").numbers(p.input, dtype);
+        json.key("matrix").string(p.matrix).key("result").numbers(p.result, dtype).end();
+    }
+    if (w.tile_size > 0) write_tiles(json, w, dtype);
     json.end();
 }
 
@@ -156,6 +217,18 @@ void write_stage(JsonWriter& json, const Trace& trace, const Stage& stage, const
         for (Eigen::Index r = 0; r < stage.allowed->rows(); ++r) {
             json.array(Layout::inline_);
             for (Eigen::Index c = 0; c < stage.allowed->cols(); ++c) json.boolean((*stage.allowed)(r, c));
+            json.end();
+        }
+        json.end();
+    }
+    if (stage.mask_reasons) {  // why each hidden pair is hidden ("causal", "window", "padding", joined by +); null: seen
+        const ReasonMatrix& reasons = *stage.mask_reasons;
+        json.key("mask_reason").array();
+        for (Eigen::Index r = 0; r < reasons.rows(); ++r) {
+            json.array(Layout::inline_);
+            for (Eigen::Index c = 0; c < reasons.cols(); ++c)
+                if (reasons(r, c) == 0) json.null();
+                else json.string(reason_text(reasons(r, c)));
             json.end();
         }
         json.end();
@@ -235,26 +308,41 @@ public:
     void summary(const Summary& s, const RenderOptions&, std::ostream& os) const override {
         write_document(os, [&](JsonWriter& json, fmt::memory_buffer& out) {
             write_header(json, s, "attntrace.summary/1");
-            json.key("n").integer(static_cast<std::int64_t>(s.queries.size()));
+            json.key("n").integer(static_cast<std::int64_t>(s.tokens.size()));
             json.key("top").integer(static_cast<std::int64_t>(s.top));
             write_dims(json, s);
-            json.key("queries").array();
-            for (std::size_t i = 0; i < s.queries.size(); ++i) {
-                const QuerySummary& q = s.queries[i];
-                json.object(Layout::inline_).key("index").integer(static_cast<std::int64_t>(i)).key("token").string(s.tokens[i]);
-                json.key("top").array(Layout::inline_);
-                for (const auto& key : q.top)
-                    json.object(Layout::inline_)
-                        .key("index").integer(key.index)
-                        .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
-                        .key("weight").number(key.weight, s.dtype)
-                        .end();
+            // One head: "queries"; several: "heads", each with its number and its "queries".
+            const auto write_queries = [&](const HeadSummary& h) {
+                json.key("queries").array();
+                for (std::size_t i = 0; i < h.queries.size(); ++i) {
+                    const QuerySummary& q = h.queries[i];
+                    json.object(Layout::inline_).key("index").integer(static_cast<std::int64_t>(i)).key("token").string(s.tokens[i]);
+                    json.key("top").array(Layout::inline_);
+                    for (const auto& key : q.top)
+                        json.object(Layout::inline_)
+                            .key("index").integer(key.index)
+                            .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
+                            .key("weight").number(key.weight, s.dtype)
+                            .end();
+                    json.end();
+                    json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype).end();
+                    if (out.size() > (1 << 16)) flush(out, os);  // stream long lists instead of holding them
+                }
                 json.end();
-                json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype).end();
-                if (out.size() > (1 << 16)) flush(out, os);  // stream long lists instead of holding them
+            };
+            if (s.per_head.front().head == 0) {
+                write_queries(s.per_head.front());
+            } else {
+                json.key("heads").array();
+                for (const HeadSummary& h : s.per_head) {
+                    json.object().key("head").integer(h.head);
+                    if (h.kv_head > 0) json.key("kv_head").integer(h.kv_head);
+                    write_queries(h);
+                    json.end();
+                }
+                json.end();
             }
-            json.end();
-            if (s.context) json.key("context").matrix(*s.context, s.dtype);
+            if (s.context) json.key(s.context_is_output ? "output" : "context").matrix(*s.context, s.dtype);
         });
     }
 
@@ -282,6 +370,80 @@ public:
                     .key("measured").string(c.measured).end();
             json.end();
             json.key("warnings").strings(report.warnings);
+        });
+    }
+
+    // docs/json-output.md: attntrace.decode/1.
+    void decode(const Decode& d, const RenderOptions& options, std::ostream& os) const override {
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer& out) {
+            write_header(json, d, "attntrace.decode/1");
+            json.key("tokens").strings(d.tokens);
+            write_dims(json, d);
+            if (options.explain) json.key("explanation").strings(decode_explanation());
+            json.key("prefill").integer(d.prefill);
+            json.key("prefill_max_difference").number(d.prefill_difference, Dtype::float64);
+            json.key("tolerance").number(d.tolerance, Dtype::float64);
+            json.key("all_match").boolean(d.all_match);
+            json.key("max_difference").number(d.max_difference, Dtype::float64);
+            json.key("steps").array();
+            for (const DecodeStep& s : d.steps) {
+                json.object();
+                json.key("position").integer(s.position).key("token").string(s.token);
+                json.key("x").numbers(s.x, d.dtype);
+                json.key("cache_tokens").integer(s.cache_tokens);
+                json.key("cache_numbers").integer(s.cache_numbers);
+                json.key("cache_bytes").integer(s.cache_bytes);
+                // the new token's key and value, appended to each key/value head's cache
+                const auto kv_row = [&](const Matrix& m) { return std::vector<double>(m.row(s.position - 1).begin(), m.row(s.position - 1).end()); };
+                const auto write_head = [&](const DecodeHead& h) {
+                    json.key("q").numbers(h.q, d.dtype);
+                    json.key("scores").numbers(h.scores, d.dtype);
+                    json.key("scaled").numbers(h.scaled, d.dtype);
+                    json.key("weights").numbers(h.weights, d.dtype);
+                    json.key("context").numbers(h.context, d.dtype);
+                };
+                if (d.caches.size() == 1 && d.caches.front().kv_head == 0) {
+                    json.key("k").numbers(kv_row(d.caches.front().keys), d.dtype);
+                    json.key("v").numbers(kv_row(d.caches.front().values), d.dtype);
+                } else {
+                    json.key("kv_heads").array();
+                    for (const KvCache& c : d.caches)
+                        json.object(Layout::inline_).key("kv_head").integer(c.kv_head)
+                            .key("k").numbers(kv_row(c.keys), d.dtype).key("v").numbers(kv_row(c.values), d.dtype).end();
+                    json.end();
+                }
+                if (s.heads.size() == 1 && s.heads.front().head == 0) {
+                    write_head(s.heads.front());
+                } else {
+                    json.key("heads").array();
+                    for (const DecodeHead& h : s.heads) {
+                        json.object().key("head").integer(h.head).key("kv_head").integer(h.kv_head);
+                        write_head(h);
+                        json.end();
+                    }
+                    json.end();
+                }
+                json.key("matches_full_trace").boolean(s.matches_full_trace);
+                json.key("max_difference").number(s.max_difference, Dtype::float64);
+                json.key("dot_products").object(Layout::inline_).key("cached").integer(s.position)
+                    .key("recomputed").integer(s.position * s.position).end();
+                json.end();
+                if (out.size() > (1 << 16)) flush(out, os);
+            }
+            json.end();
+            json.key("dot_products").object(Layout::inline_).key("per_head").boolean(true)
+                .key("cached").integer(d.dots_cached / d.heads).key("recomputed").integer(d.dots_recomputed / d.heads).end();
+            json.key("kv_cache").object();
+            json.key("layers").integer(1).key("bytes_per_number").integer(d.bytes_per_number);
+            json.key("d_head").integer(d.d_head).key("d_v").integer(d.d_v);
+            json.key("context_tokens").integer(d.context_tokens);
+            json.key("layouts").array();
+            for (const KvFootprint& f : d.footprint)
+                json.object(Layout::inline_).key("layout").string(f.layout).key("kv_heads").integer(f.kv_heads)
+                    .key("numbers_per_token").integer(f.numbers_per_token).key("bytes_per_token").integer(f.bytes_per_token)
+                    .key("bytes").integer(f.bytes).key("this_run").boolean(f.this_run).end();
+            json.end();
+            json.end();
         });
     }
 

@@ -2,7 +2,7 @@
 // query, each on its own line with its schema (attntrace.summary-line/1), so that a consumer
 // can read each line as it comes. The streaming path hands the lines over as it finishes
 // them (write_summary_lines); rendering a whole summary writes the same lines at once. Only
-// the summary has a line per item: a trace, --check, similarity and compare are refused.
+// the summary has a line per item: a trace, --check, similarity, compare and decode are refused.
 #include "core/error.hpp"
 #include "render/formats.hpp"
 #include "render/json_writer.hpp"
@@ -20,11 +20,35 @@ using Layout = JsonWriter::Layout;
                                  what));
 }
 
+// Whether a query's line holds only finite numbers.
+bool finite(const SummaryRows& rows, std::size_t i) {
+    for (const SummaryRows::Head& h : rows.heads) {
+        const QuerySummary& q = (*h.queries)[i];
+        if (!std::isfinite(q.max_weight) || !std::isfinite(q.entropy)) return false;
+        for (const KeyWeight& key : q.top)
+            if (!std::isfinite(key.weight)) return false;
+    }
+    return !rows.context || rows.context->row(static_cast<Eigen::Index>(i - rows.first)).allFinite();
+}
+
+// One query's strongest keys, largest weight and entropy, as members of the object being written.
+void write_query(JsonWriter& json, const Summary& s, const QuerySummary& q) {
+    json.key("top").array(Layout::inline_);
+    for (const auto& key : q.top)
+        json.object(Layout::inline_)
+            .key("index").integer(key.index)
+            .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
+            .key("weight").number(key.weight, s.dtype)
+            .end();
+    json.end();
+    json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype);
+}
+
 class JsonlRenderer final : public Renderer {
 public:
     void trace(const Trace&, const RenderOptions&, std::ostream&) const override { refuse("a trace"); }
     void summary(const Summary& s, const RenderOptions&, std::ostream& out) const override {
-        write_summary_lines(s, s.queries, s.context ? &*s.context : nullptr, 0, s.queries.size(), out);
+        write_summary_lines(s, summary_rows(s), out);
     }
     void similarity(const Similarity&, const RenderOptions&, std::ostream&) const override {
         refuse("the similarity tables");
@@ -33,40 +57,51 @@ public:
     void check(const Trace&, const CheckReport&, const RenderOptions&, std::ostream&) const override {
         refuse("the report of --check");
     }
+    void decode(const Decode&, const RenderOptions&, std::ostream&) const override { refuse("a decode"); }
 };
 
 }  // namespace
 
-bool summary_line_finite(const QuerySummary& q, const Matrix* context, std::size_t row) {
-    if (!std::isfinite(q.max_weight) || !std::isfinite(q.entropy)) return false;
-    for (const KeyWeight& key : q.top)
-        if (!std::isfinite(key.weight)) return false;
-    return !context || context->row(static_cast<Eigen::Index>(row)).allFinite();
+SummaryRows summary_rows(const Summary& s) {
+    SummaryRows rows;
+    rows.count = s.tokens.size();
+    for (const HeadSummary& h : s.per_head) rows.heads.push_back({h.head, h.kv_head, &h.queries});
+    rows.context = s.context;
+    rows.context_is_output = s.context_is_output;
+    return rows;
 }
 
-void write_summary_lines(const Summary& s, const std::vector<QuerySummary>& queries, const Matrix* context,
-                         std::size_t first, std::size_t count, std::ostream& out) {
+// One head: {"schema", "index", "token", "top", "max_weight", "entropy"[, "context" | "output"]};
+// several: {"schema", "index", "token", "heads": [{"head"[, "kv_head"], "top", …}, …][, "output"]},
+// as the JSON summary nests them.
+std::size_t write_summary_lines(const Summary& s, const SummaryRows& rows, std::ostream& out) {
     fmt::memory_buffer text;
-    for (std::size_t i = first; i < first + count; ++i) {
-        const QuerySummary& q = queries[i];
+    std::size_t written = 0;
+    for (std::size_t i = rows.first; i < rows.first + rows.count && finite(rows, i); ++i, ++written) {
         JsonWriter json(text);
         json.object(Layout::inline_).key("schema").string("attntrace.summary-line/1");
         json.key("index").integer(static_cast<std::int64_t>(i)).key("token").string(s.tokens[i]);
-        json.key("top").array(Layout::inline_);
-        for (const auto& key : q.top)
-            json.object(Layout::inline_)
-                .key("index").integer(key.index)
-                .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
-                .key("weight").number(key.weight, s.dtype)
-                .end();
-        json.end();
-        json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype);
-        if (context) json.key("context").numbers(context->row(static_cast<Eigen::Index>(i)), s.dtype);
+        if (rows.heads.size() == 1 && rows.heads.front().head == 0) {
+            write_query(json, s, (*rows.heads.front().queries)[i]);
+        } else {
+            json.key("heads").array(Layout::inline_);
+            for (const SummaryRows::Head& h : rows.heads) {
+                json.object(Layout::inline_).key("head").integer(h.head);
+                if (h.kv_head > 0) json.key("kv_head").integer(h.kv_head);
+                write_query(json, s, (*h.queries)[i]);
+                json.end();
+            }
+            json.end();
+        }
+        if (rows.context)
+            json.key(rows.context_is_output ? "output" : "context")
+                .numbers(rows.context->row(static_cast<Eigen::Index>(i - rows.first)), s.dtype);
         json.end();
         text.push_back('\n');
         if (text.size() > (1 << 16)) flush(text, out);
     }
     flush(text, out);
+    return written;
 }
 
 const Renderer& jsonl_renderer() {

@@ -1,5 +1,6 @@
 // The markdown format: a heading and a pipe table per stage, ready to paste into notes.
 #include "attention/modes.hpp"
+#include "attention/positions.hpp"
 #include "render/cells.hpp"
 #include "render/explain.hpp"
 #include "render/formats.hpp"
@@ -96,7 +97,9 @@ public:
                                        ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(),
                                                      trace.target_tokens.size())
                                        : fmt::format("{} tokens", trace.tokens.size());
-        out << fmt::format("# attntrace: {} mode, {} ({})\n\n", to_string(trace.mode), tokens, markdown_cell(trace.origin));
+        const std::string positions = positions_text(trace.positions, trace.first_position);
+        out << fmt::format("# attntrace: {} mode, {}{} ({})\n\n", to_string(trace.mode), positions.empty() ? "" : positions + ", ",
+                           tokens, markdown_cell(trace.origin));
         if (!trace.description.empty()) out << '*' << markdown_cell(trace.description) << "*\n\n";
         for (const auto& note : trace.notes) out << "> Note: " << markdown_cell(note) << "\n\n";
         if (trace.weights == WeightsOrigin::generated)
@@ -119,18 +122,24 @@ public:
     }
 
     void summary(const Summary& s, const RenderOptions& options, std::ostream& out) const override {
-        const std::size_t n = s.queries.size();
-        out << fmt::format("# attntrace: {} mode, summary of {} queries ({})\n\n", to_string(s.mode), n, markdown_cell(s.origin));
-        out << "| # | query | max | entropy | top keys (weight) |\n|---:|---|---:|---:|---|\n";
-        for (std::size_t i = 0; i < n; ++i) {
-            if (!shown(i, n)) {
-                if (i == summary_rows_shown) out << fmt::format("| … | {} more | | | |\n", n - 2 * summary_rows_shown);
-                continue;
+        const std::size_t n = s.tokens.size();
+        const std::string positions = positions_text(s.positions, s.first_position);
+        out << fmt::format("# attntrace: {} mode, {}summary of {} queries ({})\n", to_string(s.mode),
+                           positions.empty() ? "" : positions + ", ", n, markdown_cell(s.origin));
+        for (const HeadSummary& h : s.per_head) {
+            out << '\n';
+            if (h.head > 0) out << "## " << head_heading(s, h) << "\n\n";
+            out << "| # | query | max | entropy | top keys (weight) |\n|---:|---|---:|---:|---|\n";
+            for (std::size_t i = 0; i < n; ++i) {
+                if (!shown(i, n)) {
+                    if (i == summary_rows_shown) out << fmt::format("| … | {} more | | | |\n", n - 2 * summary_rows_shown);
+                    continue;
+                }
+                out << fmt::format("| {} | {} | {} | {} | {} |\n", i + 1, markdown_cell(s.tokens[i]),
+                                   format_significant(h.queries[i].max_weight, options.digits),
+                                   format_fixed(h.queries[i].entropy, options.digits),
+                                   markdown_cell(top_text(s, h.queries[i], options.digits)));
             }
-            out << fmt::format("| {} | {} | {} | {} | {} |\n", i + 1, markdown_cell(s.tokens[i]),
-                               format_significant(s.queries[i].max_weight, options.digits),
-                               format_fixed(s.queries[i].entropy, options.digits),
-                               markdown_cell(top_text(s, s.queries[i], options.digits)));
         }
     }
 

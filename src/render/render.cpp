@@ -35,6 +35,10 @@ void render(const Trace& trace, const CheckReport& report, const RenderOptions& 
     renderer(options.format).check(trace, report, options, out);
 }
 
+void render(const Decode& decode, const RenderOptions& options, std::ostream& out) {
+    renderer(options.format).decode(decode, options, out);
+}
+
 std::vector<Shown> shown_stages(const Trace& trace, const RenderOptions& options) {
     const auto order = mode_spec(trace.mode).stages;
     const auto rank = [&](StageId id) { return std::find(order.begin(), order.end(), id) - order.begin(); };

@@ -7,6 +7,7 @@
 
 #include "attention/check.hpp"
 #include "attention/compare.hpp"
+#include "attention/decode.hpp"
 #include "attention/similarity.hpp"
 #include "attention/summary.hpp"
 #include "core/stage.hpp"
@@ -52,6 +53,8 @@ public:
     virtual void comparison(const Comparison& comparison, const RenderOptions& options, std::ostream& out) const = 0;
     // --check's verdict on a trace that passed: each invariant with its measured figure.
     virtual void check(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out) const = 0;
+    // `attntrace decode`: the steps of generation with a KV cache (options.explain: why it works).
+    virtual void decode(const Decode& decode, const RenderOptions& options, std::ostream& out) const = 0;
 };
 
 // The registry: the renderer of each format.
@@ -63,14 +66,14 @@ void render(const Summary& summary, const RenderOptions& options, std::ostream& 
 void render(const Similarity& similarity, const RenderOptions& options, std::ostream& out);
 void render(const Comparison& comparison, const RenderOptions& options, std::ostream& out);
 void render(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out);
+void render(const Decode& decode, const RenderOptions& options, std::ostream& out);
 
-// JSON Lines of a summary: the lines of queries [first, first + count), each a whole JSON
-// object (render/jsonl.cpp), as the streaming path finishes them; `context` is the n × d_v
-// context, when asked for. summary_line_finite says whether a query's line can be written
-// (the streaming path reports a row that overflowed once it has finished).
-void write_summary_lines(const Summary& summary, const std::vector<QuerySummary>& queries, const Matrix* context,
-                         std::size_t first, std::size_t count, std::ostream& out);
-bool summary_line_finite(const QuerySummary& query, const Matrix* context, std::size_t row);
+// JSON Lines of a summary (render/jsonl.cpp): one whole JSON object a query, for the queries
+// of `rows`, as the streaming path finishes them. Returns how many of them were written:
+// the lines stop before a query whose numbers are not finite (the streaming path reports the
+// overflow once it has finished). The same rows of a whole summary: summary_rows().
+std::size_t write_summary_lines(const Summary& summary, const SummaryRows& rows, std::ostream& out);
+SummaryRows summary_rows(const Summary& summary);
 
 // One item a trace shows: a stage, or the parameters section (stage null).
 struct Shown {

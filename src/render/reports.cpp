@@ -1,6 +1,7 @@
 #include "render/reports.hpp"
 
 #include "attention/modes.hpp"
+#include "attention/positions.hpp"
 #include "attention/stage_builder.hpp"
 #include "render/number.hpp"
 #include <cmath>
@@ -48,8 +49,11 @@ std::vector<std::string> moved_lines(const ContextIn& in, int digits) {
 }  // namespace
 
 std::string mode_text(const RunHeader& run) {
-    return mode_spec(run.mode).takes_score ? fmt::format("{} mode ({} score)", to_string(run.mode), to_string(run.score))
-                                           : fmt::format("{} mode", to_string(run.mode));
+    const std::string mode = mode_spec(run.mode).takes_score
+                                 ? fmt::format("{} mode ({} score)", to_string(run.mode), to_string(run.score))
+                                 : fmt::format("{} mode", to_string(run.mode));
+    if (run.positions == PositionScheme::none) return mode;
+    return fmt::format("{} · {}", mode, positions_text(run.positions, run.first_position));
 }
 
 std::string weighting_text(const RunHeader& run) {

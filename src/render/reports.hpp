@@ -20,7 +20,8 @@ struct Report {
     std::vector<std::string> footer;
 };
 
-// "self mode", "bahdanau mode (dot score)": the mode as the headings name it.
+// "self mode", "bahdanau mode (dot score)", "causal mode · RoPE positions": the mode as the
+// headings name it, with the position information when the run has some.
 std::string mode_text(const RunHeader& run);
 // How scores became weights: "softmax", "softmax at T = 0.5" or "sum", followed by
 // " · scores ÷ 8" or " · scores unscaled" when --scale changed the mode's own scaling.
@@ -37,6 +38,11 @@ std::string check_verdict(const CheckReport& report);
 
 Report similarity_report(const Similarity& similarity, int digits);
 Report comparison_report(const Comparison& comparison, int digits);
+// The decode: its heading (with --explain's reasons), one report per step shown, and the
+// summary (the cost of the steps and the bytes of the cache). render/decode_report.cpp.
+std::vector<Report> decode_reports(const Decode& decode, const RenderOptions& options);
+// --explain's reasons for a decode: why Q is not cached, why K and V are, why only causal.
+std::vector<std::string> decode_explanation();
 
 // A format that shows similarity and comparisons as a Report (table, markdown, CSV): it
 // renders the report, the rest is done here.
@@ -47,6 +53,15 @@ public:
     }
     void comparison(const Comparison& comparison, const RenderOptions& options, std::ostream& out) const final {
         report(comparison_report(comparison, options.digits), options, out);
+    }
+    // The reports one after another, an empty line between them.
+    void decode(const Decode& decode, const RenderOptions& options, std::ostream& out) const override {
+        bool first = true;
+        for (const Report& r : decode_reports(decode, options)) {
+            if (!first) out << '\n';
+            first = false;
+            report(r, options, out);
+        }
     }
 
 protected:

@@ -14,6 +14,12 @@ namespace attntrace {
 // Rows shown before and after the elided middle.
 inline constexpr std::size_t summary_rows_shown = 10;
 
+// "head 2 of 4 · key/value head 1": the heading of one head's rows (empty with one head).
+inline std::string head_heading(const Summary& s, const HeadSummary& h) {
+    if (h.head == 0) return {};
+    return fmt::format("head {} of {}{}", h.head, s.heads, h.kv_head > 0 ? fmt::format(" · key/value head {}", h.kv_head) : "");
+}
+
 // Which rows a long list shows: all, or the first and last summary_rows_shown.
 inline bool shown(std::size_t i, std::size_t n) {
     return n <= 2 * summary_rows_shown + 1 || i < summary_rows_shown || i >= n - summary_rows_shown;

@@ -185,7 +185,7 @@ struct Content {
     std::vector<std::string> cols;
     std::vector<std::string> ticks;
     std::string caption;            // beside the colour bar
-    std::string_view masked_legend;
+    std::string masked_legend;
     bool has_mask = false;
 };
 
@@ -217,6 +217,15 @@ Content content_of(const Trace& trace, const Stage& stage, const Shading& shadin
     content.cols = cut_labels(stage.cols);
     content.ticks = tick_labels(shading);
     content.masked_legend = picture.masked;
+    // --mask-fill leaves hidden scores finite and hidden weights above 0: the legend says so.
+    bool as_usual = true;
+    for (Eigen::Index r = 0; r < stage.row_count() && stage.allowed; ++r)
+        for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+            if (stage.is_masked(r, c))
+                as_usual = as_usual && (stage.id == StageId::weights ? stage.data(r, c) == 0 : std::isinf(stage.data(r, c)));
+    if (!as_usual)
+        content.masked_legend = stage.id == StageId::weights ? "masked (weight not 0: a finite fill)"
+                                                             : "masked (score: the finite fill)";
     content.has_mask = stage.allowed && !stage.allowed->all();
     return content;
 }

@@ -287,11 +287,11 @@ public:
     }
 
     void summary(const Summary& s, const RenderOptions& options, std::ostream& out) const override {
-        const std::size_t n = s.queries.size();
+        const std::size_t n = s.tokens.size();
         const std::string weighting = weighting_text(s);
         const std::size_t width = options.width;
         put_wrapped(out,
-                    fmt::format("attntrace · {} mode · summary of {} quer{} · {} · {}{} · {}", to_string(s.mode), n,
+                    fmt::format("attntrace · {} · summary of {} quer{} · {} · {}{} · {}", mode_text(s), n,
                                 n == 1 ? "y" : "ies", dims_text(s.dims), to_string(s.dtype),
                                 weighting == "softmax" ? "" : " · " + weighting, s.origin),
                     width);
@@ -302,10 +302,21 @@ public:
         put_wrapped(out,
                     fmt::format("entropy in nats: 0 = all weight on one key; spread evenly over k keys = ln k (ln {} = {}){}",
                                 n, format_fixed(std::log(static_cast<double>(n)), options.digits),
-                                mode_spec(s.mode).causal ? "; query i sees i keys" : ""),
+                                mode_spec(s.mode).causal && !s.window && !s.padding ? "; query i sees i keys" : ""),
                     width);
-        out << '\n';
+        for (const HeadSummary& h : s.per_head) summary_rows(s, h, options, out);
+        if (s.context) {
+            out << fmt::format("\n{} · {}×{}: see --format json for the {} vectors\n",
+                               s.context_is_output ? "output" : "context", s.context->rows(), s.context->cols(),
+                               s.context_is_output ? "output" : "context");
+        }
+    }
 
+    // One head's rows (the only head's, without a heading).
+    static void summary_rows(const Summary& s, const HeadSummary& h, const RenderOptions& options, std::ostream& out) {
+        const std::size_t n = s.tokens.size();
+        out << '\n';
+        if (h.head > 0) out << head_heading(s, h) << '\n';
         std::size_t token_width = display_width("query");
         for (std::size_t i = 0; i < n; ++i)
             if (shown(i, n)) token_width = std::max(token_width, display_width(fit_width(s.tokens[i], 24)));
@@ -320,14 +331,10 @@ public:
                                        n - 2 * summary_rows_shown);
                 continue;
             }
-            const QuerySummary& q = s.queries[i];
+            const QuerySummary& q = h.queries[i];
             out << fmt::format("{:>{}}  {}  {:>{}}  {:>{}}  {}\n", i + 1, index_width, pad_right(fit_width(s.tokens[i], 24), token_width),
                                format_significant(q.max_weight, options.digits), number_width,
                                format_fixed(q.entropy, options.digits), std::max(number_width, 7), top_text(s, q, options.digits));
-        }
-        if (s.context) {
-            out << fmt::format("\ncontext · {}×{}: see --format json or csv for the context vectors\n", s.context->rows(),
-                               s.context->cols());
         }
     }
 

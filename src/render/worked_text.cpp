@@ -68,7 +68,9 @@ void write_scores(Writer& out, const WorkedExample& w) {
         }
         return;
     }
-    out.line("scores: the query's dot product with every key");
+    out.line(w.positions && w.positions->scheme == PositionScheme::rope
+                 ? "scores: the rotated query's dot product with every rotated key"
+                 : "scores: the query's dot product with every key");
     for (std::size_t j = 0; j < w.dots.size(); ++j)
         out.line(fmt::format("  {} = {} = {}", pad_right(names[j], width),
                              out.products(w.dots[j].query, w.dots[j].key_vector), out.number(w.dots[j].value)));
@@ -89,6 +91,48 @@ void write_projection(Writer& out, const WorkedProjection& p) {
 
 void write_projections(Writer& out, const WorkedExample& w) {
     for (const auto& p : w.projections) write_projection(out, p);
+}
+
+// "where "journey" stands: position 1 (counted from 0)"
+std::string standing(const WorkedExample& w) {
+    const std::int64_t first = w.positions->position - w.row;
+    return fmt::format("\"{}\" stands at position {} (counted from {})", w.query, w.positions->position, first);
+}
+
+// Sinusoidal positions: the query's embedding plus the encoding of its position, entry by entry.
+void write_encoding(Writer& out, const WorkedExample& w) {
+    const WorkedPositions& p = *w.positions;
+    const std::size_t d = p.encoding.size();
+    out.line(fmt::format("position encoding: {}; ω_i = 10000^(−2i/{}) = {}", standing(w), d, out.vector(p.frequencies)));
+    out.line(fmt::format("  e_{} = {}", w.query, out.vector(p.embedding)));
+    std::vector<std::string> terms;
+    for (std::size_t k = 0; k < d; ++k)
+        terms.push_back(fmt::format("{}({}×{})", k % 2 == 0 ? "sin" : "cos", p.position, out.number(p.frequencies[k / 2])));
+    out.line(fmt::format("  pe_{} = [{}] = {}", w.query, fmt::join(terms, ", "), out.vector(p.encoding)));
+    out.line(fmt::format("  x_{} = e_{} + pe_{} = {}", w.query, w.query, w.query, out.vector(w.inputs.front().values)));
+}
+
+// RoPE: each pair (k, k + h) of the vector turned by its angle φk.
+void write_rotation(Writer& out, const WorkedRotation& r) {
+    const std::size_t h = r.before.size() / 2;
+    out.line(fmt::format("  {}{} at position {}: φ = {}", r.vector, r.why.empty() ? "" : fmt::format(" ({})", r.why),
+                         r.position, out.vector(r.angles)));
+    for (std::size_t k = 0; k < h; ++k) {
+        const std::string angle = out.number(r.angles[k]);
+        out.line(fmt::format("    pair {}: {}×cos({}) − {}×sin({}) = {};  {}×cos({}) + {}×sin({}) = {}", k + 1,
+                             out.factor(r.before[k]), angle, out.factor(r.before[k + h]), angle, out.number(r.after[k]),
+                             out.factor(r.before[k + h]), angle, out.factor(r.before[k]), angle, out.number(r.after[k + h])));
+    }
+    out.line(fmt::format("    RoPE({}) = {}", r.vector, out.vector(r.after)));
+}
+
+void write_rotations(Writer& out, const WorkedExample& w) {
+    if (!w.positions || w.positions->scheme != PositionScheme::rope) return;
+    const WorkedPositions& p = *w.positions;
+    const std::size_t h = p.frequencies.size();
+    out.line(fmt::format("RoPE: {}; pair k, numbers k and k + {}, turns by φk = p·θ_k, θ_k = 10000^(−2(k−1)/{}) = {}",
+                         standing(w), h, 2 * h, out.vector(p.frequencies)));
+    for (const auto& r : p.rotations) write_rotation(out, r);
 }
 
 // Several heads: the token's output row from the heads' contexts and W_o.
@@ -117,7 +161,8 @@ void write_scaling(Writer& out, const WorkedExample& w) {
                                                  : "scaling: none (the simplified version uses raw dot products)");
         return;
     case ScaleRule::sqrt:
-        out.line(fmt::format("scaling: each score ÷ √d_k = ÷ √{} = ÷ {}", *w.d_k, out.number(w.divisor)));
+        out.line(fmt::format("scaling: each score ÷ √{} = ÷ √{} = ÷ {}", w.head ? "d_head" : "d_k", *w.d_k,
+                             out.number(w.divisor)));
         break;
     case ScaleRule::value:
         out.line(fmt::format("scaling: each score ÷ {} (--scale)", out.number(w.divisor)));
@@ -235,14 +280,85 @@ void write_context(Writer& out, const WorkedExample& w) {
     out.line(fmt::format("  {} = {}", indent, out.vector(w.context)));
 }
 
+// "−∞" or the number.
+std::string running(const Writer& out, double value) { return std::isinf(value) ? "−∞" : out.number(value); }
+
+// The same row by the online softmax, a tile of keys at a time (--tiles).
+void write_tiles(Writer& out, const WorkedExample& w) {
+    if (w.tile_size == 0) return;
+    const std::string s = w.tempered.empty() ? "s" : "s/T";
+    out.line(fmt::format("online softmax in tiles of {} key{}: the streaming path's way through this row, never holding "
+                         "all its weights at once; m is the largest {} so far, l = Σ e^({} − m) and the accumulator "
+                         "Σ e^({} − m)·v over the keys so far",
+                         w.tile_size, w.tile_size == 1 ? "" : "s", s, s, s));
+    for (std::size_t t = 0; t < w.tiles.size(); ++t) {
+        const WorkedTile& tile = w.tiles[t];
+        const auto first = static_cast<std::size_t>(tile.first);
+        out.line(fmt::format("  tile {} · {} · scores {}", t + 1, fmt::join(tile.keys, ", "), [&] {
+            std::string text = "[";
+            for (std::size_t k = 0; k < tile.scores.size(); ++k) text += (k ? ", " : "") + running(out, tile.scores[k]);
+            return text + "]";
+        }()));
+        if (tile.skipped) {
+            out.line("    skipped: every key comes after the query, so the causal mask hides them all and the tile is "
+                     "never read");
+            continue;
+        }
+        if (tile.hidden) {
+            out.line(fmt::format("    every key is hidden by the mask: m, l and the accumulator stay as they were (m = {}, "
+                                 "l = {}); {}",
+                                 running(out, tile.m_before), out.number(tile.l),
+                                 std::isinf(tile.m_before)
+                                     ? "nothing is rescaled: with no key seen yet, e^(m_old − m_new) would be e^(−∞ + ∞), "
+                                       "which is no number"
+                                     : "the tile's max, −∞, does not raise m, so the rescale would be e^0 = 1"));
+            continue;
+        }
+        out.line(fmt::format("    tile max {}; m: {} → {}; rescale e^(m_old − m_new) = {}", out.number(tile.tile_max),
+                             running(out, tile.m_before), out.number(tile.m_after),
+                             std::isinf(tile.m_before) ? "e^(−∞) = 0 (nothing before)" : out.number(tile.rescale)));
+        std::string terms, mixes;
+        for (std::size_t k = 0; k < tile.keys.size(); ++k) {
+            if (std::isinf(tile.scores[k])) continue;
+            terms += fmt::format(" + e^({} − {})", out.number(tile.scores[k]), out.factor(tile.m_after));
+            mixes += fmt::format(" + {}×{}", out.number(tile.exps[k]), out.vector(w.values[first + k].values));
+        }
+        out.line(fmt::format("    l = {}×{}{} = {}", out.number(tile.rescale), out.number(tile.l_before), terms,
+                             out.number(tile.l)));
+        out.line(fmt::format("    accumulator = {}×{}{} = {}", out.number(tile.rescale), out.vector(tile.accumulator_before),
+                             mixes, out.vector(tile.accumulator)));
+    }
+    if (w.final_sum == 0) {
+        out.line("  end: no key was seen, so the weights and the context stay 0, as in the full trace");
+    } else {
+        out.line(fmt::format("  end: weights e^({} − m)/l with m = {}, l = {}: {}", s, out.number(w.final_max),
+                             out.number(w.final_sum), out.vector(w.tiled_weights)));
+        out.line(fmt::format("       context = accumulator ÷ l = {}", out.vector(w.tiled_context)));
+    }
+    if (!w.matches_full_softmax)
+        out.line(fmt::format("  these differ from the full softmax row above by up to {:.1e}, more than the tolerance {:.0e}",
+                             w.tiles_difference, w.tiles_tolerance));
+    else if (w.tiles_difference == 0)
+        out.line("  the same weights and context as the full softmax row above, to the last bit (largest difference 0)");
+    else
+        out.line(fmt::format("  the same weights and context as the full softmax row above within {:.0e} of their size: "
+                             "largest difference {:.1e}, not 0, because the tiles reach the same sums through other "
+                             "roundings (another order, and the rescales)",
+                             w.tiles_tolerance, w.tiles_difference));
+}
+
 }  // namespace
 
 std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
     Writer out(digits);
     out.line(fmt::format("worked example · {} \"{}\" (row {}) · {} mode{}", mode_spec(w.mode).reads_pair ? "target" : "query",
                          w.query, w.row + 1, to_string(w.mode), w.head ? fmt::format(" · head {}", w.head) : ""));
-    for (const auto& input : w.inputs) out.line(fmt::format("{} = {}", input.label, out.vector(input.values)));
+    const bool encoded = w.positions && w.positions->scheme == PositionScheme::sinusoidal;
+    if (encoded) write_encoding(out, w);
+    for (std::size_t k = encoded ? 1 : 0; k < w.inputs.size(); ++k)  // x_i, when encoded, closes the encoding's lines
+        out.line(fmt::format("{} = {}", w.inputs[k].label, out.vector(w.inputs[k].values)));
     write_projections(out, w);
+    write_rotations(out, w);
     write_scores(out, w);
     write_scaling(out, w);
     write_mask(out, w);
@@ -250,6 +366,7 @@ std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
     write_weights(out, w);
     write_strongest(out, w);
     write_context(out, w);
+    write_tiles(out, w);
     write_output(out, w);
     return out.take();
 }

@@ -26,6 +26,8 @@ inline void require_trace(const nlohmann::json& doc) {
         for (const char* d : {"d_in", "d_k", "d_v"}) REQUIRE(doc.at("dims").contains(d));
     }
     REQUIRE(doc.at("notes").is_array());
+    REQUIRE(doc.at("positions").is_string());
+    REQUIRE(doc.contains("first_position") == (doc.at("positions") != "none"));
     REQUIRE(doc.at("weights").at("source").is_string());
     REQUIRE(doc.at("stages").is_array());
     // The masked and weights stages of causal mode carry the mask.

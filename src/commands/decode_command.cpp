@@ -1,0 +1,68 @@
+#include "commands/decode_command.hpp"
+
+#include "commands/guards.hpp"
+#include "core/error.hpp"
+#include "input/examples.hpp"
+#include "input/load.hpp"
+#include "input/source.hpp"
+
+#include <fmt/format.h>
+
+namespace attntrace {
+namespace {
+
+// What a KV cache cannot show: another mode, a window, the wrong ways of masking, the sum.
+void check_decode_request(const DecodeRequest& request) {
+    if (request.mode && *request.mode != Mode::causal)
+        throw UsageError(fmt::format("decode traces causal attention only (--mode {}): a KV cache keeps each token's key "
+                                     "and value because, under the causal mask, a new token changes no earlier row; "
+                                     "in {} mode every earlier row would change at each step",
+                                     to_string(*request.mode), to_string(*request.mode)));
+    const TraceOptions& t = request.trace;
+    if (t.window)
+        throw UsageError("decode keeps every token in its cache; --window, whose cache would drop the oldest tokens, is "
+                         "not traced by decode (the trace shows what --window hides)");
+    if (!t.mask_method.standard())
+        throw UsageError("decode masks the standard way (−∞ before softmax); the trace shows what --mask-fill and "
+                         "--mask-after-softmax do");
+    if (t.normalization != Normalization::softmax)
+        throw UsageError("decode shows softmax weights; --normalize sum is shown by the trace");
+    if (t.positions && *t.positions != PositionScheme::none)
+        throw UsageError("decode steps through the cache without position information for now; the trace shows "
+                         "--positions (docs/positions.md)");
+}
+
+// The same for an input that asks for positions itself.
+void check_decode_input(const Problem& problem, const TraceOptions& options) {
+    const auto* single = std::get_if<SingleSequenceInput>(&problem.input);
+    if (!options.positions && single && single->positions && *single->positions != PositionScheme::none)
+        throw UsageError(fmt::format("{}: the input asks for {} positions, and decode steps through the cache without "
+                                     "position information for now; add --positions none, or trace it without decode",
+                                     problem.origin, to_string(*single->positions)));
+}
+
+}  // namespace
+
+void run_decode(DecodeRequest request, std::ostream& out) {
+    check_decode_request(request);
+    const InputText input = request.input_path ? read_input(*request.input_path, request.max_input)
+                                               : example_input(std::string(default_example));
+    const Problem problem = load_input(input, request.max_memory);
+    request.trace.mode = resolve_mode(problem, Mode::causal);
+    check_decode_input(problem, request.trace);
+    std::vector<std::string> notes;
+    if (problem.mode && *problem.mode != Mode::causal)
+        notes.push_back(fmt::format("the input's mode {} is not used: decode runs causal attention", to_string(*problem.mode)));
+    // The full trace, and the steps beside it: twice the trace's memory at most.
+    const WorkShape shape = work_shape(problem, request.trace);
+    require_memory(2 * trace_bytes(shape, request.trace.dtype, request.render, false), request.max_memory, problem.origin,
+                   "decoding this input beside its full trace", "");
+    require_time(2 * trace_seconds(shape, request.render.format), request.max_seconds, problem.origin,
+                 "decoding this input beside its full trace", "");
+    const Trace full = trace(problem, request.trace);
+    Decode decode = decode_steps(full, request.decode);
+    decode.notes.insert(decode.notes.begin(), notes.begin(), notes.end());
+    render(decode, request.render, out);
+}
+
+}  // namespace attntrace
