@@ -137,6 +137,26 @@ void add_trace_options(CLI::App& app, TraceState& s) {
                  "and print the verdict instead of the trace");
 }
 
+// The run of a command that traces its inputs (compare, decode): the request takes the
+// trace flags, the output and the limits, then `job` does the work.
+template <typename State, typename Request>
+Runner run_traced(std::shared_ptr<State> s, void (*job)(Request, std::ostream&)) {
+    return [s, job] {
+        return run(
+            [&](std::ostream& out) {
+                Request& request = s->request;
+                request.mode = s->flags.requested_mode();
+                request.trace = s->flags.apply();
+                s->output.apply(request.render);
+                request.max_memory = s->limits.memory();
+                request.max_seconds = s->limits.seconds();
+                request.max_input = s->limits.input();
+                job(std::move(request), out);
+            },
+            s->output.path);
+    };
+}
+
 Command add_similarity(CLI::App& app) {
     struct State {
         SimilarityRequest request;
@@ -266,20 +286,7 @@ Command add_compare(CLI::App& app) {
     s->flags.add_to(*command);
     s->output.add_to(*command);
     s->limits.add_to(*command);
-    return {command, [s] {
-                return run(
-                    [&](std::ostream& out) {
-                        CompareRequest& request = s->request;
-                        request.mode = s->flags.requested_mode();
-                        request.trace = s->flags.apply();
-                        s->output.apply(request.render);
-                        request.max_memory = s->limits.memory();
-                        request.max_seconds = s->limits.seconds();
-                        request.max_input = s->limits.input();
-                        run_compare(std::move(request), out);
-                    },
-                    s->output.path);
-            }};
+    return {command, run_traced(s, run_compare)};
 }
 
 Command add_decode(CLI::App& app) {
@@ -308,20 +315,7 @@ Command add_decode(CLI::App& app) {
     s->flags.add_to(*command);
     s->output.add_to(*command);
     s->limits.add_to(*command);
-    return {command, [s] {
-                return run(
-                    [&](std::ostream& out) {
-                        DecodeRequest& request = s->request;
-                        request.mode = s->flags.requested_mode();
-                        request.trace = s->flags.apply();
-                        s->output.apply(request.render);
-                        request.max_memory = s->limits.memory();
-                        request.max_seconds = s->limits.seconds();
-                        request.max_input = s->limits.input();
-                        run_decode(std::move(request), out);
-                    },
-                    s->output.path);
-            }};
+    return {command, run_traced(s, run_decode)};
 }
 
 Command add_trace_command(CLI::App& app) {
