@@ -6,6 +6,7 @@
 #include "attention/trace.hpp"
 #include "support/cli.hpp"
 #include "support/trace_json.hpp"
+#include "support/naive.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -26,30 +27,9 @@ using nlohmann::json;
 
 namespace {
 
-using Grid = std::vector<std::vector<double>>;
+using namespace naive;  // Grid, Lcg and the loop products (support/naive.hpp)
+
 constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
-
-// Numbers in [-1, 1) from a 64-bit LCG (Knuth's MMIX constants), independent of attntrace's generator.
-struct Lcg {
-    std::uint64_t state;
-    double next() {
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        return static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53) * 2 - 1;
-    }
-    Grid grid(std::size_t rows, std::size_t cols) {
-        Grid g(rows, std::vector<double>(cols));
-        for (auto& row : g)
-            for (double& v : row) v = next();
-        return g;
-    }
-};
-
-Matrix matrix_of(const Grid& g) {
-    Matrix m(static_cast<Eigen::Index>(g.size()), static_cast<Eigen::Index>(g[0].size()));
-    for (std::size_t i = 0; i < g.size(); ++i)
-        for (std::size_t j = 0; j < g[0].size(); ++j) m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = g[i][j];
-    return m;
-}
 
 // x · columns first … first + count − 1 of w.
 std::vector<double> row_times(const std::vector<double>& x, const Grid& w, std::size_t first, std::size_t count) {

@@ -6,6 +6,7 @@
 #include "attention/trace.hpp"
 #include "support/cli.hpp"
 #include "support/trace_json.hpp"
+#include "support/naive.hpp"
 
 #include "support/catch.hpp"
 #include <fmt/format.h>
@@ -24,47 +25,8 @@ using nlohmann::json;
 
 namespace {
 
-using Grid = std::vector<std::vector<double>>;
+using namespace naive;  // Grid, Lcg and the loop products (support/naive.hpp)
 
-// Numbers in [-1, 1) from a 64-bit LCG (Knuth's MMIX constants), independent of attntrace's generator.
-struct Lcg {
-    std::uint64_t state;
-    double next() {
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        return static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53) * 2 - 1;
-    }
-    Grid grid(std::size_t rows, std::size_t cols) {
-        Grid g(rows, std::vector<double>(cols));
-        for (auto& row : g)
-            for (double& v : row) v = next();
-        return g;
-    }
-};
-
-Grid times(const Grid& a, const Grid& b) {
-    Grid out(a.size(), std::vector<double>(b[0].size(), 0.0));
-    for (std::size_t i = 0; i < a.size(); ++i)
-        for (std::size_t j = 0; j < b[0].size(); ++j)
-            for (std::size_t k = 0; k < b.size(); ++k) out[i][j] += a[i][k] * b[k][j];
-    return out;
-}
-
-Grid columns(const Grid& a, std::size_t first, std::size_t count) {
-    Grid out(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i) out[i].assign(a[i].begin() + static_cast<long>(first), a[i].begin() + static_cast<long>(first + count));
-    return out;
-}
-
-Grid rows_of(const Grid& a, std::size_t first, std::size_t count) {
-    return Grid(a.begin() + static_cast<long>(first), a.begin() + static_cast<long>(first + count));
-}
-
-Matrix matrix_of(const Grid& g) {
-    Matrix m(static_cast<Eigen::Index>(g.size()), static_cast<Eigen::Index>(g[0].size()));
-    for (std::size_t i = 0; i < g.size(); ++i)
-        for (std::size_t j = 0; j < g[0].size(); ++j) m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = g[i][j];
-    return m;
-}
 
 // What one head computes, the naive way.
 struct NaiveHead {
@@ -76,7 +38,7 @@ struct NaiveLayer {
     std::vector<Grid> contributions;
 };
 
-NaiveLayer naive(const Grid& x, const Grid& w_q, const Grid& w_k, const Grid& w_v, const Grid& w_o, int heads,
+NaiveLayer naive_layer(const Grid& x, const Grid& w_q, const Grid& w_k, const Grid& w_v, const Grid& w_o, int heads,
                  int kv_heads, bool causal) {
     const std::size_t n = x.size();
     const std::size_t d_head = w_q[0].size() / static_cast<std::size_t>(heads);
@@ -165,7 +127,7 @@ TEST_CASE("every stage of every head matches a naive multi-head implementation",
                 options.kv_heads = s.kv_heads;
                 options.dtype = dtype;
                 const Trace t = trace_single(sequence, &w, options);
-                const NaiveLayer want = naive(x, w_q, w_k, w_v, w_o, s.heads, s.kv_heads, causal);
+                const NaiveLayer want = naive_layer(x, w_q, w_k, w_v, w_o, s.heads, s.kv_heads, causal);
                 const double tolerance = dtype == Dtype::float64 ? 1e-12 : 2e-5;
                 const int head_of_one = s.heads > 1 ? 1 : 0;  // one head: no head number
                 CHECK(t.heads == s.heads);

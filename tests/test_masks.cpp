@@ -5,6 +5,7 @@
 #include "attention/trace.hpp"
 #include "support/cli.hpp"
 #include "support/trace_json.hpp"
+#include "support/naive.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -25,17 +26,9 @@ using nlohmann::json;
 
 namespace {
 
-using Grid = std::vector<std::vector<double>>;
-constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
+using namespace naive;  // Grid, Lcg and the loop products (support/naive.hpp)
 
-// Numbers in [-1, 1) from a 64-bit LCG (Knuth's MMIX constants), independent of attntrace's generator.
-struct Lcg {
-    std::uint64_t state;
-    double next() {
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        return static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53) * 2 - 1;
-    }
-};
+constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
 
 // May query i see key j: the rules of the issue, written out once more.
 bool naive_allowed(std::size_t i, std::size_t j, bool causal, std::optional<std::size_t> window,

@@ -8,6 +8,7 @@
 #include "support/cli.hpp"
 #include "support/schema.hpp"
 #include "support/trace_json.hpp"
+#include "support/naive.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -25,44 +26,8 @@ using trace_json::run_json;
 
 namespace {
 
-using Grid = std::vector<std::vector<double>>;
+using namespace naive;  // Grid, Lcg and the loop products (support/naive.hpp)
 
-// Numbers in [-1, 1) from a 64-bit LCG (Knuth's MMIX constants), independent of attntrace's generator.
-struct Lcg {
-    std::uint64_t state;
-    double next() {
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        return static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53) * 2 - 1;
-    }
-    Grid grid(std::size_t rows, std::size_t cols) {
-        Grid g(rows, std::vector<double>(cols));
-        for (auto& row : g)
-            for (double& v : row) v = next();
-        return g;
-    }
-};
-
-Grid times(const Grid& a, const Grid& b) {
-    Grid out(a.size(), std::vector<double>(b[0].size(), 0.0));
-    for (std::size_t i = 0; i < a.size(); ++i)
-        for (std::size_t j = 0; j < b[0].size(); ++j)
-            for (std::size_t k = 0; k < b.size(); ++k) out[i][j] += a[i][k] * b[k][j];
-    return out;
-}
-
-Grid columns(const Grid& a, std::size_t first, std::size_t count) {
-    Grid out(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i)
-        out[i].assign(a[i].begin() + static_cast<long>(first), a[i].begin() + static_cast<long>(first + count));
-    return out;
-}
-
-Matrix matrix_of(const Grid& g) {
-    Matrix m(static_cast<Eigen::Index>(g.size()), static_cast<Eigen::Index>(g[0].size()));
-    for (std::size_t i = 0; i < g.size(); ++i)
-        for (std::size_t j = 0; j < g[0].size(); ++j) m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = g[i][j];
-    return m;
-}
 
 // 1 / 10000^(2i/d), by way of the logarithm (attntrace takes a power).
 double frequency(std::size_t i, std::size_t d) {
@@ -107,7 +72,7 @@ struct Naive {
     Grid concat, output;
 };
 
-Naive naive(const Grid& e, const Grid& w_q, const Grid& w_k, const Grid& w_v, const Grid& w_o, int heads, int kv_heads,
+Naive naive_layer(const Grid& e, const Grid& w_q, const Grid& w_k, const Grid& w_v, const Grid& w_o, int heads, int kv_heads,
             bool causal, PositionScheme scheme, std::int64_t first) {
     const std::size_t n = e.size(), d_in = e[0].size();
     const std::size_t d_head = w_q[0].size() / static_cast<std::size_t>(heads);
@@ -250,7 +215,7 @@ TEST_CASE("every stage with positions matches a naive implementation", "[positio
                         options.positions = scheme;
                         if (first != 0) options.position_offset = first;
                         const Trace t = trace_single(sequence, &w, options);
-                        const Naive want = naive(e, w_q, w_k, w_v, w_o, s.heads, s.kv_heads, causal, scheme, first);
+                        const Naive want = naive_layer(e, w_q, w_k, w_v, w_o, s.heads, s.kv_heads, causal, scheme, first);
                         const double tolerance = dtype == Dtype::float64 ? 1e-12 : 3e-5;
                         CHECK(t.positions == scheme);
                         CHECK(t.first_position == first);
@@ -306,7 +271,7 @@ TEST_CASE("positions through the command line: JSON header, stage order and numb
         const Grid w_k = trace_json::rows_of(t["parameters"]["W_k"]);
         const Grid w_v = trace_json::rows_of(t["parameters"]["W_v"]);
         const Grid w_o = trace_json::rows_of(t["parameters"]["W_o"]);
-        const Naive want = naive(x, w_q, w_k, w_v, w_o, 2, 1, true, PositionScheme::rope, 0);
+        const Naive want = naive_layer(x, w_q, w_k, w_v, w_o, 2, 1, true, PositionScheme::rope, 0);
         require_rows(trace_json::stage_rows(t, "positions"), want.angles, 1e-15);
         const auto q_rot = stages_named(t, "queries_rotated"), k_rot = stages_named(t, "keys_rotated");
         const auto scores = stages_named(t, "scores");
@@ -335,7 +300,7 @@ TEST_CASE("positions through the command line: JSON header, stage order and numb
         const Grid w_q = trace_json::rows_of(t["parameters"]["W_q"]);
         const Grid w_k = trace_json::rows_of(t["parameters"]["W_k"]);
         const Grid w_v = trace_json::rows_of(t["parameters"]["W_v"]);
-        const Naive want = naive(e, w_q, w_k, w_v, Grid{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, 1, 1, false,
+        const Naive want = naive_layer(e, w_q, w_k, w_v, Grid{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, 1, 1, false,
                                  PositionScheme::sinusoidal, 5);
         require_rows(trace_json::stage_rows(t, "embeddings"), e, 0);
         require_rows(trace_json::stage_rows(t, "positions"), want.encoding, 1e-15);

@@ -4,6 +4,7 @@
 // masked tiles (padding inside the row, a window before any key is seen); the refusals.
 #include "support/cli.hpp"
 #include "support/trace_json.hpp"
+#include "support/naive.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -23,23 +24,9 @@ using nlohmann::json;
 
 namespace {
 
-using Grid = std::vector<std::vector<double>>;
-constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
+using namespace naive;  // Grid, Lcg and the loop products (support/naive.hpp)
 
-// Numbers in [-1, 1) from a 64-bit LCG (Knuth's MMIX constants), independent of attntrace's generator.
-struct Lcg {
-    std::uint64_t state;
-    double next() {
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        return static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53) * 2 - 1;
-    }
-    Grid grid(std::size_t rows, std::size_t cols) {
-        Grid g(rows, std::vector<double>(cols));
-        for (auto& row : g)
-            for (double& v : row) v = next();
-        return g;
-    }
-};
+constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
 
 // A document for attntrace: tokens and their embeddings.
 std::string input_json(const std::vector<std::string>& tokens, const Grid& x) {

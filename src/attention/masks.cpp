@@ -44,7 +44,10 @@ std::optional<std::string> padding_note(const MaskSpec& spec, const std::vector<
 std::string reason_text(std::uint8_t reasons) {
     std::string text;
     for (const auto& [bit, name] : {std::pair{reason_causal, "causal"}, {reason_window, "window"}, {reason_padding, "padding"}})
-        if (reasons & bit) text += (text.empty() ? "" : "+") + std::string(name);
+        if (reasons & bit) {
+            if (!text.empty()) text += '+';
+            text += name;
+        }
     return text;
 }
 

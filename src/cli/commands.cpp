@@ -174,6 +174,26 @@ void add_trace_options(CLI::App& app, TraceState& s) {
         ->group("");
 }
 
+// The run of a command that traces its inputs (compare, decode): the request takes the
+// trace flags, the output and the limits, then `job` does the work.
+template <typename State, typename Request>
+Runner run_traced(std::shared_ptr<State> s, void (*job)(Request, std::ostream&)) {
+    return [s, job] {
+        return run(
+            [&](Outputs& outputs) {
+                Request& request = s->request;
+                request.mode = s->flags.requested_mode();
+                request.trace = s->flags.apply();
+                s->output.apply(request.render, outputs.main_output());  // colour and width from where it goes
+                request.max_memory = s->limits.memory();
+                request.max_seconds = s->limits.seconds();
+                request.max_input = s->limits.input();
+                job(std::move(request), outputs.main());
+            },
+            s->output.path);
+    };
+}
+
 Command add_similarity(CLI::App& app) {
     struct State {
         SimilarityRequest request;
@@ -323,20 +343,7 @@ Command add_compare(CLI::App& app) {
     s->flags.add_to(*command);
     s->output.add_to(*command);
     s->limits.add_to(*command);
-    return {command, [s] {
-                return run(
-                    [&](Outputs& outputs) {
-                        CompareRequest& request = s->request;
-                        request.mode = s->flags.requested_mode();
-                        request.trace = s->flags.apply();
-                        s->output.apply(request.render, outputs.main_output());
-                        request.max_memory = s->limits.memory();
-                        request.max_seconds = s->limits.seconds();
-                        request.max_input = s->limits.input();
-                        run_compare(std::move(request), outputs.main());
-                    },
-                    s->output.path);
-            }};
+    return {command, run_traced(s, run_compare)};
 }
 
 Command add_decode(CLI::App& app) {
@@ -371,20 +378,7 @@ Command add_decode(CLI::App& app) {
     s->flags.add_to(*command);
     s->output.add_to(*command);
     s->limits.add_to(*command);
-    return {command, [s] {
-                return run(
-                    [&](Outputs& outputs) {
-                        DecodeRequest& request = s->request;
-                        request.mode = s->flags.requested_mode();
-                        request.trace = s->flags.apply();
-                        s->output.apply(request.render, outputs.main_output());
-                        request.max_memory = s->limits.memory();
-                        request.max_seconds = s->limits.seconds();
-                        request.max_input = s->limits.input();
-                        run_decode(std::move(request), outputs.main());
-                    },
-                    s->output.path);
-            }};
+    return {command, run_traced(s, run_decode)};
 }
 
 // Every name an option of `app` answers to ("--temperature", "-q").
