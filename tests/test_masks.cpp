@@ -228,6 +228,15 @@ TEST_CASE("zeroing after softmax without dividing again leaves rows that sum to 
     CHECK(weights[0][1] == 0.0);
     CHECK(weights[0][2] == 0.0);
     CHECK(trace_json::stage_of(t, "masked")["applied"] == false);
+    // a = (20, 20), b = (−20, −20): each row scores itself 800 and the other −800, and
+    // e^(−800 − 800) is 0 in a double, so zeroing the hidden key after softmax takes nothing
+    // away, and the note says the rows still sum to 1.
+    const cli::TempFile far(input_of({"a", "b"}, {{20, 20}, {-20, -20}}));
+    bool said = false;
+    const json kept = run_json({far.path(), "--window", "1", "--mask-after-softmax", "-s", "weights"});
+    for (const auto& note : kept["notes"])
+        said = said || note.get<std::string>().find("already 0 to the last digits, so every row still sums to 1") != std::string::npos;
+    CHECK(said);
     const auto check = cli::run({input.path(), "--window", "1", "--mask-after-softmax", "--check"});
     CHECK(check.exit_code != 0);
     CHECK(check.out.empty());

@@ -378,12 +378,16 @@ private:
                     if (!mask.allowed(r, c)) leaked = std::max(leaked, stage.data(r, c));
             }
         }
-        if (method_.after_softmax)
+        if (method_.after_softmax && shortest < 1 - 1e-12)
             add_note(trace_, fmt::format("--mask-after-softmax: softmax ran over every key, then the hidden keys' weights "
                                          "were set to 0 and the rows not divided again, so they no longer sum to 1 (the "
                                          "smallest sum of a row that sees any key is {:.6g}); −∞ before softmax is the "
                                          "same as zeroing and then dividing by what is left",
                                          shortest));
+        else if (method_.after_softmax)  // the hidden keys' weights had underflowed to 0 already
+            add_note(trace_, "--mask-after-softmax: softmax ran over every key, then the hidden keys' weights were set "
+                             "to 0 and the rows not divided again; here the hidden keys' weights were already 0 to the "
+                             "last digits, so every row still sums to 1");
         else
             add_note(trace_, fmt::format("--mask-fill: the hidden scores are {} instead of −∞, an ordinary number to "
                                          "softmax; the largest weight a hidden key got in this run is {}",
