@@ -90,7 +90,7 @@ const std::vector<BadInput> cases = {
     {"unknown field", R"({"sentence": "a", "embedings": {"a": [1]}})", {}, 1, "unknown field \"embedings\" (did you mean \"embeddings\"?"},
     {"a weight named as in a paper", R"({"sentence": "a", "embeddings": {"a": [1]}, "weights": {"W_q": [[1]], "W_k": [[1]], "W_v": [[1]]}})",
      {"-m", "self"}, 1,
-     "/weights/W_q: unknown field \"W_q\": the query projection W_q goes under \"query\" (known fields: query, key, value, output)"},
+     "/weights/W_q: unknown field \"W_q\": the query projection W_q goes under \"query\" (known fields: query, key, value, output, query_bias, key_bias, value_bias, output_bias)"},
     {"unknown field too long to suggest for", R"({"sentence": "a", ")" + std::string(100, 'x') + R"(": 1})", {}, 1,
      "xxx…\" (known fields: description, mode,"},
     {"ragged vectors", R"({"sentence": "a b", "embeddings": {"a": [1, 2], "b": [3]}})", {}, 1,

@@ -138,7 +138,7 @@ TEST_CASE("every decode step matches a naive loop and the row of the full causal
                     sequence.tokens[1] = "<pad>";
                     pad[1] = true;
                 }
-                const Projections w{matrix_of(w_q), matrix_of(w_k), matrix_of(w_v), std::nullopt};
+                const Projections w = projections(matrix_of(w_q), matrix_of(w_k), matrix_of(w_v));
                 TraceOptions options;
                 options.mode = Mode::causal;
                 options.heads = s.heads;

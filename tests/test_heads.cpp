@@ -120,7 +120,7 @@ TEST_CASE("every stage of every head matches a naive multi-head implementation",
                 Sequence sequence;
                 sequence.vectors = matrix_of(x);
                 for (std::size_t i = 0; i < s.n; ++i) sequence.tokens.push_back(fmt::format("t{}", i + 1));
-                const Projections w{matrix_of(w_q), matrix_of(w_k), matrix_of(w_v), matrix_of(w_o)};
+                const Projections w = projections(matrix_of(w_q), matrix_of(w_k), matrix_of(w_v), matrix_of(w_o));
                 TraceOptions options;
                 options.mode = causal ? Mode::causal : Mode::self;
                 options.heads = s.heads;

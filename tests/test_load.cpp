@@ -117,7 +117,7 @@ TEST_CASE("data errors name the input, the JSON pointer, what was expected and f
     fails_with(R"({"sentence": "a b c", "embeddings": [[1], [2]]})", "/embeddings: 2 vectors for 3 tokens");
     fails_with(R"({"tokens": ["a", ""], "embeddings": [[1], [2]]})", "/tokens/1: empty token");
     fails_with(R"({"tokens": "a b", "embeddings": [[1]]})", "/tokens: expected an array of strings, found string");
-    fails_with(R"({"sentence": "a", "embeddings": "no"})", "/embeddings: expected an object word → vector or an array of vectors, found string");
+    fails_with(R"({"sentence": "a", "embeddings": "no"})", "/embeddings: expected an object word → vector, an array of vectors, or the name of a .npy file holding it, found the string \"no\"");
     fails_with(R"({"sentence": "a", "embedings": {"a": [1]}})", "/embedings: unknown field \"embedings\" (did you mean \"embeddings\"?");
     fails_with(R"({"sentence": "a", "embeddings": {"a": [1]}, "mode": "selff"})", "/mode: unknown mode \"selff\"");
     fails_with(R"({"sentence": "a", "embeddings": {"a": [1]}, "description": 3})", "/description: expected a string, found number 3");
@@ -199,7 +199,7 @@ TEST_CASE("every unknown word of a sentence is named in one message", "[load][er
 
 TEST_CASE("field names learners try are pointed to the field they mean", "[load][errors]") {
     const std::string one = R"({"sentence": "a", "embeddings": {"a": [1]}, )";
-    const std::string projections = " (known fields: query, key, value, output)";
+    const std::string projections = " (known fields: query, key, value, output, query_bias, key_bias, value_bias, output_bias)";
     for (const std::string name : {"W_q", "Wq", "w_q", "WQ", "W_query", "Q", "q", "query_weights"}) {
         INFO(name);
         CHECK(refusal(one + R"("weights": {")" + name + R"(": [[1]]}})") ==
@@ -211,9 +211,9 @@ TEST_CASE("field names learners try are pointed to the field they mean", "[load]
           "in.json: /weights/V: unknown field \"V\": the value projection W_v goes under \"value\"" + projections);
     // A misspelling that is no alias still gets the closest field.
     CHECK(refusal(one + R"("weights": {"querry": [[1]]}})") ==
-          "in.json: /weights/querry: unknown field \"querry\" (did you mean \"query\"? known fields: query, key, value, output)");
+          "in.json: /weights/querry: unknown field \"querry\" (did you mean \"query\"? known fields: query, key, value, output, query_bias, key_bias, value_bias, output_bias)");
 
-    const std::string top = " (known fields: description, mode, sentence, tokens, embeddings, weights, heads, kv_heads, padding, positions, source, target)";
+    const std::string top = " (known fields: description, mode, sentence, tokens, embeddings, weights, heads, kv_heads, padding, positions, source, target, layout)";
     CHECK(refusal(one + R"("W_q": [[1]]})") ==
           "in.json: /W_q: unknown field \"W_q\": the query projection W_q goes inside \"weights\", under \"query\"" + top);
     CHECK(refusal(R"({"sentence": "a", "embedding": {"a": [1]}})") ==

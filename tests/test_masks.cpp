@@ -113,7 +113,7 @@ TEST_CASE("causal, window and padding masks match a naive mask and attention", "
                     }
                     // causal mode projects; give it identity weights so Q = K = V = X as in plain.
                     const Matrix identity = Matrix::Identity(3, 3);
-                    const Projections same{identity, identity, identity, std::nullopt};
+                    const Projections same = projections(identity, identity, identity);
                     const Trace t = trace_single(sequence, causal ? &same : nullptr, options);
                     const NaivePlain want = naive_plain(x, causal, window ? std::optional<std::size_t>(window) : std::nullopt, pad);
                     const Stage& masked = t.at(StageId::masked);

@@ -206,7 +206,7 @@ TEST_CASE("every stage with positions matches a naive implementation", "[positio
                         Sequence sequence;
                         sequence.vectors = matrix_of(e);
                         for (std::size_t i = 0; i < s.n; ++i) sequence.tokens.push_back(fmt::format("t{}", i + 1));
-                        const Projections w{matrix_of(w_q), matrix_of(w_k), matrix_of(w_v), matrix_of(w_o)};
+                        const Projections w = projections(matrix_of(w_q), matrix_of(w_k), matrix_of(w_v), matrix_of(w_o));
                         TraceOptions options;
                         options.mode = causal ? Mode::causal : Mode::self;
                         options.heads = s.heads;
@@ -608,7 +608,7 @@ TEST_CASE("RoPE's interleaved pairing gives the same scores once W_q's and W_k's
     Sequence sequence;
     sequence.vectors = matrix_of(x);
     for (std::size_t i = 0; i < n; ++i) sequence.tokens.push_back(fmt::format("t{}", i + 1));
-    const Projections w{matrix_of(reordered(w_q)), matrix_of(reordered(w_k)), matrix_of(w_v), matrix_of(rng.grid(4, 2))};
+    const Projections w = projections(matrix_of(reordered(w_q)), matrix_of(reordered(w_k)), matrix_of(w_v), matrix_of(rng.grid(4, 2)));
     TraceOptions options;
     options.mode = Mode::self;
     options.heads = heads;
@@ -625,7 +625,7 @@ TEST_CASE("RoPE's interleaved pairing gives the same scores once W_q's and W_k's
         require_stage(t, StageId::scores, b + 1, scores, 1e-12);
     }
     // Without the reordering the scores differ: the layouts are not interchangeable as they are.
-    const Projections unordered{matrix_of(w_q), matrix_of(w_k), matrix_of(w_v), matrix_of(rng.grid(4, 2))};
+    const Projections unordered = projections(matrix_of(w_q), matrix_of(w_k), matrix_of(w_v), matrix_of(rng.grid(4, 2)));
     const Trace plain = trace_single(sequence, &unordered, options);
     const Grid q_rot = interleaved(columns(q, 0, d_head)), k_rot = interleaved(columns(k, 0, d_head));
     double largest = 0;

@@ -102,10 +102,10 @@ CheckResult rows_sum_to_one(const std::vector<const Stage*>& heads, double toler
 // out = a·b with plain loops, entry by entry against `out`'s stage; the largest gap into
 // `largest`, the first disagreement into `result`.
 void check_product(CheckResult& result, double& largest, const Matrix& a, const Matrix& b, const Stage& out,
-                   std::string_view product, double tolerance) {
+                   std::string_view product, double tolerance, const Matrix* bias = nullptr) {
     for (Eigen::Index i = 0; i < out.row_count(); ++i)
         for (Eigen::Index k = 0; k < out.col_count(); ++k) {
-            double sum = 0, magnitude = 0;
+            double sum = bias ? (*bias)(0, k) : 0, magnitude = bias ? std::abs((*bias)(0, k)) : 0;
             for (Eigen::Index j = 0; j < a.cols(); ++j) {
                 sum += a(i, j) * b(j, k);
                 magnitude += std::abs(a(i, j) * b(j, k));
@@ -138,28 +138,33 @@ std::vector<CheckResult> output_checks(const Trace& trace, double tolerance) {
     const Stage* output = trace.find(StageId::output);
     if (!output) return {};
     const Stage* concat = trace.find(StageId::concat);
-    CheckResult product{concat ? "output = concat · W_o" : "output = context · W_o", "", true, ""};
+    const Matrix* bias = trace.has_parameter("b_o") ? &trace.parameter("b_o").data : nullptr;
+    const std::string plus = bias ? " + b_o" : "";
+    CheckResult product{(concat ? "output = concat · W_o" : "output = context · W_o") + plus, "", true, ""};
     double largest = 0;
     check_product(product, largest, (concat ? *concat : trace.at(StageId::context)).data, trace.parameter("W_o").data,
-                  *output, concat ? "concat · W_o" : "context · W_o", tolerance);
-    product.measured = fmt::format("largest |output − {}·W_o| = {:.2g}, recomputed with plain loops",
-                                   concat ? "concat" : "context", largest);
+                  *output, (concat ? "concat · W_o" : "context · W_o") + plus, tolerance, bias);
+    product.measured = fmt::format("largest |output − {}·W_o{}| = {:.2g}, recomputed with plain loops",
+                                   concat ? "concat" : "context", plus, largest);
     std::vector<CheckResult> out{std::move(product)};
     const auto parts = per_head(trace, StageId::head_contributions);
     if (parts.empty()) return out;
-    CheckResult sum{"the heads' contributions add up to the output", "", true, ""};
+    CheckResult sum{bias ? "the heads' contributions plus b_o add up to the output"
+                         : "the heads' contributions add up to the output",
+                    "", true, ""};
     double gap_largest = 0;
     for (Eigen::Index i = 0; i < output->row_count(); ++i)
         for (Eigen::Index k = 0; k < output->col_count(); ++k) {
-            double total = 0, magnitude = 0;
+            double total = bias ? (*bias)(0, k) : 0, magnitude = bias ? std::abs((*bias)(0, k)) : 0;
             for (const Stage* part : parts) total += part->data(i, k), magnitude += std::abs(part->data(i, k));
             const double gap = std::abs(output->data(i, k) - total);
             gap_largest = widest(gap_largest, gap);
             if (!(gap <= tolerance * (1 + magnitude)))
-                fail(sum, fmt::format("the output at {} is {}, but the heads' contributions add up to {}",
-                                      entry(*output, i, k), output->data(i, k), total));
+                fail(sum, fmt::format("the output at {} is {}, but the heads' contributions{} add up to {}",
+                                      entry(*output, i, k), output->data(i, k), plus, total));
         }
-    sum.measured = fmt::format("largest |output − Σ contributions| = {:.2g} over {} heads", gap_largest, parts.size());
+    sum.measured = fmt::format("largest |output − (Σ contributions{})| = {:.2g} over {} heads", plus, gap_largest,
+                               parts.size());
     out.push_back(std::move(sum));
     return out;
 }

@@ -23,10 +23,11 @@ struct Shape {
 // y = x·W[:, first … first + count − 1], in the working precision T, one column at a time:
 // y_c = Σ_i x_i · W(i, first + c), i in order.
 template <typename T>
-std::vector<T> project_row(const std::vector<T>& x, const Matrix& w, Eigen::Index first, Eigen::Index count) {
+std::vector<T> project_row(const std::vector<T>& x, const Matrix& w, const Matrix* bias, Eigen::Index first,
+                           Eigen::Index count) {
     std::vector<T> y(static_cast<std::size_t>(count), T(0));
     for (Eigen::Index c = 0; c < count; ++c) {
-        T sum = 0;
+        T sum = bias ? static_cast<T>((*bias)(0, first + c)) : T(0);  // x·W + b
         for (Eigen::Index i = 0; i < w.rows(); ++i) sum += x[static_cast<std::size_t>(i)] * static_cast<T>(w(i, first + c));
         y[static_cast<std::size_t>(c)] = sum;
     }
@@ -117,10 +118,15 @@ std::vector<bool> padding_of(const Trace& full, Eigen::Index n) {
 
 template <typename T>
 void run_steps(const Trace& full, const Shape& s, const DecodeOptions& options, Decode& out) {
-    const Matrix& x_all = full.at(StageId::inputs).data;
+    // What the projections read: the inputs, or after ln_1 each token's normalised vector
+    // (a token's own numbers only, so the trace's row is the step's).
+    const Stage* normed = full.find(StageId::layernorm);
+    const Matrix& x_all = (normed ? *normed : full.at(StageId::inputs)).data;
     const Matrix& w_q = full.parameter("W_q").data;
     const Matrix& w_k = full.parameter("W_k").data;
     const Matrix& w_v = full.parameter("W_v").data;
+    const auto bias = [&](std::string_view name) { return full.has_parameter(name) ? &full.parameter(name).data : nullptr; };
+    const Matrix *b_q = bias("b_q"), *b_k = bias("b_k"), *b_v = bias("b_v");
     const std::vector<bool> padding = padding_of(full, s.n);
     const T divisor = static_cast<T>(full.scale);
     const T temperature = static_cast<T>(full.temperature);
@@ -133,8 +139,8 @@ void run_steps(const Trace& full, const Shape& s, const DecodeOptions& options, 
         Gap gap;
         for (int g = 1; g <= s.kv_heads; ++g) {
             CacheT<T>& cache = caches[static_cast<std::size_t>(g - 1)];
-            cache.keys.push_back(project_row<T>(x, w_k, (g - 1) * s.d_head, s.d_head));
-            cache.values.push_back(project_row<T>(x, w_v, (g - 1) * s.d_v, s.d_v));
+            cache.keys.push_back(project_row<T>(x, w_k, b_k, (g - 1) * s.d_head, s.d_head));
+            cache.values.push_back(project_row<T>(x, w_v, b_v, (g - 1) * s.d_v, s.d_v));
             // one query head reading it, for the trace's keys and values stages
             const int h = s.heads > 1 ? (g - 1) * (s.heads / s.kv_heads) + 1 : 0;
             gap.add(widened(cache.keys.back()), full.at(StageId::keys, h), i, out.tolerance);
@@ -156,7 +162,7 @@ void run_steps(const Trace& full, const Shape& s, const DecodeOptions& options, 
         step.cache_bytes = step.cache_numbers * out.bytes_per_number;
         for (int head = 1; head <= s.heads; ++head) {
             const int g = s.kv_head_of(head);
-            const std::vector<T> q = project_row<T>(x, w_q, (head - 1) * s.d_head, s.d_head);
+            const std::vector<T> q = project_row<T>(x, w_q, b_q, (head - 1) * s.d_head, s.d_head);
             DecodeHead h = attend_step<T>(q, caches[static_cast<std::size_t>(g - 1)], padding, divisor, temperature,
                                           scaled_at_all);
             h.head = s.heads > 1 ? head : 0;

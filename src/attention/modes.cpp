@@ -23,7 +23,7 @@ namespace {
 // encodings the embeddings and encodings before the inputs (their sum); RoPE its angles
 // after the inputs and the rotated queries and keys after the projections.
 constexpr StageId single_sequence_stages[] = {
-    StageId::embeddings, StageId::positions,       StageId::inputs,       StageId::parameters, StageId::queries,
+    StageId::embeddings, StageId::positions,       StageId::inputs,       StageId::layernorm,  StageId::parameters, StageId::queries,
     StageId::keys,       StageId::values,          StageId::queries_rotated, StageId::keys_rotated, StageId::scores,
     StageId::scaled,     StageId::masked,          StageId::weights,      StageId::context,    StageId::concat,
     StageId::output,     StageId::head_contributions};

@@ -1,5 +1,6 @@
 #include "attention/single.hpp"
 
+#include "attention/affine.hpp"
 #include "attention/heads.hpp"
 #include "attention/kernels.hpp"
 #include "attention/modes.hpp"
@@ -41,6 +42,7 @@ template <typename T>
 struct SinglePass {
     MatrixT<T> x;
     MatrixT<T> embeddings, encoding;  // sinusoidal positions: x = embeddings + encoding
+    MatrixT<T> normed;                // --from gpt2: LN(x), what the projections read
     Matrix angles;                    // RoPE: each position's angle per pair of a head's numbers
     std::optional<Mask> mask;
     std::vector<HeadPass<T>> heads;
@@ -96,9 +98,10 @@ void attend_head(HeadPass<T>& h, const Masking& masking, const ScaleSetting& sca
 // keys before they are scored (attention/positions.hpp).
 // (attention/reference.hpp says one head in plain loops; kernels.hpp holds each step.)
 template <typename T>
-SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const HeadLayout& layout, const MaskSpec& mask,
-                     const MaskMethod& method, const ScaleSetting& scale, Normalization normalization,
-                     double temperature, const PositionSetting& positions) {
+SinglePass<T> attend(const Matrix& embeddings, const LayerNorm* layernorm, const Projections* w,
+                     const HeadLayout& layout, const MaskSpec& mask, const MaskMethod& method,
+                     const ScaleSetting& scale, Normalization normalization, double temperature,
+                     const PositionSetting& positions) {
     SinglePass<T> p;
     p.x = embeddings.cast<T>();
     if (positions.scheme == PositionScheme::sinusoidal) {  // X = E + PE
@@ -108,18 +111,23 @@ SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const HeadL
     }
     if (positions.scheme == PositionScheme::rope) p.angles = rotary_angles(p.x.rows(), layout.d_head, positions.first);
     const Matrix* angles = p.angles.size() > 0 ? &p.angles : nullptr;
+    if (layernorm) p.normed = layer_norm<T>(p.x, *layernorm);  // ln_1 (GPT-2): LN(X)
+    const MatrixT<T>& x = layernorm ? p.normed : p.x;
     p.mask = build_mask(mask, p.x.rows());  // causal, window, padding: none when nothing is hidden
     const Masking masking{p.mask, method};
     p.heads.resize(static_cast<std::size_t>(layout.heads));
     if (!w) {  // plain: Q = K = V = X
         HeadPass<T>& h = p.heads.front();
-        h.q = h.k = h.v = p.x;
+        h.q = h.k = h.v = x;
         attend_head(h, masking, scale, normalization, temperature);
         return p;
     }
-    MatrixT<T> q = project<T>(p.x, w->query.cast<T>());  // Q = X·W_q
-    MatrixT<T> k = project<T>(p.x, w->key.cast<T>());    // K = X·W_k
-    MatrixT<T> v = project<T>(p.x, w->value.cast<T>());  // V = X·W_v
+    MatrixT<T> q = project<T>(x, w->query.cast<T>());  // Q = X·W_q (+ b_q)
+    MatrixT<T> k = project<T>(x, w->key.cast<T>());    // K = X·W_k (+ b_k)
+    MatrixT<T> v = project<T>(x, w->value.cast<T>());  // V = X·W_v (+ b_v)
+    add_bias(q, w->query_bias);
+    add_bias(k, w->key_bias);
+    add_bias(v, w->value_bias);
     for (int head = 1; head <= layout.heads; ++head) {
         HeadPass<T>& h = p.heads[static_cast<std::size_t>(head - 1)];
         const int g = layout.kv_head_of(head);
@@ -139,7 +147,8 @@ SinglePass<T> attend(const Matrix& embeddings, const Projections* w, const HeadL
     }
     if (w->output) {
         const MatrixT<T> w_o = w->output->cast<T>();
-        p.output = project<T>(layout.several() ? p.concat : p.heads.front().context, w_o);  // concat·W_o
+        p.output = project<T>(layout.several() ? p.concat : p.heads.front().context, w_o);  // concat·W_o (+ b_o)
+        add_bias(p.output, w->output_bias);
         if (layout.several())
             for (int head = 0; head < layout.heads; ++head)
                 p.contributions.push_back(project<T>(p.heads[static_cast<std::size_t>(head)].context,
@@ -159,9 +168,12 @@ template <typename T>
 class SingleStages {
 public:
     SingleStages(Trace& trace, const ModeSpec& mode, const ScaleSetting& scale, const HeadLayout& layout,
-                 const MaskSpec& mask, const MaskMethod& method)
-        : trace_(trace), mode_(mode), scale_(scale), layout_(layout), mask_(mask), method_(method), stages_(trace),
-          tokens_(trace.tokens) {}
+                 const MaskSpec& mask, const MaskMethod& method, const LayerNorm* layernorm, const Projections* w)
+        : trace_(trace), mode_(mode), scale_(scale), layout_(layout), mask_(mask), method_(method),
+          layernorm_(layernorm), stages_(trace), tokens_(trace.tokens) {
+        if (w) biases_ = {w->query_bias.has_value(), w->key_bias.has_value(), w->value_bias.has_value(),
+                          w->output_bias.has_value()};
+    }
 
     // `w`, when the mode has weights, moves into the trace's parameters.
     void record(SinglePass<T> p, Projections* w, bool output_generated) {
@@ -174,9 +186,11 @@ public:
         trace_.scale = static_cast<double>(divisor_for<T>(scale_, first.q.cols()));
         const bool encoded = p.embeddings.size() > 0;
         if (encoded) record_encoding(p);
-        stages_.add(StageId::inputs, encoded ? "Inputs: each token's embedding plus its position's encoding"
-                                             : "Inputs: one embedding per token",
+        stages_.add(StageId::inputs, encoded      ? "Inputs: each token's embedding plus its position's encoding"
+                                     : layernorm_ ? "Inputs: each token's hidden state as it enters the layer"
+                                                  : "Inputs: one embedding per token",
                     encoded ? "X = E + PE" : "X", tokens_, numbered("x", d_in), p.x);
+        if (p.normed.size() > 0) record_layernorm(std::move(p.normed));
         if (p.angles.size() > 0) record_angles(p.angles);
         if (w) record_parameters(std::move(*w), output_generated);
         for (int head = 1; head <= layout_.heads; ++head) {
@@ -192,21 +206,49 @@ public:
     }
 
 private:
+    // ln_1: each token's vector normalised, with the layer's γ and β among the parameters.
+    void record_layernorm(MatrixT<T> normed) {
+        const Eigen::Index d = normed.cols();
+        stages_.add(StageId::layernorm,
+                    fmt::format("Layer normalisation ({}): each token's vector minus its mean, divided by its standard "
+                                "deviation, then scaled by γ and shifted by β",
+                                layernorm_->name),
+                    fmt::format("LN(x) = (x − mean(x)) / √(var(x) + {:g})·γ + β", layernorm_->epsilon), tokens_,
+                    numbered("n", d), std::move(normed));
+        trace_.parameters.push_back({"gamma", "LN(x) = (x − mean(x)) / √(var(x) + ε)·γ + β: γ scales", "", "n",
+                                     layernorm_->gamma, true});
+        trace_.parameters.push_back({"beta", "LN(x) = … + β: β shifts", "", "n", layernorm_->beta, true});
+    }
+
+    // "Q = X·W_q + b_q", its bias named when there is one; "LN(X)" for X after ln_1.
+    std::string projected(std::string_view symbol, std::string_view weight, const std::optional<Vector>& bias,
+                          std::string_view b) const {
+        return fmt::format("{} = {}·{}{}", symbol, input_symbol(), weight, bias ? fmt::format(" + {}", b) : "");
+    }
+    std::string input_symbol() const { return layernorm_ ? "LN(X)" : "X"; }
+
     void record_parameters(Projections&& w, bool output_generated) {
         const std::string split =
             layout_.several() ? fmt::format(", its columns split into {} heads of {}", layout_.heads, layout_.d_head) : "";
         const std::string kv_split = layout_.grouped() ? fmt::format(", its columns split into {} key/value heads",
                                                                      layout_.kv_heads)
                                      : split;
-        trace_.parameters.reserve(4);
-        trace_.parameters.push_back({"W_q", "Q = X·W_q" + split, "x", "q", std::move(w.query)});
-        trace_.parameters.push_back({"W_k", "K = X·W_k" + kv_split, "x", "k", std::move(w.key)});
-        trace_.parameters.push_back({"W_v", "V = X·W_v" + kv_split, "x", "v", std::move(w.value)});
+        const std::string row = layernorm_ ? "n" : "x";
+        trace_.parameters.reserve(trace_.parameters.size() + 8);
+        trace_.parameters.push_back({"W_q", projected("Q", "W_q", w.query_bias, "b_q") + split, row, "q", std::move(w.query)});
+        if (w.query_bias) trace_.parameters.push_back({"b_q", "added to every query", "", "q", *w.query_bias, true});
+        trace_.parameters.push_back({"W_k", projected("K", "W_k", w.key_bias, "b_k") + kv_split, row, "k", std::move(w.key)});
+        if (w.key_bias) trace_.parameters.push_back({"b_k", "added to every key", "", "k", *w.key_bias, true});
+        trace_.parameters.push_back({"W_v", projected("V", "W_v", w.value_bias, "b_v") + kv_split, row, "v", std::move(w.value)});
+        if (w.value_bias) trace_.parameters.push_back({"b_v", "added to every value", "", "v", *w.value_bias, true});
         if (w.output) {
-            Parameter o{"W_o", layout_.several() ? "output = concat·W_o" : "output = Z·W_o", layout_.several() ? "c" : "z",
-                        "o", std::move(*w.output)};
+            const std::string b_o = w.output_bias ? " + b_o" : "";
+            Parameter o{"W_o", layout_.several() ? "output = concat·W_o" + b_o : "output = Z·W_o" + b_o,
+                        layout_.several() ? "c" : "z", "o", std::move(*w.output)};
             o.generated = output_generated;
             trace_.parameters.push_back(std::move(o));
+            if (w.output_bias)
+                trace_.parameters.push_back({"b_o", "added to every row of the output", "", "o", *w.output_bias, true});
         }
     }
 
@@ -250,12 +292,15 @@ private:
                     rotation(k), tokens_, numbered("k", h.k.cols()), std::move(h.k_rotated));
     }
 
-    // "Q_2 = X·W_q, columns 3–4" for head 2 of 2-number heads; "Q = X·W_q" with one head.
+    // "Q_2 = X·W_q, columns 3–4" for head 2 of 2-number heads; "Q = X·W_q" with one head;
+    // "Q = X·W_q + b_q" with a bias (the bias's same columns for a head).
     std::string projection_formula(std::string_view symbol, std::string_view weight, int head, Eigen::Index width,
-                                   bool kv) const {
-        if (!layout_.several()) return fmt::format("{} = X·{}", symbol, weight);
+                                   bool kv, bool bias) const {
+        const std::string b = bias ? fmt::format(" + b_{}", weight.substr(2)) : "";
+        if (!layout_.several()) return fmt::format("{} = {}·{}{}", symbol, input_symbol(), weight, b);
         const int block = kv ? layout_.kv_head_of(head) : head;
-        return fmt::format("{}_{} = X·{}, {}", symbol, head, weight, columns_text((block - 1) * width, width));
+        return fmt::format("{}_{} = {}·{}{}, {}", symbol, head, input_symbol(), weight, b,
+                           columns_text((block - 1) * width, width));
     }
 
     void record_head(HeadPass<T> h, const std::optional<Mask>& mask, int head) {
@@ -293,11 +338,14 @@ private:
                                             shared_heads(layout_.kv_head_of(head)))
                               : "";
         stages_.add(StageId::queries, "Queries: what each token is looking for",
-                    projection_formula("Q", "W_q", head, layout_.d_head, false), tokens_, numbered("q", h.q.cols()), h.q);
+                    projection_formula("Q", "W_q", head, layout_.d_head, false, biases_.query), tokens_,
+                    numbered("q", h.q.cols()), h.q);
         stages_.add(StageId::keys, "Keys: what each token offers" + shared,
-                    projection_formula("K", "W_k", head, layout_.d_head, true), tokens_, numbered("k", h.k.cols()), h.k);
+                    projection_formula("K", "W_k", head, layout_.d_head, true, biases_.key), tokens_,
+                    numbered("k", h.k.cols()), h.k);
         stages_.add(StageId::values, "Values: what each token passes on" + shared,
-                    projection_formula("V", "W_v", head, layout_.d_v, true), tokens_, numbered("v", h.v.cols()), h.v);
+                    projection_formula("V", "W_v", head, layout_.d_v, true, biases_.value), tokens_,
+                    numbered("v", h.v.cols()), h.v);
     }
 
     // "1–2": the query heads that read key/value head g.
@@ -404,15 +452,18 @@ private:
                         "concat = [Z_1 … Z_H]", tokens_, numbered("c", p.concat.cols()), std::move(p.concat));
         }
         if (p.output.size() == 0) return;
+        const std::string b_o = biases_.output ? " + b_o" : "";
         stages_.add(StageId::output,
-                    layout_.several() ? "Output: the heads' contexts mixed by W_o" : "Output: the context vectors mapped by W_o",
-                    layout_.several() ? "output = concat·W_o" : "output = Z·W_o", tokens_, numbered("o", p.output.cols()),
-                    std::move(p.output));
+                    layout_.several() ? "Output: the heads' contexts mixed by W_o" + std::string(biases_.output ? ", plus b_o" : "")
+                                      : "Output: the context vectors mapped by W_o" + std::string(biases_.output ? ", plus b_o" : ""),
+                    layout_.several() ? "output = concat·W_o" + b_o : "output = Z·W_o" + b_o, tokens_,
+                    numbered("o", p.output.cols()), std::move(p.output));
         for (int head = 1; head <= static_cast<int>(p.contributions.size()); ++head) {
             stages_.set_head(head, 0);
             stages_.add(StageId::head_contributions,
-                        fmt::format("What head {} adds to the output: its context times its rows c{} of W_o", head,
-                                    column_span((head - 1) * layout_.d_v, layout_.d_v)),
+                        fmt::format("What head {} adds to the output: its context times its rows c{} of W_o{}", head,
+                                    column_span((head - 1) * layout_.d_v, layout_.d_v),
+                                    biases_.output ? " (b_o, added once, belongs to no head)" : ""),
                         fmt::format("Z_{}·W_o[rows of head {}]", head, head), tokens_,
                         numbered("o", p.contributions[static_cast<std::size_t>(head - 1)].cols()),
                         std::move(p.contributions[static_cast<std::size_t>(head - 1)]));
@@ -426,6 +477,10 @@ private:
     const HeadLayout& layout_;
     const MaskSpec& mask_;
     const MaskMethod& method_;
+    const LayerNorm* layernorm_;  // ln_1 before the projections (--from gpt2)
+    struct {
+        bool query = false, key = false, value = false, output = false;
+    } biases_;  // which projections add a bias
     StageBuilder stages_;
     const Labels tokens_;  // shared by every stage
 };
@@ -488,7 +543,7 @@ MaskSpec mask_for(const Sequence& sequence, const std::optional<std::vector<std:
 
 // `w` moves into the trace.
 Trace trace_with(const Sequence& sequence, SingleWeights w, const MaskSpec& mask, const PositionSetting& positions,
-                 const TraceOptions& options, const std::string& origin) {
+                 const LayerNorm* layernorm, const TraceOptions& options, const std::string& origin) {
     const ModeSpec& mode = mode_spec(options.mode);
     Trace trace;
     trace.origin = origin;
@@ -507,13 +562,13 @@ Trace trace_with(const Sequence& sequence, SingleWeights w, const MaskSpec& mask
     const HeadLayout& layout = w.layout;
     const MaskMethod& method = options.mask_method;
     if (options.dtype == Dtype::float32)
-        SingleStages<float>(trace, mode, scale, layout, mask, method)
-            .record(attend<float>(sequence.vectors, p, layout, mask, method, scale, options.normalization,
+        SingleStages<float>(trace, mode, scale, layout, mask, method, layernorm, p)
+            .record(attend<float>(sequence.vectors, layernorm, p, layout, mask, method, scale, options.normalization,
                                   options.temperature, positions),
                     p, w.output_generated);
     else
-        SingleStages<double>(trace, mode, scale, layout, mask, method)
-            .record(attend<double>(sequence.vectors, p, layout, mask, method, scale, options.normalization,
+        SingleStages<double>(trace, mode, scale, layout, mask, method, layernorm, p)
+            .record(attend<double>(sequence.vectors, layernorm, p, layout, mask, method, scale, options.normalization,
                                    options.temperature, positions),
                     p, w.output_generated);
     if (options.query && !options.mask_method.standard() && mask.any())
@@ -549,7 +604,8 @@ SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
         positions = PositionSetting{};
     }
     SingleSetup setup{&single->sequence, weights_for(single->sequence, single->weights, counts, options, problem.origin),
-                      positions, mask_for(single->sequence, single->padding, options)};
+                      positions, mask_for(single->sequence, single->padding, options),
+                      single->layernorm ? &*single->layernorm : nullptr};
     if (const HeadLayout& l = setup.weights.layout; l.grouped()) {
         const Eigen::Index cached = l.kv_heads * (l.d_head + l.d_v), full = l.heads * (l.d_head + l.d_v);
         notes.push_back(fmt::format("grouped-query attention: {} key/value head{} for {} query heads, {} query heads to "
@@ -565,7 +621,8 @@ SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
 
 Trace trace_single_problem(const Problem& problem, const TraceOptions& options) {
     SingleSetup setup = setup_single(problem, options);
-    return trace_with(*setup.sequence, std::move(setup.weights), setup.mask, setup.positions, options, problem.origin);
+    return trace_with(*setup.sequence, std::move(setup.weights), setup.mask, setup.positions, setup.layernorm, options,
+                      problem.origin);
 }
 
 Trace trace_single(const Sequence& sequence, const Projections* weights, const TraceOptions& options,
@@ -575,7 +632,8 @@ Trace trace_single(const Sequence& sequence, const Projections* weights, const T
     const PositionSetting positions = position_setting(SingleSequenceInput{}, options);
     SingleWeights w = weights_for(sequence, given, counts, options, origin);
     require_even_head(positions, w.layout.d_head, counts.heads, counts.from_options, weights != nullptr, origin);
-    return trace_with(sequence, std::move(w), mask_for(sequence, std::nullopt, options), positions, options, origin);
+    return trace_with(sequence, std::move(w), mask_for(sequence, std::nullopt, options), positions, nullptr, options,
+                      origin);
 }
 
 }  // namespace attntrace

@@ -32,6 +32,7 @@ struct SingleSetup {
     SingleWeights weights;
     PositionSetting positions;  // none in a mode without position information
     MaskSpec mask;  // the mode's causal mask, --window, the input's padding tokens
+    const LayerNorm* layernorm = nullptr;  // --from gpt2: ln_1, applied to X before anything else
 };
 SingleSetup setup_single(const Problem& problem, const TraceOptions& options);
 

@@ -1,5 +1,6 @@
 #include "attention/summary.hpp"
 
+#include "attention/affine.hpp"
 #include "attention/kernels.hpp"
 #include "attention/modes.hpp"
 #include "attention/overflow.hpp"
@@ -86,6 +87,9 @@ bool project_all(const Matrix& x, const Projections& w, MatrixT<T>& q, MatrixT<T
             q.middleRows(first, count).noalias() = x_block * w_q;
             k.middleRows(first, count).noalias() = x_block * w_k;
             v.middleRows(first, count).noalias() = x_block * w_v;
+            if (w.query_bias) q.middleRows(first, count).rowwise() += w.query_bias->cast<T>();  // + b_q
+            if (w.key_bias) k.middleRows(first, count).rowwise() += w.key_bias->cast<T>();
+            if (w.value_bias) v.middleRows(first, count).rowwise() += w.value_bias->cast<T>();
         });
     errors.rethrow();
     return finite;
@@ -98,20 +102,24 @@ MatrixT<T> columns(const MatrixT<T>& m, Eigen::Index first, Eigen::Index count) 
 }
 
 // Sinusoidal positions: the embeddings plus their encodings, added in T as the trace adds them
-// (held as double, which holds a float exactly). Without them, the embeddings themselves.
+// (held as double, which holds a float exactly); then ln_1 when the layer has one. Without
+// either, the embeddings themselves.
 template <typename T>
-Matrix inputs_with_positions(const Matrix& embeddings, const PositionSetting& positions) {
-    if (positions.scheme != PositionScheme::sinusoidal) return embeddings;
-    const MatrixT<T> x = embeddings.cast<T>() + sinusoidal_encoding(embeddings.rows(), embeddings.cols(), positions.first).cast<T>();
+Matrix prepared_inputs(const Matrix& embeddings, const PositionSetting& positions, const LayerNorm* layernorm) {
+    if (positions.scheme != PositionScheme::sinusoidal && !layernorm) return embeddings;
+    MatrixT<T> x = embeddings.cast<T>();
+    if (positions.scheme == PositionScheme::sinusoidal)
+        x += sinusoidal_encoding(embeddings.rows(), embeddings.cols(), positions.first).cast<T>();
+    if (layernorm) x = layer_norm<T>(x, *layernorm);
     return x.template cast<double>();
 }
 
 template <typename T>
 std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<Projections>& w, const HeadLayout& layout,
-                                 const MaskSpec& mask, const PositionSetting& positions, const TraceOptions& trace_options,
-                                 const SummaryOptions& options, Summary& summary) {
+                                 const MaskSpec& mask, const PositionSetting& positions, const LayerNorm* layernorm,
+                                 const TraceOptions& trace_options, const SummaryOptions& options, Summary& summary) {
     MatrixT<T> x, q, k, v;
-    const Matrix inputs = inputs_with_positions<T>(sequence.vectors, positions);
+    const Matrix inputs = prepared_inputs<T>(sequence.vectors, positions, layernorm);
     if (w) {
         if (!project_all<T>(inputs, *w, q, k, v))  // float32 overflows sooner: name the entry
             require_finite<T>(inputs.cast<T>(), StageId::inputs, summary.tokens, "x", summary.origin);
@@ -190,7 +198,8 @@ std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<P
                     for (std::size_t h = 0; h < partial.size(); ++h)
                         concat.middleCols(static_cast<Eigen::Index>(h) * d_v, d_v) =
                             partial[h].context.middleRows(first_row, n).template cast<T>();
-                    const MatrixT<T> output = project<T>(concat, w->output->cast<T>());
+                    MatrixT<T> output = project<T>(concat, w->output->cast<T>());
+                    add_bias(output, w->output_bias);
                     if (!output.allFinite()) {  // output_of() names the entry once the run is over
                         stopped = true;
                         return;
@@ -212,12 +221,14 @@ std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<P
 // The heads' context vectors side by side and mixed by W_o (one head: Z·W_o), computed in T
 // as the trace computes them.
 template <typename T>
-Matrix output_of(const std::vector<StreamResult>& results, const Matrix& w_o, const Summary& summary) {
+Matrix output_of(const std::vector<StreamResult>& results, const Matrix& w_o, const std::optional<Vector>& b_o,
+                 const Summary& summary) {
     const Eigen::Index n = results.front().context.rows(), d_v = results.front().context.cols();
     MatrixT<T> concat(n, d_v * static_cast<Eigen::Index>(results.size()));
     for (std::size_t h = 0; h < results.size(); ++h)
         concat.middleCols(static_cast<Eigen::Index>(h) * d_v, d_v) = results[h].context.cast<T>();
-    const MatrixT<T> output = project<T>(concat, w_o.cast<T>());
+    MatrixT<T> output = project<T>(concat, w_o.cast<T>());
+    add_bias(output, b_o);
     require_finite<T>(output, StageId::output, summary.tokens, "o", summary.origin);
     return output.template cast<double>();
 }
@@ -276,15 +287,17 @@ Summary summarize(const Problem& problem, const TraceOptions& trace_options, con
     describe_run(summary, problem, trace_options);
     std::vector<StreamResult> results =
         trace_options.dtype == Dtype::float32
-            ? stream<float>(*setup.sequence, w, layout, setup.mask, setup.positions, trace_options, options, summary)
-            : stream<double>(*setup.sequence, w, layout, setup.mask, setup.positions, trace_options, options, summary);
+            ? stream<float>(*setup.sequence, w, layout, setup.mask, setup.positions, setup.layernorm, trace_options,
+                            options, summary)
+            : stream<double>(*setup.sequence, w, layout, setup.mask, setup.positions, setup.layernorm, trace_options,
+                             options, summary);
     for (std::size_t h = 0; h < results.size(); ++h) {
         const int head = layout.several() ? static_cast<int>(h) + 1 : 0;
         summary.per_head.push_back({head, layout.grouped() ? layout.kv_head_of(head) : 0, std::move(results[h].queries)});
     }
     if (options.context && w && w->output) {
-        summary.context = trace_options.dtype == Dtype::float32 ? output_of<float>(results, *w->output, summary)
-                                                                : output_of<double>(results, *w->output, summary);
+        summary.context = trace_options.dtype == Dtype::float32 ? output_of<float>(results, *w->output, w->output_bias, summary)
+                                                                : output_of<double>(results, *w->output, w->output_bias, summary);
         summary.context_is_output = true;
     } else if (options.context) {
         summary.context = std::move(results.front().context);

@@ -113,23 +113,39 @@ void work_mask_and_weights(WorkedExample& w, const Stage& masked, std::string_vi
 
 // `output` = `input`·W, column by column, with W the columns first … first + count − 1 of the
 // trace's parameter `name` (all of them when count is 0).
+// The bias that goes with a weight: b_q for W_q ("" for a weight without a subscript, W).
+std::string bias_of(std::string_view weight) {
+    return weight.starts_with("W_") ? "b_" + std::string(weight.substr(2)) : std::string();
+}
+
 WorkedProjection projection(const Trace& trace, const LabelledVector& input, const std::string& output,
                             std::string_view name, std::vector<double> result, Eigen::Index first = 0,
                             Eigen::Index count = 0) {
     const Matrix& m = trace.parameter(name).data;
-    WorkedProjection out{output, input.label, std::string(name), input.values, {}, std::move(result), first};
-    for (Eigen::Index k = first; k < (count ? first + count : m.cols()); ++k) {
+    WorkedProjection out{output, input.label, std::string(name), input.values, {}, std::move(result), first, {}, {}};
+    const Eigen::Index end = count ? first + count : m.cols();
+    for (Eigen::Index k = first; k < end; ++k) {
         const auto column = m.col(k);
         out.columns.emplace_back(column.begin(), column.end());
+    }
+    // W_q's bias is b_q, W_o's b_o: added after the product, the same columns.
+    const std::string bias = bias_of(name);
+    if (!bias.empty() && trace.has_parameter(bias)) {
+        const Matrix& b = trace.parameter(bias).data;
+        out.bias_name = bias;
+        for (Eigen::Index k = first; k < end; ++k) out.bias.push_back(b(0, k));
     }
     return out;
 }
 
-// The same, appended to the inputs as "output = input·W" too (the input is the first of them).
+// The same, appended to the inputs as "output = input·W" too (the input is the last of them:
+// x_i, or LN(x_i) after a layer normalisation).
 void add_projection(WorkedExample& w, const Trace& trace, const std::string& output, std::string_view name,
                     std::vector<double> result, Eigen::Index first = 0, Eigen::Index count = 0) {
-    const LabelledVector input = w.inputs.front();
-    const std::string product = fmt::format("{}·{}", input.label, name);
+    const LabelledVector input = w.inputs.back();
+    const std::string bias = bias_of(name);
+    const std::string product =
+        fmt::format("{}·{}{}", input.label, name, !bias.empty() && trace.has_parameter(bias) ? " + " + bias : "");
     const std::string label = output == product ? product : fmt::format("{} = {}", output, product);
     w.inputs.push_back({count ? fmt::format("{}, {}", label, columns_text(first, count)) : label, result});
     w.projections.push_back(projection(trace, input, output, name, std::move(result), first, count));
@@ -203,6 +219,8 @@ void work_single(WorkedExample& w, const Trace& trace) {
     const Stage& queries = trace.at(rope ? StageId::queries_rotated : StageId::queries, h);
     if (trace.positions != PositionScheme::none) w.positions = work_positions(trace, w);
     w.inputs.push_back({fmt::format("x_{}", w.query), row_of(trace.at(StageId::inputs), i)});
+    if (const Stage* normed = trace.find(StageId::layernorm))  // ln_1: what the projections read
+        w.inputs.push_back({fmt::format("LN(x_{})", w.query), row_of(*normed, i)});
     if (!plain) {
         const Eigen::Index d_head = queries.col_count();
         add_projection(w, trace, fmt::format("q_{}", w.query), "W_q", row_of(trace.at(StageId::queries, h), i),

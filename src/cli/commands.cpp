@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <type_traits>
+#include <unistd.h>
 
 namespace attntrace {
 namespace {
@@ -87,6 +88,7 @@ std::vector<std::string> svg_stage_names() {
 struct TraceState {
     TraceRequest request;
     OutputFlags output;
+    InputFlags input;
     TraceFlags flags;
     LimitFlags limits;
     bool list = false;
@@ -107,6 +109,7 @@ struct TraceState {
                 request.max_memory = limits.memory();
                 request.max_seconds = limits.seconds();
                 request.max_input = limits.input();
+                request.load = input.apply(request.max_input, flags.heads > 0);
                 request.mode = flags.requested_mode();
                 output.apply(request.render, outputs.main_output());
                 run_trace(std::move(request), outputs);
@@ -128,6 +131,7 @@ void add_trace_options(CLI::App& app, TraceState& s) {
         ->excludes(example)
         ->excludes(input)
         ->group("Input");
+    s.input.add_to(app);
     s.flags.add_to(app);
     s.output.add_to(app, true);
     describe(app.add_option("-s,--stage", s.request.stages, "show only these stages, comma-separated (e.g. scores,weights)")
@@ -188,6 +192,7 @@ Runner run_traced(std::shared_ptr<State> s, void (*job)(Request, std::ostream&))
                 request.max_memory = s->limits.memory();
                 request.max_seconds = s->limits.seconds();
                 request.max_input = s->limits.input();
+                request.load = s->input.apply(request.max_input, s->flags.heads > 0);
                 job(std::move(request), outputs.main());
             },
             s->output.path);
@@ -198,6 +203,7 @@ Command add_similarity(CLI::App& app) {
     struct State {
         SimilarityRequest request;
         OutputFlags output;
+        InputFlags input;
         LimitFlags limits;
     };
     auto s = std::make_shared<State>();
@@ -205,6 +211,7 @@ Command add_similarity(CLI::App& app) {
         "similarity", "dot-product and cosine-similarity tables of an input's words (embeddings as points in space)");
     describe(command->add_option("INPUT", s->request.input, "input JSON file, - for stdin, or example:NAME")->required(),
              "Input", "", Completes::input);
+    s->input.add_to(*command, false);
     s->output.add_to(*command);
     describe(command->add_option("--svg", s->request.svg_path,
                                  "also draw the words' vectors as arrows from the origin in this SVG file (more than two "
@@ -219,6 +226,7 @@ Command add_similarity(CLI::App& app) {
                         s->request.max_memory = s->limits.memory();
                         s->request.max_seconds = s->limits.seconds();
                         s->request.max_input = s->limits.input();
+                        s->request.load = s->input.apply(s->request.max_input, false);
                         run_similarity(s->request, outputs);
                     },
                     s->output.path);
@@ -243,8 +251,21 @@ Command add_generate(CLI::App& app) {
              "Input", "N");
     describe(command->add_option("--seed", s->request.seed, "seed of the generator")->check(whole_number_u64)->capture_default_str(),
              "Input", "N");
+    choose(command->add_option("-f,--format", s->request.format,
+                               "json, or arrays: npz (read with --layout in_out) or safetensors; the same numbers for "
+                               "the same seed"),
+           "Output", {"json", "npz", "safetensors"})
+        ->capture_default_str();
+    choose(command->add_option("--dtype", s->request.dtype,
+                               "numbers of npz and safetensors: float64 (those of the JSON) or float32 (each rounded to "
+                               "a float)"),
+           "Output", {"float64", "float32"})
+        ->capture_default_str();
     add_output_path(*command, s->output);
-    return {command, [s] { return run([&](std::ostream& out) { run_generate(s->request, out); }, s->output); }};
+    return {command, [s] {
+                s->request.to_terminal = (!s->output || *s->output == "-") && ::isatty(STDOUT_FILENO);
+                return run([&](std::ostream& out) { run_generate(s->request, out); }, s->output);
+            }};
 }
 
 // A list option of enum values, as names: "--modes self,causal".
@@ -329,6 +350,7 @@ Command add_compare(CLI::App& app) {
     struct State {
         CompareRequest request;
         OutputFlags output;
+        InputFlags input;
         TraceFlags flags;
         LimitFlags limits;
     };
@@ -340,6 +362,7 @@ Command add_compare(CLI::App& app) {
     describe(command->add_option("B", s->request.b, "second input")->required(), "Input", "", Completes::input);
     describe(command->add_option("-t,--token", s->request.token, "the word to follow (first occurrence)")->required(),
              "Input", "WORD");
+    s->input.add_to(*command);
     s->flags.add_to(*command);
     s->output.add_to(*command);
     s->limits.add_to(*command);
@@ -350,6 +373,7 @@ Command add_decode(CLI::App& app) {
     struct State {
         DecodeRequest request;
         OutputFlags output;
+        InputFlags input;
         TraceFlags flags;
         LimitFlags limits;
     };
@@ -375,6 +399,7 @@ Command add_decode(CLI::App& app) {
     command->add_flag("--explain", s->request.render.explain,
                       "say why the query is not cached, why keys and values are, and why only causal attention")
         ->group("Decoding");
+    s->input.add_to(*command);
     s->flags.add_to(*command);
     s->output.add_to(*command);
     s->limits.add_to(*command);

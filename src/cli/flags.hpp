@@ -9,7 +9,9 @@
 #include "util/memory.hpp"
 
 #include "commands/guards.hpp"
+#include "core/error.hpp"
 #include "input/limits.hpp"
+#include "input/load.hpp"
 #include "util/duration.hpp"
 #include "util/terminal.hpp"
 #include "util/threads.hpp"
@@ -165,6 +167,19 @@ struct LimitFlags {
     double seconds() const;
 };
 
+// How an input is read beyond its own text: labels and layout for binary arrays, a model's
+// own tensor names. Shared by the commands that read inputs.
+struct InputFlags {
+    std::string tokens;  // --tokens "a b c"
+    std::string layout;  // --layout in_out|out_in
+    std::string from;    // --from gpt2
+    int layer = -1;      // --layer L
+    std::string hidden_states;
+
+    void add_to(CLI::App& app, bool model = true);
+    LoadOptions apply(std::uint64_t max_input, bool heads_given) const;
+};
+
 // How attention is computed: shared by the trace and compare commands.
 struct TraceFlags {
     std::string mode, normalize = "softmax", score = "additive", dtype = "float64", scale;
@@ -214,6 +229,55 @@ inline void OutputFlags::apply(RenderOptions& render, const Output& main) const 
     render.width = width >= 0 ? static_cast<std::size_t>(width) : output_width(main.descriptor(), main.is_stdout());
     render.color = color == "always" || (color == "auto" && color_wanted(main.descriptor()));
     render.shade = *parse_enum<Shade>(shade);
+}
+
+inline void InputFlags::add_to(CLI::App& app, bool model) {
+    describe(app.add_option("--tokens", tokens,
+                            "labels for the rows of a .npy, .npz or .safetensors input, separated by spaces (default: "
+                            "t1 t2 …)"),
+             "Input", "\"A B …\"");
+    add_enum<WeightLayout>(app, "--layout", layout,
+                           "how the input's weight matrices are stored: in_out (d_in × d_out, used as X·W) or out_in "
+                           "(PyTorch nn.Linear's (out, in), used as X·Wᵀ); required for a square weight from a binary file",
+                           "Input");
+    if (!model) return;
+    auto* from_option = add_enum<ModelFamily>(
+        app, "--from", from, "read a model's own tensor names from a .safetensors or .npz INPUT (with --layer)", "Input");
+    auto* layer_option =
+        describe(app.add_option("--layer", layer, "with --from: the layer whose attention to trace, from 0")
+                     ->check(in_range(0, 10'000)),
+                 "Input", "L");
+    auto* hidden = describe(app.add_option("--hidden-states", hidden_states,
+                                           "with --from: a .npy (or an .npz or .safetensors with an array hidden_states) "
+                                           "of the layer's input, n × d (default: INPUT's hidden_states)"),
+                            "Input", "FILE", Completes::file);
+    layer_option->needs(from_option);
+    hidden->needs(from_option);
+}
+
+inline LoadOptions InputFlags::apply(std::uint64_t max_input, bool heads_given) const {
+    LoadOptions load;
+    load.max_input = max_input;
+    load.heads_given = heads_given;
+    if (!tokens.empty()) {
+        std::vector<std::string> labels;
+        for (std::size_t from = 0; from < tokens.size();) {
+            const std::size_t space = std::min(tokens.find(' ', from), tokens.size());
+            if (space > from) labels.push_back(tokens.substr(from, space - from));
+            from = space + 1;
+        }
+        if (labels.empty()) throw UsageError("--tokens: give the labels separated by spaces");
+        for (const auto& label : labels)
+            if (const auto c = first_control_character(label))
+                throw UsageError(fmt::format("--tokens: control or formatting character U+{:04X} in a label",
+                                             static_cast<std::uint32_t>(*c)));
+        load.tokens = std::move(labels);
+    }
+    if (!layout.empty()) load.layout = parse_enum<WeightLayout>(layout);
+    if (!from.empty()) load.from = parse_enum<ModelFamily>(from);
+    if (layer >= 0) load.layer = layer;
+    if (!hidden_states.empty()) load.hidden_states = hidden_states;
+    return load;
 }
 
 inline void LimitFlags::add_to(CLI::App& app, bool reads_input) {

@@ -14,7 +14,7 @@ namespace {
 
 Trace trace_input(const std::string& path, const CompareRequest& request) {
     const InputText input = read_input(path, request.max_input);
-    const Problem problem = load_input(input, request.max_memory);
+    const Problem problem = load_input(input, request.max_memory, with_max_input(request.load, request.max_input));
     if (!std::holds_alternative<SingleSequenceInput>(problem.input))
         throw DataError(fmt::format("{}: compare reads one sentence with its embeddings, not a source "
                                     "and a target",

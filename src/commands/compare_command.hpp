@@ -3,6 +3,7 @@
 
 #include "attention/trace.hpp"
 #include "input/limits.hpp"
+#include "input/load.hpp"
 
 #include <cstdint>
 #include "render/render.hpp"
@@ -21,6 +22,7 @@ struct CompareRequest {
     TraceOptions trace;
     RenderOptions render;
     std::uint64_t max_input = default_max_input_bytes;
+    LoadOptions load;  // --tokens, --layout, --from … (max_input set from the field above)
     MemoryLimit max_memory;       // two traces needing more are refused
     double max_seconds = 0;       // work estimated to take longer is refused (0: no limit)
 };

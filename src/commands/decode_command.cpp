@@ -47,7 +47,7 @@ void run_decode(DecodeRequest request, std::ostream& out) {
     check_decode_request(request);
     const InputText input = request.input_path ? read_input(*request.input_path, request.max_input)
                                                : example_input(std::string(default_example));
-    const Problem problem = load_input(input, request.max_memory);
+    const Problem problem = load_input(input, request.max_memory, with_max_input(request.load, request.max_input));
     request.trace.mode = resolve_mode(problem, Mode::causal);
     check_decode_input(problem, request.trace);
     std::vector<std::string> notes;

@@ -4,6 +4,7 @@
 #include "attention/decode.hpp"
 #include "attention/trace.hpp"
 #include "input/limits.hpp"
+#include "input/load.hpp"
 #include "render/render.hpp"
 #include "util/memory.hpp"
 
@@ -23,6 +24,7 @@ struct DecodeRequest {
     MemoryLimit max_memory;
     double max_seconds = 0;
     std::uint64_t max_input = default_max_input_bytes;
+    LoadOptions load;  // --tokens, --layout, --from … (max_input set from the field above)
 };
 
 // Throws UsageError or DataError; writes nothing before every step is computed.

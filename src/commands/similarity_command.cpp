@@ -43,7 +43,7 @@ void run_similarity(const SimilarityRequest& request, Outputs& outputs) {
     // Opened before any work, so that a path that cannot be written is refused at once.
     std::ostream* svg = request.svg_path ? &outputs.add(*request.svg_path) : nullptr;
     const InputText input = read_input(request.input, request.max_input);
-    write_similarity(load_input(input, request.max_memory), request, outputs.main(), svg);
+    write_similarity(load_input(input, request.max_memory, with_max_input(request.load, request.max_input)), request, outputs.main(), svg);
 }
 
 void write_similarity(const Problem& problem, const SimilarityRequest& request, std::ostream& out, std::ostream* svg) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "input/limits.hpp"
+#include "input/load.hpp"
 #include "core/problem.hpp"
 #include "render/render.hpp"
 #include "util/memory.hpp"
@@ -19,6 +20,7 @@ struct SimilarityRequest {
     std::string input;  // a path, "-", or example:NAME
     RenderOptions render;
     std::uint64_t max_input = default_max_input_bytes;
+    LoadOptions load;  // --tokens, --layout, --from … (max_input set from the field above)
     MemoryLimit max_memory;       // tables needing more are refused
     double max_seconds = 0;       // work estimated to take longer is refused (0: no limit)
     std::optional<std::string> svg_path;  // also draw the words as arrows here

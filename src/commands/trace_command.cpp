@@ -212,7 +212,7 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     const InputText input = request.input_path ? read_input(*request.input_path, request.max_input)
                             : piped            ? std::move(*piped)
                                                : example_input(request.example.value_or(std::string(default_example)));
-    const Problem problem = load_input(input, request.max_memory);
+    const Problem problem = load_input(input, request.max_memory, with_max_input(request.load, request.max_input));
     request.trace.mode = resolve_mode(problem, request.mode);
     // A query that names no token is a usage error, found before any work is done.
     if (request.trace.query) (void)find_query_row(query_labels(problem), *request.trace.query);

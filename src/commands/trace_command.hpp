@@ -3,6 +3,7 @@
 
 #include "attention/trace.hpp"
 #include "input/limits.hpp"
+#include "input/load.hpp"
 #include "render/render.hpp"
 #include "render/svg.hpp"
 #include "util/memory.hpp"
@@ -32,6 +33,7 @@ struct TraceRequest {
     MemoryLimit max_memory;                 // a full trace needing more is refused
     double max_seconds = 0;                 // work estimated to take longer is refused (0: no limit)
     std::uint64_t max_input = default_max_input_bytes;
+    LoadOptions load;  // --tokens, --layout, --from … (max_input set from the field above)
 };
 
 // Tables of more tokens than this switch to the summary by themselves.

@@ -34,6 +34,18 @@ struct Projections {
     Matrix key;                   // d_in × d_model, or G·d_head
     Matrix value;                 // d_in × d_v·heads, or G·d_v
     std::optional<Matrix> output;  // W_o: H·d_v × d_out, mixing the heads' contexts
+    // Biases, added to every row: Q = X·W_q + b_q (and so on). Absent: none (zero).
+    std::optional<Vector> query_bias, key_bias, value_bias, output_bias;
+
+    bool has_bias() const { return query_bias || key_bias || value_bias || output_bias; }
+};
+
+// Layer normalisation of each token's vector before attention (GPT-2's ln_1):
+// LN(x) = (x − mean(x)) / √(var(x) + ε) · γ + β, the variance the mean of squares (not n − 1).
+struct LayerNorm {
+    Vector gamma, beta;  // 1 × d each
+    double epsilon = 1e-5;
+    std::string name;    // where the parameters came from ("h.3.ln_1")
 };
 
 // The learned parameters of Bahdanau's additive score e = v_a · tanh(s·W_a + h·U_a).
@@ -52,6 +64,7 @@ struct SingleSequenceInput {
     std::optional<PositionScheme> positions;  // "positions": how token positions enter
     // "padding": the tokens that stand for nothing and are never attended to; absent: "<pad>"
     std::optional<std::vector<std::string>> padding;
+    std::optional<LayerNorm> layernorm;  // --from gpt2: ln_1 before the projections
 };
 
 // A decoder looking back at an encoder (bahdanau).
@@ -95,6 +108,10 @@ struct Problem {
     std::variant<SingleSequenceInput, EncoderDecoderInput> input;
     // Named vectors when the embeddings were given as a word → vector object, in file order.
     Vocabulary vocabulary;
+    // How the input's weight matrices were stored (they are held as d_in × d_out either way),
+    // and whether the input or --layout said so.
+    WeightLayout layout = WeightLayout::in_out;
+    bool layout_stated = false;
 };
 
 // "plain and self modes", "the similarity command": the uses a description is written for.

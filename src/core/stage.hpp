@@ -28,9 +28,10 @@ enum class StageId {
     positions, queries_rotated, keys_rotated,                                    // position information
     concat, output, head_contributions,                                          // several heads
     embeddings,  // sinusoidal positions: the embeddings before the encodings are added
+    layernorm,   // --from gpt2: each token's vector normalised (ln_1) before the projections
 };
 
-inline constexpr NameTable<StageId, 23> stage_names{{
+inline constexpr NameTable<StageId, 24> stage_names{{
     {StageId::inputs, "inputs"},
     {StageId::queries, "queries"},
     {StageId::keys, "keys"},
@@ -54,6 +55,7 @@ inline constexpr NameTable<StageId, 23> stage_names{{
     {StageId::output, "output"},
     {StageId::head_contributions, "head_contributions"},
     {StageId::embeddings, "embeddings"},
+    {StageId::layernorm, "layernorm"},
 }};
 constexpr const auto& names_of(StageId) { return stage_names; }
 
@@ -152,6 +154,11 @@ struct Trace : RunHeader {
         for (const auto& p : parameters)
             if (p.name == name) return p;
         throw std::out_of_range("no parameter " + std::string(name));
+    }
+    bool has_parameter(std::string_view name) const {
+        for (const auto& p : parameters)
+            if (p.name == name) return true;
+        return false;
     }
     // The stage `id` of `head` (0: the first stage of that id, whatever its head).
     const Stage* find(StageId id, int head = 0) const {

@@ -27,6 +27,13 @@ enum class ScaleRule { sqrt, none, value };
 // encodings added to the embeddings, or queries and keys rotated by their position (RoPE).
 enum class PositionScheme { none, sinusoidal, rope };
 
+// How a weight matrix is stored (--layout, "layout"): d_in × d_out, used as X·W (our row
+// vectors, GPT-2's Conv1D), or d_out × d_in, PyTorch nn.Linear's (out, in), used as X·Wᵀ.
+enum class WeightLayout { in_out, out_in };
+
+// A model whose own tensor names attntrace reads (--from).
+enum class ModelFamily { gpt2 };
+
 template <typename E, std::size_t N>
 using NameTable = std::array<std::pair<E, std::string_view>, N>;
 
@@ -38,6 +45,8 @@ inline constexpr NameTable<Score, 3> score_names{{{Score::additive, "additive"},
 inline constexpr NameTable<ScaleRule, 3> scale_rule_names{{{ScaleRule::sqrt, "sqrt"}, {ScaleRule::none, "none"}, {ScaleRule::value, "value"}}};
 inline constexpr NameTable<PositionScheme, 3> position_scheme_names{
     {{PositionScheme::none, "none"}, {PositionScheme::sinusoidal, "sinusoidal"}, {PositionScheme::rope, "rope"}}};
+inline constexpr NameTable<WeightLayout, 2> weight_layout_names{{{WeightLayout::in_out, "in_out"}, {WeightLayout::out_in, "out_in"}}};
+inline constexpr NameTable<ModelFamily, 1> model_family_names{{{ModelFamily::gpt2, "gpt2"}}};
 
 // The table of an enum, found by overload.
 constexpr const auto& names_of(Mode) { return mode_names; }
@@ -46,6 +55,8 @@ constexpr const auto& names_of(Dtype) { return dtype_names; }
 constexpr const auto& names_of(Score) { return score_names; }
 constexpr const auto& names_of(ScaleRule) { return scale_rule_names; }
 constexpr const auto& names_of(PositionScheme) { return position_scheme_names; }
+constexpr const auto& names_of(WeightLayout) { return weight_layout_names; }
+constexpr const auto& names_of(ModelFamily) { return model_family_names; }
 
 // An enum with a table of names (found by names_of).
 template <typename E>

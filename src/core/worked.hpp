@@ -26,6 +26,8 @@ struct WorkedProjection {
     std::vector<std::vector<double>> columns;  // the matrix's columns first_column, first_column + 1, …
     std::vector<double> result;                // as the trace holds it
     std::int64_t first_column = 0;             // 0-based: a head reads a block of the columns
+    std::string bias_name;                     // "b_q" when a bias is added ("" for none)
+    std::vector<double> bias;                  // its entries for these columns
 };
 
 // One score written out: a · b = Σ_k a_k·b_k (single-sequence modes, Luong's dot and general).

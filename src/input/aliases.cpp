@@ -76,8 +76,14 @@ const Aliases& top_level_aliases() {
 const Aliases& projection_aliases() {
     static const Aliases aliases = [] {
         Aliases out;
-        for (const auto& p : projections)
+        for (const auto& p : projections) {
             add_projection(out, p, fmt::format("the {} projection W_{} goes under \"{}\"", p.field, p.letter, p.field));
+            // PyTorch's nn.Linear calls it bias; papers write b_q.
+            const std::string bias = fmt::format("{}_bias", p.field);
+            add(out, fmt::format("the bias b_{} of the {} projection goes under \"{}\"", p.letter, p.field, bias),
+                {fmt::format("b_{}", p.letter), fmt::format("b{}", p.letter), fmt::format("bias_{}", p.letter),
+                 fmt::format("{}_bias", p.letter), fmt::format("{}_b", p.letter), fmt::format("bias_{}", p.field)});
+        }
         return out;
     }();
     return aliases;

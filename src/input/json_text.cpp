@@ -913,6 +913,18 @@ Json parse_json(std::string_view text, const std::string& origin, MemoryBudget* 
     return Parser(text, origin, omp_get_max_threads(), budget).document();
 }
 
+Json packed_vector(const double* numbers, std::size_t count) {
+    Json::binary_t bytes(std::vector<std::uint8_t>(count * sizeof(double)));
+    if (count > 0) std::memcpy(bytes.data(), numbers, count * sizeof(double));
+    return Json::binary(std::move(bytes));
+}
+
+Json packed_matrix(const double* numbers, std::size_t rows, std::size_t columns) {
+    Json::binary_t bytes(std::vector<std::uint8_t>(rows * columns * sizeof(double)));
+    if (rows * columns > 0) std::memcpy(bytes.data(), numbers, rows * columns * sizeof(double));
+    return Json::binary(std::move(bytes), columns);  // the subtype holds the row length
+}
+
 bool is_packed_numbers(const Json& value) { return value.is_binary() && !value.get_binary().has_subtype(); }
 
 bool is_packed_matrix(const Json& value) {

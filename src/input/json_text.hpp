@@ -37,6 +37,10 @@ inline constexpr std::uint64_t strings_flag = std::uint64_t{1} << 62;
 Json parse_json(std::string_view text, const std::string& origin, MemoryBudget* budget = nullptr);
 
 bool is_packed_numbers(const Json& value);          // a vector
+// The packed forms built from numbers read elsewhere (a binary array): what the parser makes
+// of `count` finite numbers as a vector, or of `rows` rows of `columns` as a matrix.
+Json packed_vector(const double* numbers, std::size_t count);
+Json packed_matrix(const double* numbers, std::size_t rows, std::size_t columns);
 bool is_packed_matrix(const Json& value);           // a matrix
 bool is_packed_words(const Json& value);            // an object of word vectors
 bool is_packed_strings(const Json& value);          // an array of strings

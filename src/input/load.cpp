@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "input/aliases.hpp"
+#include "input/arrays.hpp"
 #include "input/json_text.hpp"
 #include "input/limits.hpp"
 #include "input/tokenize.hpp"
@@ -34,13 +35,37 @@ class Reader {
 public:
     Reader(std::string origin, MemoryBudget* budget) : origin_(std::move(origin)), budget_(budget) {}
 
+    // Where numbers came from binary arrays (messages name the array; a square weight from one
+    // needs a stated layout), and the layout the weight matrices are stored in.
+    void set_arrays(const ArrayNames* arrays) { arrays_ = arrays; }
+    void set_layout(WeightLayout layout, bool stated) {
+        layout_ = layout;
+        layout_stated_ = stated;
+    }
+    WeightLayout layout() const { return layout_; }
+    bool layout_stated() const { return layout_stated_; }
+
     // Counts what the problem being built holds against --max-memory (MemoryBudget).
     void charge(std::uint64_t bytes) const {
         if (budget_) budget_->charge(bytes);
     }
 
     [[noreturn]] void fail(std::string_view pointer, const std::string& message) const {
-        throw DataError(fmt::format("{}: {}: {}", origin_, show_pointer(pointer), message));
+        throw DataError(fmt::format("{}: {}: {}", origin_, place(pointer), message));
+    }
+
+    // The binary array at `pointer` (or holding it), when the numbers there came from one.
+    const std::string* array_at(std::string_view pointer) const {
+        if (!arrays_) return nullptr;
+        for (const auto& [at, name] : *arrays_)
+            if (pointer.starts_with(at) && (pointer.size() == at.size() || pointer[at.size()] == '/')) return &name;
+        return nullptr;
+    }
+
+    // A JSON pointer as messages show it, or the array the numbers there came from.
+    std::string place(std::string_view pointer) const {
+        if (const std::string* name = array_at(pointer)) return *name;
+        return show_pointer(pointer);
     }
 
     const Json& require_object(const Json& value, std::string_view pointer) const {
@@ -134,16 +159,37 @@ public:
     // is the most common, every length is named with the vectors that have it.
     std::size_t common_length(std::string_view pointer, const std::vector<std::size_t>& lengths, const VectorNames& names) const;
 
-    // A matrix of exactly rows × cols (cols ≤ 0: any); `names` reads like "d_in × d_k".
-    Matrix matrix_of_shape(const Json& value, std::string_view pointer, Eigen::Index rows,
-                           Eigen::Index cols, std::string_view names) const {
-        const Matrix m = matrix(value, pointer);
-        if (m.rows() != rows || (cols > 0 && m.cols() != cols)) {
-            const auto expected = cols > 0 ? fmt::format("{}×{}", rows, cols)
-                                           : fmt::format("{}×…", rows);
-            fail(pointer, fmt::format("shape {}×{} does not fit: expected {} ({})", m.rows(),
-                                      m.cols(), expected, names));
+    // A weight matrix meant to be rows × cols (either ≤ 0: any), stored in the input's layout:
+    // an (out, in) one is transposed into d_in × d_out here, so the rest of attntrace sees X·W
+    // only. A square matrix from a binary array fits both layouts, so without a stated layout
+    // it is refused rather than guessed (nn.Linear keeps (out, in); we keep (in, out)).
+    Matrix weight(const Json& value, std::string_view pointer, Eigen::Index rows, Eigen::Index cols,
+                  std::string_view names) const {
+        Matrix m = matrix(value, pointer);
+        const bool out_in = layout_ == WeightLayout::out_in;
+        if (out_in) m.transposeInPlace();
+        const auto fits = [&](Eigen::Index r, Eigen::Index c) { return (rows <= 0 || r == rows) && (cols <= 0 || c == cols); };
+        if (!fits(m.rows(), m.cols())) {
+            const auto expected = fmt::format("{}×{}", rows > 0 ? std::to_string(rows) : std::string("…"),
+                                              cols > 0 ? std::to_string(cols) : std::string("…"));
+            const std::string given = out_in ? fmt::format("shape {}×{} (out × in), used transposed as {}×{},", m.cols(),
+                                                           m.rows(), m.rows(), m.cols())
+                                             : fmt::format("shape {}×{}", m.rows(), m.cols());
+            std::string hint;
+            if (fits(m.cols(), m.rows()))
+                hint = out_in ? "; it fits as stored: its layout may be in_out (used as X·W)"
+                              : "; it fits transposed: a weight taken from PyTorch's nn.Linear is stored (out, in), so "
+                                "say --layout out_in (or \"layout\": \"out_in\" in a JSON input)";
+            fail(pointer, fmt::format("{} does not fit: expected {} ({}){}", given, expected, names, hint));
         }
+        if (m.rows() == m.cols() && !layout_stated_ && array_at(pointer))
+            fail(pointer, fmt::format(
+                              "a square weight ({0}×{0}) from a binary array, and no layout stated: PyTorch's nn.Linear "
+                              "stores its weight as (out, in) and computes x·Wᵀ, attntrace's default is (in, out) used "
+                              "as x·W, and a square matrix fits both, so attntrace does not guess; say --layout out_in "
+                              "for a weight as nn.Linear holds it, or --layout in_out for one already d_in × d_out (or "
+                              "\"layout\" in a JSON input)",
+                              m.rows()));
         return m;
     }
 
@@ -191,6 +237,9 @@ public:
 private:
     std::string origin_;
     MemoryBudget* budget_;
+    const ArrayNames* arrays_ = nullptr;
+    WeightLayout layout_ = WeightLayout::in_out;
+    bool layout_stated_ = false;
 };
 
 std::size_t Reader::common_length(std::string_view pointer, const std::vector<std::size_t>& lengths,
@@ -568,25 +617,37 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
 Projections read_projections(const Reader& in, const Json& weights, Eigen::Index d_in, bool grouped) {
     const std::string pointer = "/weights";
     in.require_object(weights, pointer);
-    in.only_keys(weights, pointer, {"query", "key", "value", "output"}, projection_aliases());
+    in.only_keys(weights, pointer,
+                 {"query", "key", "value", "output", "query_bias", "key_bias", "value_bias", "output_bias"},
+                 projection_aliases());
     in.require_all(weights, pointer, {"query", "key", "value"});
     Projections p;
     const auto d_in_why = fmt::format("d_in = {} from the embeddings", d_in);
-    p.query = in.matrix_of_shape(weights["query"], "/weights/query", d_in, 0,
-                                 fmt::format("d_in × d_k, {}", d_in_why));
-    p.key = in.matrix_of_shape(weights["key"], "/weights/key", d_in, grouped ? 0 : p.query.cols(),
-                               grouped ? fmt::format("d_in × G·d_head, {}", d_in_why)
-                                       : fmt::format("d_in × d_k, like /weights/query; {}", d_in_why));
-    p.value = in.matrix_of_shape(weights["value"], "/weights/value", d_in, 0,
-                                 fmt::format("d_in × d_v, {}", d_in_why));
+    p.query = in.weight(weights["query"], "/weights/query", d_in, 0, fmt::format("d_in × d_k, {}", d_in_why));
+    p.key = in.weight(weights["key"], "/weights/key", d_in, grouped ? 0 : p.query.cols(),
+                      grouped ? fmt::format("d_in × G·d_head, {}", d_in_why)
+                              : fmt::format("d_in × d_k, like /weights/query; {}", d_in_why));
+    p.value = in.weight(weights["value"], "/weights/value", d_in, 0, fmt::format("d_in × d_v, {}", d_in_why));
     // W_o has a row per number of all the heads' contexts side by side (H·d_v). With key/value
     // heads of their own, W_v holds only G·d_v columns, so the rows are checked with the heads.
     if (weights.contains("output"))
-        p.output = grouped ? in.matrix(weights["output"], "/weights/output")
-                           : in.matrix_of_shape(weights["output"], "/weights/output", p.value.cols(), 0,
-                                                fmt::format("rows: one per number of the heads' contexts put side by "
-                                                            "side, {} like the columns of /weights/value",
-                                                            p.value.cols()));
+        p.output = in.weight(weights["output"], "/weights/output", grouped ? 0 : p.value.cols(), 0,
+                             grouped ? std::string("rows: one per number of the heads' contexts put side by side")
+                                     : fmt::format("rows: one per number of the heads' contexts put side by "
+                                                   "side, {} like the columns of /weights/value",
+                                                   p.value.cols()));
+    // Biases: one number per column of their weight, added to every row of X·W.
+    const auto bias = [&](const char* name, Eigen::Index width, std::string_view of) -> std::optional<Vector> {
+        if (!weights.contains(name)) return std::nullopt;
+        return in.vector(weights[name], pointer_child(pointer, name), width,
+                         fmt::format("one per column of /weights/{}", of));
+    };
+    p.query_bias = bias("query_bias", p.query.cols(), "query");
+    p.key_bias = bias("key_bias", p.key.cols(), "key");
+    p.value_bias = bias("value_bias", p.value.cols(), "value");
+    if (weights.contains("output_bias") && !p.output)
+        in.fail("/weights/output_bias", "an output bias needs the output weight W_o (\"output\") it is added after");
+    if (p.output) p.output_bias = bias("output_bias", p.output->cols(), "output");
     return p;
 }
 
@@ -610,9 +671,9 @@ void read_alignment_weights(const Reader& in, const Json& weights, EncoderDecode
     if (additive_parts > 0) {
         in.require_all(weights, pointer, {"W_a", "U_a", "v_a"});
         AdditiveWeights w;
-        w.W_a = in.matrix_of_shape(weights["W_a"], "/weights/W_a", d_s, 0,
-                                   fmt::format("d_s × d_a, d_s = {} from /target/states", d_s));
-        w.U_a = in.matrix_of_shape(weights["U_a"], "/weights/U_a", d_h, w.W_a.cols(),
+        w.W_a = in.weight(weights["W_a"], "/weights/W_a", d_s, 0,
+                          fmt::format("d_s × d_a, d_s = {} from /target/states", d_s));
+        w.U_a = in.weight(weights["U_a"], "/weights/U_a", d_h, w.W_a.cols(),
                                    fmt::format("d_h × d_a, d_h = {} from /source/states, d_a = {} "
                                                "from /weights/W_a",
                                                d_h, w.W_a.cols()));
@@ -621,7 +682,7 @@ void read_alignment_weights(const Reader& in, const Json& weights, EncoderDecode
         input.weights = std::move(w);
     }
     if (weights.contains("W"))
-        input.general_weight = in.matrix_of_shape(
+        input.general_weight = in.weight(
             weights["W"], "/weights/W", d_s, d_h,
             fmt::format("d_s × d_h, d_s = {} from /target/states, d_h = {} from /source/states", d_s, d_h));
 }
@@ -732,12 +793,16 @@ Description read_description(const Reader& in, const Json& value) {
     return d;
 }
 
-}  // namespace
+// Whether the problem holds weight matrices a layout applies to.
+bool has_weight_matrices(const Problem& problem) {
+    if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) return single->weights.has_value();
+    const auto& pair = std::get<EncoderDecoderInput>(problem.input);
+    return pair.weights.has_value() || pair.general_weight.has_value();
+}
 
-Problem load_problem(std::string_view json_text, const std::string& origin, MemoryBudget* budget) {
-    const Reader in(origin, budget);
-    Json doc = parse_json(json_text, origin, budget);
-    unpack_objects(in, doc);
+// The document, read: every field checked against every other. Where numbers came from
+// binary arrays the reader knows (Reader::set_arrays); `layout` is --layout.
+Problem read_document(Reader& in, Json& doc, const std::string& origin, const std::optional<WeightLayout>& layout) {
     in.require_object(doc, "");
     // "$schema": where an editor finds the input's JSON Schema (docs/schema/input.schema.json);
     // a string, and nothing to attntrace.
@@ -746,11 +811,23 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
         doc.erase("$schema");
     }
     in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights", "heads", "kv_heads",
-                           "padding", "positions", "source", "target"},
+                           "padding", "positions", "source", "target", "layout"},
                  top_level_aliases());
 
     Problem problem;
     problem.origin = origin;
+    // "layout": how the weight matrices are stored; --layout says it for the run instead.
+    if (doc.contains("layout")) {
+        const auto name = in.string(doc["layout"], "/layout");
+        const auto stored = parse_enum<WeightLayout>(name);
+        if (!stored)
+            in.fail("/layout", fmt::format("unknown layout \"{}\" (expected in_out, our X·W with W of d_in × d_out, or "
+                                           "out_in, PyTorch nn.Linear's (out, in) used as X·Wᵀ)",
+                                           printable(name)));
+        problem.layout = *stored, problem.layout_stated = true;
+    }
+    if (layout) problem.layout = *layout, problem.layout_stated = true;
+    in.set_layout(problem.layout, problem.layout_stated);
     if (doc.contains("description")) problem.description = read_description(in, doc["description"]);
     if (doc.contains("mode")) {
         const auto name = in.string(doc["mode"], "/mode");
@@ -781,13 +858,55 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
     } else {
         problem.input = read_single(in, doc, problem);
     }
+    if (problem.layout == WeightLayout::out_in && has_weight_matrices(problem))
+        problem.notes.push_back("the weight matrices were stored (out, in), as PyTorch's nn.Linear keeps them, and are "
+                                "used as X·Wᵀ: they are shown transposed, d_in × d_out, the way the formulas use them");
     return problem;
 }
 
-Problem load_input(const InputText& input, const MemoryLimit& limit) {
+}  // namespace
+
+Problem load_problem(std::string_view json_text, const std::string& origin, MemoryBudget* budget,
+                     const LoadOptions& options) {
+    if (options.tokens)
+        throw UsageError("--tokens labels the rows of a binary array (.npy, .npz, .safetensors); a JSON input names "
+                         "its tokens in \"tokens\" or \"sentence\"");
+    if (options.from)
+        throw UsageError(fmt::format("--from {} reads a model's tensors from a .safetensors or .npz file, not JSON",
+                                     to_string(*options.from)));
+    Reader in(origin, budget);
+    Json doc = parse_json(json_text, origin, budget);
+    unpack_objects(in, doc);
+    ArrayNames arrays;
+    std::vector<std::string> notes;
+    resolve_array_references(doc, origin, options, arrays, notes, budget);
+    in.set_arrays(&arrays);
+    Problem problem = read_document(in, doc, origin, options.layout);
+    problem.notes.insert(problem.notes.begin(), notes.begin(), notes.end());
+    return problem;
+}
+
+namespace {
+
+// A .npy, .npz or safetensors input, through the same reading as JSON.
+Problem load_arrays(const InputText& input, MemoryBudget& budget, const LoadOptions& options) {
+    const TensorFile file = read_tensors(input.text, input.origin, input.storage, options.max_input);
+    ArrayDocument arrays = array_document(file, options, &budget);
+    Reader in(input.origin, &budget);
+    in.set_arrays(&arrays.names);
+    Problem problem = read_document(in, arrays.doc, input.origin, std::nullopt);
+    problem.notes.insert(problem.notes.begin(), arrays.notes.begin(), arrays.notes.end());
+    if (arrays.layernorm) std::get<SingleSequenceInput>(problem.input).layernorm = std::move(arrays.layernorm);
+    return problem;
+}
+
+}  // namespace
+
+Problem load_input(const InputText& input, const MemoryLimit& limit, const LoadOptions& options) {
     MemoryBudget budget(limit, input.origin);
     try {
-        Problem problem = load_problem(input.text, input.origin, &budget);
+        Problem problem = sniff_tensor_format(input.text) ? load_arrays(input, budget, options)
+                                                          : load_problem(input.text, input.origin, &budget, options);
         input.require_unchanged();
         return problem;
     } catch (const DataError&) {

@@ -62,11 +62,17 @@ std::vector<std::string> single_inputs(const Trace& trace, const Stage& stage) {
     const auto& inputs = trace.at(StageId::inputs);
     const auto n = inputs.row_count();
     const auto d_in = inputs.col_count();
-    const auto projection = [&](std::string_view symbol, std::string_view weight) {
-        if (stage.head > 0)  // "Q_2 = X·W_q, columns 3–4: (6×3)·(3×2) → 6×2"
-            return fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, d_in, d_in, stage.col_count(), shape(stage));
-        return fmt::format("{} = X·{}: ({}×{})·({}×{}) → {}", symbol, weight, n, d_in, d_in,
-                           stage.col_count(), shape(stage));
+    // "Q_2 = X·W_q, columns 3–4: (6×3)·(3×2) → 6×2"; the stage's formula names a bias and ln_1.
+    const auto projection = [&] {
+        return fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, d_in, d_in, stage.col_count(), shape(stage));
+    };
+    // What the weights multiply: the embeddings, or after ln_1 the normalised hidden states.
+    const bool normed = trace.find(StageId::layernorm) != nullptr;
+    const std::string rows = normed ? "normalised vector (LN(x), after the layer normalisation)" : "embedding";
+    const auto bias_note = [&](std::string_view bias, std::string_view what) -> std::string {
+        if (!trace.has_parameter(bias)) return "";
+        return fmt::format(" Then the bias {} is added to every one of the {}: the same numbers whatever the token.",
+                           bias, what);
     };
     // Several heads: a head's block of columns is its own projection.
     const auto heads_note = [&](std::string_view what, std::string_view weight) -> std::string {
@@ -89,6 +95,11 @@ std::vector<std::string> single_inputs(const Trace& trace, const Stage& stage) {
                 "the usual one, but the same word at two positions now enters as two different vectors, so its "
                 "query, key and value depend on where it stands.",
                 fmt::format("X = E + PE: ({}×{}) + ({}×{}) → {}×{}", n, d_in, n, d_in, n, d_in)};
+    if (id == StageId::inputs && normed)
+        return {"Each token enters as a row vector, its hidden state: what the model's earlier layers made of the "
+                "token and of the tokens before it, read from the input; stacked, the rows form X. The layer first "
+                "normalises each row (the layernorm stage) and projects what comes out.",
+                fmt::format("X: {} tokens × {} numbers", n, d_in)};
     if (id == StageId::inputs)
         return {"Each token enters as a row vector, its embedding, taken from the input; stacked, the rows "
                 "form X. In a trained model, words used alike get embeddings that point alike.",
@@ -99,20 +110,31 @@ std::vector<std::string> single_inputs(const Trace& trace, const Stage& stage) {
                 fmt::format("{} = X: {}", id == StageId::queries ? "Q" : id == StageId::keys ? "K" : "V", shape(stage))};
     if (id == StageId::queries)
         return {fmt::format("A query is what a token is looking for in the others, the question it asks of "
-                            "the sentence. A matrix W_q turns each embedding into its query: entry k of the query "
-                            "is the embedding times column k of W_q (shown under parameters; {}).",
-                            weights_source(trace)) +
-                    heads_note("queries", "W_q"),
-                projection("Q", "W_q")};
+                            "the sentence. A matrix W_q turns each {} into its query: entry k of the query "
+                            "is the {} times column k of W_q (shown under parameters; {}).",
+                            normed ? "normalised vector" : "embedding", rows, weights_source(trace)) +
+                    bias_note("b_q", "queries") + heads_note("queries", "W_q"),
+                projection()};
     if (id == StageId::keys)
-        return {"A key is what a token offers to be found by: a query scores high against keys "
-                "that point the same way. W_k makes the keys from the same embeddings." +
-                    heads_note("keys", "W_k"),
-                projection("K", "W_k")};
+        return {fmt::format("A key is what a token offers to be found by: a query scores high against keys "
+                            "that point the same way. W_k makes the keys from the same {}s.",
+                            normed ? "normalised vector" : "embedding") +
+                    bias_note("b_k", "keys") + heads_note("keys", "W_k"),
+                projection()};
     return {"A value is the information a token hands on once it is attended to. The key "
             "decides how much is taken from a token; the value decides what is taken." +
-                heads_note("values", "W_v"),
-            projection("V", "W_v")};
+                bias_note("b_v", "values") + heads_note("values", "W_v"),
+            projection()};
+}
+
+// ln_1: the layer normalisation a GPT-2 layer applies before attention.
+std::vector<std::string> layernorm_stage(const Trace& trace, const Stage& stage) {
+    (void)trace;
+    return {"Before attention, the layer normalises each token's vector on its own: it subtracts the vector's mean "
+            "and divides by its standard deviation, with ε added to the variance under the square root, so the row "
+            "has mean 0 and a variance just under 1; then it multiplies number k by γ_k and adds β_k, the layer's "
+            "own parameters (gamma and beta under parameters).",
+            fmt::format("{}: {} tokens × {} numbers", stage.formula, stage.row_count(), stage.col_count())};
 }
 
 // The weights stage of any mode: what the normalisation does, measured against the other on
@@ -411,6 +433,7 @@ std::vector<std::string> explanation(const Trace& trace, const Stage& stage) {
     case StageId::queries:
     case StageId::keys:
     case StageId::values: return single_inputs(trace, stage);
+    case StageId::layernorm: return layernorm_stage(trace, stage);
     case StageId::embeddings:
     case StageId::positions:
     case StageId::queries_rotated:

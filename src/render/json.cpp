@@ -159,7 +159,9 @@ void write_worked(JsonWriter& json, const WorkedExample& w, Dtype dtype) {
         json.object(Layout::inline_).key("output").string(p.output).key("input").string(p.input_label);
         json.key("matrix").string(p.matrix).key("columns").array(Layout::inline_);
         for (const auto& column : p.columns) json.numbers(column, Dtype::float64);  // as given
-        json.end().key("result").numbers(p.result, dtype).end();
+        json.end();
+        if (!p.bias.empty()) json.key("bias").string(p.bias_name).key("bias_values").numbers(p.bias, Dtype::float64);
+        json.key("result").numbers(p.result, dtype).end();
     }
     json.end();
     write_worked_scores(json, w, dtype);

@@ -79,14 +79,16 @@ void write_scores(Writer& out, const WorkedExample& w) {
 // Each projected vector entry as the input row times a column of the matrix.
 void write_projection(Writer& out, const WorkedProjection& p) {
     const auto first = static_cast<std::size_t>(p.first_column);
+    const std::string plus = p.bias.empty() ? "" : fmt::format(", plus entry {} of {}", first == 0 ? "k" : fmt::format("{} + k", first), p.bias_name);
     if (first == 0)
-        out.line(fmt::format("  entry k of {} is {} times column k of {}:", p.output, p.input_label, p.matrix));
+        out.line(fmt::format("  entry k of {} is {} times column k of {}{}:", p.output, p.input_label, p.matrix, plus));
     else
-        out.line(fmt::format("  entry k of {} is {} times column {} + k of {} (this head's columns):", p.output,
-                             p.input_label, first, p.matrix));
+        out.line(fmt::format("  entry k of {} is {} times column {} + k of {}{} (this head's columns):", p.output,
+                             p.input_label, first, p.matrix, plus));
     for (std::size_t k = 0; k < p.columns.size(); ++k)
-        out.line(fmt::format("  entry {} = {} = {}   (column {} of {}: {})", k + 1, out.products(p.input, p.columns[k]),
-                             out.number(p.result[k]), first + k + 1, p.matrix, out.vector(p.columns[k])));
+        out.line(fmt::format("  entry {} = {}{} = {}   (column {} of {}: {})", k + 1, out.products(p.input, p.columns[k]),
+                             p.bias.empty() ? "" : " + " + (p.bias[k] < 0 ? "(" + out.number(p.bias[k]) + ")" : out.number(p.bias[k])), out.number(p.result[k]), first + k + 1,
+                             p.matrix, out.vector(p.columns[k])));
 }
 
 void write_projections(Writer& out, const WorkedExample& w) {
@@ -140,7 +142,8 @@ void write_output(Writer& out, const WorkedExample& w) {
     if (!w.output) return;
     out.line(fmt::format("{} = {} = {}", w.output->input_label, w.head ? "the heads' context rows side by side" : "the context row",
                          out.vector(w.output->input)));
-    out.line(fmt::format("{} = {}·W_o = {}", w.output->output, w.output->input_label, out.vector(w.output->result)));
+    out.line(fmt::format("{} = {}·W_o{} = {}", w.output->output, w.output->input_label,
+                         w.output->bias.empty() ? "" : " + " + w.output->bias_name, out.vector(w.output->result)));
     write_projection(out, *w.output);
 }
 

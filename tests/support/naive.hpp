@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/matrix.hpp"
+#include "core/problem.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -56,6 +57,14 @@ inline attntrace::Matrix matrix_of(const Grid& g) {
     for (std::size_t i = 0; i < g.size(); ++i)
         for (std::size_t j = 0; j < g[0].size(); ++j) m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = g[i][j];
     return m;
+}
+
+// W_q, W_k, W_v (and W_o) as the code under test takes them, without biases.
+inline attntrace::Projections projections(attntrace::Matrix q, attntrace::Matrix k, attntrace::Matrix v,
+                                          std::optional<attntrace::Matrix> o = std::nullopt) {
+    attntrace::Projections w;
+    w.query = std::move(q), w.key = std::move(k), w.value = std::move(v), w.output = std::move(o);
+    return w;
 }
 
 }  // namespace naive
