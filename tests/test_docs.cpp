@@ -155,7 +155,8 @@ TEST_CASE("the output shown in README.md and docs/ is what attntrace prints", "[
         for (const auto& shown : shown_commands(page)) {
             INFO(shown.file << ":" << shown.line << ": " << shown.command);
             // The docs show what a pipe or a file receives: no terminal width, no colour.
-            const auto r = cli::run(shown.args, "", {{"COLUMNS", ""}, {"NO_COLOR", ""}});
+            // From the source tree, as a reader who cloned it runs them: data/… are its files.
+            const auto r = cli::run_in(ATTNTRACE_SOURCE_DIR, shown.args, {{"COLUMNS", ""}, {"NO_COLOR", ""}});
             CHECK(r.exit_code == 0);
             const bool lines = std::find(shown.args.begin(), shown.args.end(), "jsonl") != shown.args.end();
             if (lines && r.out + r.err != shown.output) CHECK(same_json_lines(r.out + r.err, shown.output));

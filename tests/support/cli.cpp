@@ -90,10 +90,11 @@ namespace {
 // closed.
 Result spawn_words(const std::vector<std::string>& words, const std::map<std::string, std::string>& env,
                    const std::string& in_path, const std::string& out_path, const std::string& err_path,
-                   int flags = O_WRONLY | O_CREAT | O_TRUNC) {
+                   int flags = O_WRONLY | O_CREAT | O_TRUNC, const std::string& working_dir = "") {
     Command command(words, env);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
+    if (!working_dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, working_dir.c_str());
     posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
     if (out_path.empty()) posix_spawn_file_actions_addclose(&actions, 1);
     else posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), flags, 0644);
@@ -110,11 +111,21 @@ Result spawn_words(const std::vector<std::string>& words, const std::map<std::st
 
 Result spawn(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
              const std::string& in_path, const std::string& out_path, const std::string& err_path,
-             int flags = O_WRONLY | O_CREAT | O_TRUNC) {
-    return spawn_words(with_binary(args), env, in_path, out_path, err_path, flags);
+             int flags = O_WRONLY | O_CREAT | O_TRUNC, const std::string& working_dir = "") {
+    return spawn_words(with_binary(args), env, in_path, out_path, err_path, flags, working_dir);
 }
 
 }  // namespace
+
+Result run_in(const std::string& working_dir, const std::vector<std::string>& args,
+              const std::map<std::string, std::string>& env) {
+    const std::string dir = make_temp_dir();
+    const std::string out_path = dir + "/stdout";
+    Result result = spawn(args, env, "/dev/null", out_path, dir + "/stderr", O_WRONLY | O_CREAT | O_TRUNC, working_dir);
+    result.out = slurp(out_path);
+    std::filesystem::remove_all(dir);
+    return result;
+}
 
 Result run_program(const std::vector<std::string>& words, const std::string& input,
                    const std::map<std::string, std::string>& env) {

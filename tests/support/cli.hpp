@@ -20,6 +20,10 @@ struct Result {
 Result run(const std::vector<std::string>& args, const std::string& input = "",
            const std::map<std::string, std::string>& env = {});
 
+// The same, run in `working_dir` (the docs' commands read data/… from the source tree).
+Result run_in(const std::string& working_dir, const std::vector<std::string>& args,
+              const std::map<std::string, std::string>& env = {});
+
 // The same for any program: words[0] is looked up on PATH.
 Result run_program(const std::vector<std::string>& words, const std::string& input = "",
                    const std::map<std::string, std::string>& env = {});
