@@ -588,7 +588,7 @@ TEST_CASE("malformed npy headers are refused each with its own message", "[tenso
               "t: malformed .npy header: expected ',' or ')' in the shape (character 54): "
               "{'descr': '<f4', 'fortran_order': False, 'shape': (3 4), }");
         CHECK(refusal(npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 1), }", data)) ==
-              "t: malformed .npy header: a dimension beyond 2^64 (character 52): "
+              "t: malformed .npy header: a dimension too large for 64 bits (character 52): "
               "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 1), }");
         // Keys in another order, spaces and a trailing comma in a tuple are all Python.
         const TensorFile other_order =

@@ -26,10 +26,9 @@ namespace {
 // the bytes are there.
 template <typename T>
 T little(std::string_view bytes, std::size_t at) {
-    T value = 0;
-    for (std::size_t i = 0; i < sizeof(T); ++i)
-        value = static_cast<T>(value | static_cast<T>(static_cast<T>(static_cast<unsigned char>(bytes[at + i])) << (8 * i)));
-    return value;
+    std::uint64_t value = 0;
+    for (std::size_t i = 0; i < sizeof(T); ++i) value |= std::uint64_t{static_cast<unsigned char>(bytes[at + i])} << (8 * i);
+    return static_cast<T>(value);
 }
 
 template <typename T>
@@ -208,7 +207,7 @@ private:
         while (at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9') {
             if (__builtin_mul_overflow(value, 10, &value) ||
                 __builtin_add_overflow(value, static_cast<std::size_t>(text_[at_] - '0'), &value))
-                fail("a dimension beyond 2^64", start);
+                fail("a dimension too large for 64 bits", start);
             ++at_;
         }
         if (at_ == start) fail("expected a non-negative integer in the shape");
