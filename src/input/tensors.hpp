@@ -24,6 +24,12 @@ enum class ElementType { float16, bfloat16, float32, float64 };
 // "float16", "bfloat16", "float32", "float64": the names messages and the trace use.
 std::string_view element_type_name(ElementType type);
 
+// Bytes per element: 2, 2, 4, 8.
+std::size_t element_size(ElementType type);
+
+// A shape as NumPy prints it: "(3, 4)", "(5,)", "()".
+std::string shape_text(const std::vector<std::size_t>& shape);
+
 // One array: its shape and where its bytes are. The bytes live as long as `storage` does (a
 // mapping of the file, or a buffer an .npz member was inflated into).
 struct Tensor {
@@ -45,8 +51,13 @@ struct Tensor {
     Matrix to_matrix(std::string_view origin) const;
 
     // A float32 little-endian C-order array read in place (no copy): its first element.
-    // nullptr for any other type, order or endianness.
+    // nullptr for any other type, order or endianness, and when the data is not 4-byte
+    // aligned. (A 1-d array has one order: Fortran's is C's.)
     const float* float32_view() const;
+
+    // For the trace: what to_matrix did to the order ("… stored in Fortran order …"), or ""
+    // when the data was in C order already.
+    std::string order_note() const;
 };
 
 // What one file held, in file order.

@@ -5,6 +5,11 @@
 // tests/support/output_checks.hpp — is a finding. The streaming path must agree with the trace
 // path on every input both accept.
 //
+// Binary arrays (an input that sniffs as .npy, .npz or safetensors) are read instead, and each
+// array made a matrix: a refusal is a DataError, and what is read must hold together (its
+// bytes in the input or in a buffer of its own, as many numbers as its shape, the float32 view
+// the same numbers as the matrix).
+//
 // An input that starts with '#' is expanded instead, so that the parser's two-halves reading
 // of long matrices (from 1 MiB of text) is fuzzed too: "#ROW" or "#ROW\nMIDDLE" becomes
 // {"tokens": [...], "embeddings": [ROW, ROW, …, MIDDLE, …, ROW]} of about 1.2 MiB, which
@@ -18,6 +23,7 @@
 #include "core/error.hpp"
 #include "input/json_text.hpp"
 #include "input/load.hpp"
+#include "input/tensors.hpp"
 #include "render/render.hpp"
 #include "render/svg.hpp"
 #include "support/output_checks.hpp"
@@ -275,10 +281,44 @@ void parse_both_ways(const std::string& text) {
     }
 }
 
+// .npy, .npz and safetensors: read (an .npz inflating to 16 MiB at most), every array made a
+// matrix.
+void read_every_tensor(std::string_view bytes) {
+    TensorFile file;
+    try {
+        file = read_tensors(bytes, "fuzz", nullptr, std::uint64_t{1} << 24);
+    } catch (const DataError&) {
+        return;
+    }
+    for (const Tensor& tensor : file.tensors) {
+        if (tensor.bytes != tensor.elements() * element_size(tensor.type)) finding("a tensor's bytes do not fit its shape");
+        // No storage of its own: the data lies in the input.
+        const auto begin = reinterpret_cast<std::uintptr_t>(bytes.data());
+        const auto at = reinterpret_cast<std::uintptr_t>(tensor.data);
+        if (!tensor.storage && tensor.bytes > 0 && (at < begin || at - begin > bytes.size() || tensor.bytes > bytes.size() - (at - begin)))
+            finding("a tensor's data lies outside the input");
+        Matrix m;
+        try {
+            m = tensor.to_matrix("fuzz");
+        } catch (const DataError&) {
+            continue;
+        }
+        if (static_cast<std::size_t>(m.size()) != tensor.elements()) finding("the matrix does not hold every element");
+        if (!m.allFinite()) finding("to_matrix let a value that is not finite through");
+        if (const float* view = tensor.float32_view())
+            for (Eigen::Index i = 0; i < m.size(); ++i)
+                if (double(view[i]) != m.data()[i]) finding("the float32 view and the matrix differ");
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
+    if (sniff_tensor_format(text)) {
+        read_every_tensor(text);
+        return 0;
+    }
     if (text.starts_with("#")) {
         if (const std::string long_text = expanded(text.substr(1)); !long_text.empty()) parse_both_ways(long_text);
         return 0;
