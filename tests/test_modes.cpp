@@ -5,6 +5,7 @@
 #include "render/render.hpp"
 #include "attention/reference.hpp"
 
+#include "support/naive.hpp"
 #include "support/catch.hpp"
 #include <fmt/format.h>
 #include <omp.h>
@@ -54,9 +55,9 @@ Matrix matrix_of(std::initializer_list<std::initializer_list<double>> rows) {
 // Four tokens, d_in = 3, d_k = 2, d_v = 3: small enough to check by hand, shaped so that no
 // dimension equals another by accident.
 const Matrix x4 = matrix_of({{1.0, 0.0, 0.5}, {0.2, 0.8, 0.1}, {-0.3, 0.4, 0.9}, {0.6, -0.5, 0.2}});
-const Projections w4{matrix_of({{0.5, -0.2}, {0.1, 0.9}, {-0.4, 0.3}}),
-                     matrix_of({{0.3, 0.7}, {-0.6, 0.2}, {0.8, -0.1}}),
-                     matrix_of({{1.0, 0.0, 0.2}, {0.0, 1.0, -0.3}, {0.5, 0.5, 0.5}}), std::nullopt};
+const Projections w4 = naive::projections(matrix_of({{0.5, -0.2}, {0.1, 0.9}, {-0.4, 0.3}}),
+                                          matrix_of({{0.3, 0.7}, {-0.6, 0.2}, {0.8, -0.1}}),
+                                          matrix_of({{1.0, 0.0, 0.2}, {0.0, 1.0, -0.3}, {0.5, 0.5, 0.5}}));
 
 TraceOptions options_for(Mode mode) {
     TraceOptions o;

@@ -17,12 +17,6 @@ namespace {
 // What an array is meant to be where it goes: a matrix (rows of numbers) or a vector.
 enum class Rank { matrix, vector };
 
-// "(2, 3, 4)": a shape as NumPy prints it.
-std::string shape_text(const std::vector<std::size_t>& shape) {
-    if (shape.size() == 1) return fmt::format("({},)", shape[0]);
-    return fmt::format("({})", fmt::join(shape, ", "));
-}
-
 // The numbers of `t` packed for the JSON loader, checked to have the rank its place needs: a
 // matrix is 2-d; a vector 1-d, or 2-d with one row (a bias saved as 1 × d).
 Json packed(const Tensor& t, Rank rank, const std::string& origin, const std::string& name, MemoryBudget* budget,
@@ -37,7 +31,7 @@ Json packed(const Tensor& t, Rank rank, const std::string& origin, const std::st
         throw DataError(fmt::format("{}: {} has shape {}, which holds no numbers", origin, name, shape_text(t.shape)));
     if (budget) budget->charge(t.elements() * sizeof(double) * 2);  // the packed copy, then the loader's
     const Matrix m = t.to_matrix(origin);
-    if (t.fortran_order)
+    if (t.fortran_order && t.shape.size() >= 2)
         notes.push_back(fmt::format("{} was stored in Fortran (column-major) order and was read into row order, as "
                                     "NumPy's own shape says",
                                     name));
