@@ -30,20 +30,25 @@ Json packed(const Tensor& t, Rank rank, const std::string& origin, const std::st
     if (t.elements() == 0)
         throw DataError(fmt::format("{}: {} has shape {}, which holds no numbers", origin, name, shape_text(t.shape)));
     if (budget) budget->charge(t.elements() * sizeof(double) * 2);  // the packed copy, then the loader's
-    const Matrix m = t.to_matrix(origin);
     if (t.fortran_order && t.shape.size() >= 2)
         notes.push_back(fmt::format("{} was stored in Fortran (column-major) order and was read into row order, as "
                                     "NumPy's own shape says",
                                     name));
-    if (rank == Rank::vector) return packed_vector(m.data(), static_cast<std::size_t>(m.size()));
-    return packed_matrix(m.data(), static_cast<std::size_t>(m.rows()), static_cast<std::size_t>(m.cols()));
+    // Converted straight into the packed form: one copy of the numbers, no matrix between.
+    const std::size_t columns = t.shape.back();
+    Json packed = rank == Rank::vector ? packed_vector(nullptr, 0) : packed_matrix(nullptr, 0, columns);
+    auto& bytes = packed.get_binary();
+    bytes.resize(t.elements() * sizeof(double));
+    t.to_doubles(origin, reinterpret_cast<double*>(bytes.data()));
+    return packed;
 }
 
-// "t1", "t2", …: labels for rows that have none.
+// "t1", "t2", …: labels for rows that have none, packed as the parser packs an array of strings.
 Json numbered_tokens(std::string_view prefix, std::size_t count) {
-    Json tokens = Json::array();
+    std::vector<std::string> tokens;
+    tokens.reserve(count);
     for (std::size_t i = 1; i <= count; ++i) tokens.push_back(fmt::format("{}{}", prefix, i));
-    return tokens;
+    return packed_string_array(tokens);
 }
 
 std::size_t rows_of_tensor(const Tensor& t) { return t.shape.empty() ? 1 : t.shape[0]; }
@@ -57,9 +62,9 @@ Json tokens_for(const Tensor& t, const LoadOptions& options, std::string_view pr
         throw UsageError(fmt::format("--tokens gives {} token{} for the {} rows of {} in {}: give one per row",
                                      options.tokens->size(), options.tokens->size() == 1 ? "" : "s", rows, name,
                                      origin));
-    Json tokens = Json::array();
-    for (const auto& token : *options.tokens) tokens.push_back(token);
-    return tokens;
+    for (const auto& token : *options.tokens)
+        if (token.find('\0') != std::string::npos) throw UsageError("--tokens: a label holds a NUL character");
+    return packed_string_array(*options.tokens);
 }
 
 // The names an .npz or safetensors input may use, and where each goes in the document.

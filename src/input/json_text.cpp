@@ -925,6 +925,21 @@ Json packed_matrix(const double* numbers, std::size_t rows, std::size_t columns)
     return Json::binary(std::move(bytes), columns);  // the subtype holds the row length
 }
 
+Json packed_string_array(const std::vector<std::string>& strings) {
+    std::vector<std::uint64_t> ends;
+    std::string text;
+    for (const auto& s : strings) {
+        text += s;
+        ends.push_back(text.size());
+    }
+    const std::uint64_t count = ends.size();
+    std::vector<std::uint8_t> bytes(sizeof count + ends.size() * sizeof(std::uint64_t) + text.size());
+    std::memcpy(bytes.data(), &count, sizeof count);
+    if (!ends.empty()) std::memcpy(bytes.data() + sizeof count, ends.data(), ends.size() * sizeof(std::uint64_t));
+    if (!text.empty()) std::memcpy(bytes.data() + sizeof count + ends.size() * sizeof(std::uint64_t), text.data(), text.size());
+    return Json::binary(std::move(bytes), strings_flag);
+}
+
 bool is_packed_numbers(const Json& value) { return value.is_binary() && !value.get_binary().has_subtype(); }
 
 bool is_packed_matrix(const Json& value) {

@@ -41,6 +41,8 @@ bool is_packed_numbers(const Json& value);          // a vector
 // of `count` finite numbers as a vector, or of `rows` rows of `columns` as a matrix.
 Json packed_vector(const double* numbers, std::size_t count);
 Json packed_matrix(const double* numbers, std::size_t rows, std::size_t columns);
+// What the parser makes of an array of strings (none holding a NUL).
+Json packed_string_array(const std::vector<std::string>& strings);
 bool is_packed_matrix(const Json& value);           // a matrix
 bool is_packed_words(const Json& value);            // an object of word vectors
 bool is_packed_strings(const Json& value);          // an array of strings

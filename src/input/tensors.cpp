@@ -908,16 +908,23 @@ double half_to_double(std::uint16_t bits) {
     return (bits & 0x8000) ? -magnitude : magnitude;
 }
 
-// Fills `m` (already of the right size) from `data` in C order, or down the columns first
-// when `column_major`; `decode` reads one element.
+// Fills `out` (rows × cols, row by row) from `data` in C order, or down the columns first
+// when `column_major`; `decode` reads one element. C order is one pass over both.
 template <typename Decode>
-void fill(Matrix& m, const unsigned char* data, std::size_t element, bool column_major, Decode decode) {
-    const Eigen::Index rows = m.rows(), cols = m.cols();
+void fill(double* out, Eigen::Index rows, Eigen::Index cols, const unsigned char* data, std::size_t element,
+          bool column_major, Decode decode) {
+    const auto count = static_cast<std::size_t>(rows * cols);
+    if (!column_major) {
+        // Large arrays on every thread: the output's pages are first touched (and faulted in)
+        // where they are written. Nothing here throws or allocates.
+        const auto n = static_cast<std::int64_t>(count);
+#pragma omp parallel for schedule(static) if (n >= (std::int64_t{1} << 20))
+        for (std::int64_t i = 0; i < n; ++i) out[i] = decode(data + static_cast<std::size_t>(i) * element);
+        return;
+    }
     for (Eigen::Index r = 0; r < rows; ++r)
-        for (Eigen::Index c = 0; c < cols; ++c) {
-            const auto index = static_cast<std::size_t>(column_major ? c * rows + r : r * cols + c);
-            m(r, c) = decode(data + index * element);
-        }
+        for (Eigen::Index c = 0; c < cols; ++c)
+            out[r * cols + c] = decode(data + static_cast<std::size_t>(c * rows + r) * element);
 }
 
 // The numbers of `matrix` as little-endian float32 or float64, row by row. A value that is
@@ -987,7 +994,7 @@ std::size_t Tensor::elements() const {
     return count;
 }
 
-Matrix Tensor::to_matrix(std::string_view origin) const {
+void Tensor::to_doubles(std::string_view origin, double* out) const {
     const std::string label = array_label(name);
     if (shape.empty() || shape.size() > 2)
         throw DataError(fmt::format("{}: {} has shape {}: expected a matrix (2 dimensions) or a vector (1)", origin, label,
@@ -997,34 +1004,48 @@ Matrix Tensor::to_matrix(std::string_view origin) const {
     const bool vector = shape.size() == 1;
     const auto rows = static_cast<Eigen::Index>(vector ? 1 : shape[0]);
     const auto cols = static_cast<Eigen::Index>(vector ? shape[0] : shape[1]);
-    Matrix m(rows, cols);
     const bool swap = big_endian != host_is_big_endian;
     const bool column_major = fortran_order && !vector;
     switch (type) {
     case ElementType::float16:
-        fill(m, data, 2, column_major, [&](const unsigned char* p) { return half_to_double(load_bits<std::uint16_t>(p, swap)); });
+        fill(out, rows, cols, data, 2, column_major, [&](const unsigned char* p) { return half_to_double(load_bits<std::uint16_t>(p, swap)); });
         break;
     case ElementType::bfloat16:  // the upper half of a float32
-        fill(m, data, 2, column_major, [&](const unsigned char* p) {
+        fill(out, rows, cols, data, 2, column_major, [&](const unsigned char* p) {
             return double(std::bit_cast<float>(std::uint32_t{load_bits<std::uint16_t>(p, swap)} << 16));
         });
         break;
     case ElementType::float32:
-        fill(m, data, 4, column_major, [&](const unsigned char* p) { return double(std::bit_cast<float>(load_bits<std::uint32_t>(p, swap))); });
+        fill(out, rows, cols, data, 4, column_major,
+             [&](const unsigned char* p) { return double(std::bit_cast<float>(load_bits<std::uint32_t>(p, swap))); });
         break;
     case ElementType::float64:
-        fill(m, data, 8, column_major, [&](const unsigned char* p) { return std::bit_cast<double>(load_bits<std::uint64_t>(p, swap)); });
+        fill(out, rows, cols, data, 8, column_major,
+             [&](const unsigned char* p) { return std::bit_cast<double>(load_bits<std::uint64_t>(p, swap)); });
         break;
     }
-    // The first value that is not finite, in C order.
+    // The first value that is not finite, in C order (one pass; the message only when found).
+    const auto count = static_cast<std::size_t>(rows * cols);
+    bool finite = true;
+    for (std::size_t i = 0; i < count; ++i) finite &= std::isfinite(out[i]);
+    if (finite) return;
     for (Eigen::Index r = 0; r < rows; ++r)
         for (Eigen::Index c = 0; c < cols; ++c) {
-            if (std::isfinite(m(r, c))) continue;
+            const double x = out[r * cols + c];
+            if (std::isfinite(x)) continue;
             const std::string place = vector ? fmt::format("number {} (index [{}])", c + 1, c)
                                              : fmt::format("row {}, column {} (index [{}, {}])", r + 1, c + 1, r, c);
-            throw DataError(fmt::format("{}: {} holds {} at {}: attntrace reads finite numbers only", origin, label,
-                                        m(r, c), place));
+            throw DataError(fmt::format("{}: {} holds {} at {}: attntrace reads finite numbers only", origin, label, x,
+                                        place));
         }
+}
+
+Matrix Tensor::to_matrix(std::string_view origin) const {
+    const bool vector = shape.size() == 1;
+    Matrix m;
+    if (shape.size() == 1 || shape.size() == 2)
+        m.resize(static_cast<Eigen::Index>(vector ? 1 : shape[0]), static_cast<Eigen::Index>(vector ? shape[0] : shape[1]));
+    to_doubles(origin, m.data());  // refuses the other ranks before writing anything
     return m;
 }
 

@@ -49,6 +49,8 @@ struct Tensor {
     // (DataError naming `origin` and the array). Non-finite values (inf, NaN) are refused
     // too, naming the first one's row and column.
     Matrix to_matrix(std::string_view origin) const;
+    // The same numbers into `out`, which holds elements() doubles: to_matrix without the matrix.
+    void to_doubles(std::string_view origin, double* out) const;
 
     // A float32 little-endian C-order array read in place (no copy): its first element.
     // nullptr for any other type, order or endianness, and when the data is not 4-byte
