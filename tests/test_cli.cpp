@@ -207,6 +207,7 @@ TEST_CASE("every example in the help of every command runs as shown", "[cli][hel
     const cli::TempDir folder;
     std::ofstream(folder / "my_sentence.json") << R"({"sentence": "the cat sat", "embeddings": {"the": [1, 0], "cat": [0, 1], "sat": [1, 1]}})";
     REQUIRE(cli::run({"generate", "-n", "300", "-d", "8", "-o", folder / "long.json"}).exit_code == 0);
+    REQUIRE(cli::run({"generate", "-n", "3", "-d", "2", "-f", "npz", "-o", folder / "layer.npz"}).exit_code == 0);
     const std::string binary_dir = std::filesystem::path(ATTNTRACE_BINARY).parent_path();
     const std::string path = binary_dir + ":" + std::getenv("PATH");
     std::size_t ran = 0;
@@ -230,7 +231,8 @@ TEST_CASE("every example in the help of every command runs as shown", "[cli][hel
     }
     CHECK(ran >= 14);
     // What the examples wrote.
-    for (const char* file : {"trace.csv", "words.svg", "long.json"}) CHECK(std::filesystem::file_size(folder / file) > 0);
+    for (const char* file : {"trace.csv", "words.svg", "long.json", "long.safetensors"})
+        CHECK(std::filesystem::file_size(folder / file) > 0);
 }
 
 TEST_CASE("a missing file or a directory is a data error", "[cli][errors]") {

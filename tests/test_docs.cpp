@@ -168,4 +168,6 @@ TEST_CASE("the output shown in README.md and docs/ is what attntrace prints", "[
     CHECK(checked["README.md"] >= 1);
     CHECK(checked["walkthrough.md"] >= 15);
     CHECK(checked["multi-head.md"] >= 7);
+    CHECK(checked["from-pytorch.md"] >= 2);
+    CHECK(checked["input-format.md"] >= 1);
 }

@@ -114,6 +114,15 @@ TEST_CASE("every JSON document attntrace writes validates against its schema in 
     // Inputs: every example, and what generate writes.
     for (const auto& example : attntrace::examples()) batch.add(std::string(example.json), "input");
     batch.add(cli::run({"generate", "-n", "5", "-d", "3"}).out, "input");
+    batch.add(cli::read_file(std::string(ATTNTRACE_SOURCE_DIR) + "/data/arrays/journey.json"), "input");
+    batch.add(R"({"tokens": ["a"], "embeddings": [[1, 2]], "layout": "out_in", "weights": {"query": "w_q.npy",
+        "key": [[1], [2]], "value": [[1], [2]], "query_bias": [0.5], "key_bias": "b_k.npy"}})", "input");
+    // Binary inputs through the same loader: a trace with biases and one of GPT-2's layer.
+    const std::string arrays = std::string(ATTNTRACE_SOURCE_DIR) + "/data/arrays/";
+    batch.run({arrays + "journey.npz", "-m", "self", "--layout", "out_in", "-q", "2", "-f", "json"}, "trace");
+    batch.run({arrays + "toy_gpt2.safetensors", "--from", "gpt2", "--layer", "1", "-q", "3", "-f", "json"}, "trace");
+    batch.run({arrays + "toy_gpt2.safetensors", "--from", "gpt2", "--layer", "0", "--summary", "-s", "context",
+               "-f", "json"}, "summary");
 
     const auto r = batch.validate();
     INFO(r.out << r.err);
@@ -136,6 +145,8 @@ TEST_CASE("the schemas refuse what attntrace would not write or read", "[schema]
     batch.add(R"({"sentence": "a", "tokens": ["a"], "embeddings": [[1]]})", "input");
     batch.add(R"({"source": {"tokens": ["a"], "states": [[1]]}, "target": {"tokens": ["b"], "states": [[1]]}, "heads": 2})",
               "input");
+    batch.add(R"({"tokens": ["a"], "embeddings": "vectors.txt"})", "input");
+    batch.add(R"({"tokens": ["a"], "embeddings": [[1]], "layout": "in-out"})", "input");
     const auto r = batch.validate();
     CHECK(r.exit_code == 1);
     std::size_t invalid = 0;

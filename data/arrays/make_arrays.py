@@ -24,7 +24,8 @@ w_v = np.array([[0.5, 0.0], [0.0, 0.5], [1.0, 1.0]])
 b_q, b_k, b_v = np.array([0.1, -0.1]), np.array([0.0, 0.2]), np.array([0.5, 0.0])
 # nn.Linear keeps weight as (out, in) and computes x·Wᵀ + b: what torch would save.
 np.savez(here / "journey.npz", embeddings=embeddings.astype("<f4"),
-         query=w_q.T.astype("<f4"), key=w_k.T.astype("<f4"), value=w_v.T.astype("<f4"),
+         query=np.ascontiguousarray(w_q.T, dtype="<f4"), key=np.ascontiguousarray(w_k.T, dtype="<f4"),
+         value=np.ascontiguousarray(w_v.T, dtype="<f4"),
          query_bias=b_q.astype("<f4"), key_bias=b_k.astype("<f4"), value_bias=b_v.astype("<f4"))
 np.save(here / "journey_embeddings.npy", embeddings.astype("<f4"))
 

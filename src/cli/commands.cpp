@@ -455,13 +455,17 @@ const std::vector<UsageExample> trace_examples{
     {"attntrace -f json | jq '.stages[] | select(.name == \"weights\") | .data[1]'", "one row of weights, by jq"},
     {"attntrace -f csv --tidy -o trace.csv", "one line per number, for pandas.read_csv"},
     {"attntrace long.json --summary --dtype float32", "a long input: per query its strongest keys"},
+    {"attntrace layer.npz -m self --layout out_in --tokens \"the cat sat\"",
+     "arrays saved from PyTorch, weights as nn.Linear stores them (docs/from-pytorch.md)"},
     {"echo '{\"sentence\": \"a b\", \"embeddings\": {\"a\": [1, 0], \"b\": [0, 1]}}' | attntrace", "an input from a pipe"},
 };
 const std::vector<std::vector<UsageExample>> subcommand_examples{
     {{"attntrace similarity example:fruit_and_pets", "apple near orange, far from dog"},
      {"attntrace similarity example:fruit_and_pets --svg words.svg", "the words as arrows in a picture"}},
     {{"attntrace generate -n 8192 -d 64 -o long.json", "8192 random tokens of 64 numbers, same seed same bytes"},
-     {"attntrace generate -n 4096 | attntrace - -m causal --summary", "straight into a causal summary"}},
+     {"attntrace generate -n 4096 | attntrace - -m causal --summary", "straight into a causal summary"},
+     {"attntrace generate -n 8192 -d 64 -f safetensors --dtype float32 -o long.safetensors",
+      "the same numbers as float32 arrays, read without parsing"}},
     {{"attntrace bench", "both paths, n = 512 … 16384, float32 and float64"},
      {"attntrace bench --sizes 1024,4096 --modes causal --paths streaming", "the causal streaming path alone"}},
     {{"attntrace compare example:big_dream example:big_mistake --token big", "how the context of \"big\" moves"},

@@ -282,9 +282,11 @@ ArrayDocument gpt2_layer(const TensorFile& file, const LoadOptions& options, Mem
 
     ArrayDocument out;
     out.doc = Json::object();
-    out.doc["description"] = fmt::format("GPT-2's layer {}: ln_1, then causal attention with its own weights (c_attn "
-                                         "split into W_q, W_k, W_v; c_proj as W_o), each with its bias",
-                                         layer);
+    // Said of causal mode only: in another mode the run is no longer the layer's own.
+    out.doc["description"]["causal"] = fmt::format(
+        "Layer {} read by GPT-2's tensor names: ln_1, then causal attention with the layer's own weights (c_attn split "
+        "into W_q, W_k and W_v, c_proj as W_o), each with its bias",
+        layer);
     out.doc["mode"] = "causal";
     out.doc["tokens"] = tokens_for(x, options, "t", x_origin, "the hidden states");
     out.doc["embeddings"] = packed(x, Rank::matrix, x_origin, "the hidden states", budget, out.notes);
