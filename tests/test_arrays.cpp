@@ -136,6 +136,15 @@ TEST_CASE("an npz or safetensors input traces as the JSON of the same numbers in
     }
 }
 
+TEST_CASE("encoder and decoder states as arrays trace as their JSON in mode bahdanau", "[arrays][bahdanau]") {
+    const json from_json = run_json({at("pair.json"), "-m", "bahdanau"});
+    const json traced = run_json({at("pair.npz"), "-m", "bahdanau"});
+    same_stages(traced, from_json, 0);
+    CHECK(traced["parameters"] == from_json["parameters"]);
+    CHECK(trace_json::stage_of(traced, "weights")["rows"] == json::array({"y1", "y2"}));
+    CHECK(trace_json::stage_of(traced, "weights")["cols"] == json::array({"x1", "x2", "x3"}));
+}
+
 TEST_CASE("biases are added after each product as a second implementation computes them", "[arrays]") {
     const Layer expected = worked_layer(reference("layer.json"));
     const json traced = run_json({at("layer.npz"), "-m", "self"});

@@ -858,9 +858,13 @@ Problem read_document(Reader& in, Json& doc, const std::string& origin, const st
     } else {
         problem.input = read_single(in, doc, problem);
     }
+    // Which layout the weights were read in, whenever it was stated (the default says nothing).
     if (problem.layout == WeightLayout::out_in && has_weight_matrices(problem))
         problem.notes.push_back("the weight matrices were stored (out, in), as PyTorch's nn.Linear keeps them, and are "
                                 "used as X·Wᵀ: they are shown transposed, d_in × d_out, the way the formulas use them");
+    else if (problem.layout_stated && has_weight_matrices(problem))
+        problem.notes.push_back("the weight matrices were stored d_in × d_out (layout in_out) and are used as stored, "
+                                "as X·W");
     return problem;
 }
 

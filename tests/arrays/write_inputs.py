@@ -87,6 +87,17 @@ write_json("square.json", {"tokens": ["t1", "t2", "t3", "t4"], "embeddings": emb
 np.savez(folder / "square_out_in.npz", embeddings=np.array(embeddings),
          **{k: np.array(v).T.copy() for k, v in square.items()})
 
+# An encoder and a decoder for mode bahdanau: d_h = 3, d_s = 2, d_a = 4 (no square weight).
+pair = {"encoder_states": [[0.5, -1.0, 0.25], [1.0, 0.5, -0.5], [0.0, 0.75, 1.0]],
+        "decoder_states": [[0.25, 0.5], [-0.5, 1.0]],
+        "W_a": [[0.5, -0.25, 0.125, 1.0], [0.75, 0.5, -1.0, 0.25]],
+        "U_a": [[0.25, 0.5, -0.5, 0.125], [-1.0, 0.25, 0.5, 0.75], [0.5, -0.125, 0.25, -0.5]],
+        "v_a": [1.0, -0.5, 0.25, 0.75]}
+np.savez(folder / "pair.npz", **{k: np.array(v, dtype="<f8") for k, v in pair.items()})
+write_json("pair.json", {"source": {"tokens": ["x1", "x2", "x3"], "states": pair["encoder_states"]},
+                         "target": {"tokens": ["y1", "y2"], "states": pair["decoder_states"]},
+                         "weights": {"W_a": pair["W_a"], "U_a": pair["U_a"], "v_a": pair["v_a"]}})
+
 # GPT-2's names and layout for two layers of d = 8 (2 heads of 4), with hidden states of 5 tokens.
 rng = np.random.default_rng(15)
 d, n = 8, 5
