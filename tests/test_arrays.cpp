@@ -257,6 +257,20 @@ TEST_CASE("bad array inputs get one clear error line", "[arrays]") {
     fails({at("gpt2.safetensors"), "--from", "gpt2", "--layer", "0"}, 1, "no array \"hidden_states\"");
     fails({at("gpt2.safetensors")}, 1, "holds GPT-2's tensors (h.0.attn.c_attn.weight): read them with --from gpt2 --layer L");
     fails({at("layer.npz"), "--layer", "1"}, 2, "--layer requires --from");
+    // More rows than the limit on tokens: refused before a label is made for each. A .npy
+    // of 2,000,000 × 1 float16 zeros, laid out here byte by byte (version 1.0).
+    {
+        std::string header = "{'descr': '<f2', 'fortran_order': False, 'shape': (2000000, 1), }";
+        header.append(64 - (10 + header.size() + 1) % 64, ' ');
+        header += '\n';
+        std::string file = std::string("\x93NUMPY\x01\x00", 8);
+        file += static_cast<char>(header.size() & 0xff);
+        file += static_cast<char>(header.size() >> 8);
+        file += header;
+        file.append(2000000 * 2, '\0');
+        std::ofstream(scratch / "long.npy", std::ios::binary) << file;
+        fails({scratch / "long.npy"}, 1, "the array has 2000000 rows, one per token, more than the limit of 1048576 tokens");
+    }
     // A JSON input's references: missing file, not .npy, not NumPy's bytes.
     const std::string missing = scratch / "missing.json";
     std::ofstream(missing) << R"({"tokens": ["a"], "embeddings": "nowhere.npy"})";

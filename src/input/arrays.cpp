@@ -51,12 +51,20 @@ Json numbered_tokens(std::string_view prefix, std::size_t count) {
     return packed_string_array(tokens);
 }
 
-std::size_t rows_of_tensor(const Tensor& t) { return t.shape.empty() ? 1 : t.shape[0]; }
+// The rows of `t`, one per token: refused beyond the limit on tokens before any label is made.
+std::size_t rows_of_tensor(const Tensor& t, const std::string& origin) {
+    const std::size_t rows = t.shape.empty() ? 1 : t.shape[0];
+    if (rows > max_tokens)
+        throw DataError(fmt::format("{}: {} has {} rows, one per token, more than the limit of {} tokens", origin,
+                                    t.name.empty() ? std::string("the array") : fmt::format("array \"{}\"", printable(t.name)),
+                                    rows, max_tokens));
+    return rows;
+}
 
 // --tokens, or numbered labels, for the rows of `t`; --tokens must give one per row.
 Json tokens_for(const Tensor& t, const LoadOptions& options, std::string_view prefix, const std::string& origin,
                 const std::string& name) {
-    const std::size_t rows = rows_of_tensor(t);
+    const std::size_t rows = rows_of_tensor(t, origin);
     if (!options.tokens) return numbered_tokens(prefix, rows);
     if (options.tokens->size() != rows)
         throw UsageError(fmt::format("--tokens gives {} token{} for the {} rows of {} in {}: give one per row",
@@ -152,8 +160,8 @@ ArrayDocument named_arrays(const TensorFile& file, const LoadOptions& options, M
         if (options.tokens)
             throw UsageError("--tokens labels the rows of one sequence; the encoder and decoder states of an array "
                              "input are labelled x1, x2, … and y1, y2, …");
-        out.doc["source"]["tokens"] = numbered_tokens("x", rows_of_tensor(*file.find("encoder_states")));
-        out.doc["target"]["tokens"] = numbered_tokens("y", rows_of_tensor(*file.find("decoder_states")));
+        out.doc["source"]["tokens"] = numbered_tokens("x", rows_of_tensor(*file.find("encoder_states"), file.origin));
+        out.doc["target"]["tokens"] = numbered_tokens("y", rows_of_tensor(*file.find("decoder_states"), file.origin));
     } else {
         const Tensor* embeddings = file.find("embeddings");
         if (!embeddings)
