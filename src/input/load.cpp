@@ -42,8 +42,6 @@ public:
         layout_ = layout;
         layout_stated_ = stated;
     }
-    WeightLayout layout() const { return layout_; }
-    bool layout_stated() const { return layout_stated_; }
 
     // Counts what the problem being built holds against --max-memory (MemoryBudget).
     void charge(std::uint64_t bytes) const {
@@ -824,9 +822,13 @@ Problem read_document(Reader& in, Json& doc, const std::string& origin, const st
             in.fail("/layout", fmt::format("unknown layout \"{}\" (expected in_out, our X·W with W of d_in × d_out, or "
                                            "out_in, PyTorch nn.Linear's (out, in) used as X·Wᵀ)",
                                            printable(name)));
-        problem.layout = *stored, problem.layout_stated = true;
+        problem.layout = *stored;
+        problem.layout_stated = true;
     }
-    if (layout) problem.layout = *layout, problem.layout_stated = true;
+    if (layout) {
+        problem.layout = *layout;
+        problem.layout_stated = true;
+    }
     in.set_layout(problem.layout, problem.layout_stated);
     if (doc.contains("description")) problem.description = read_description(in, doc["description"]);
     if (doc.contains("mode")) {
