@@ -517,9 +517,9 @@ const std::vector<std::vector<UsageExample>> subcommand_examples{
      {"attntrace compare example:bank_river example:bank_money -t bank -m self", "the same in self mode"}},
     {{"attntrace decode --step 4", "generation: token 4 against the KV cache, checked against the full trace"},
      {"attntrace decode --dim 8 --heads 4 --kv-heads 2 --context 4096", "the cache's bytes for MHA, GQA and MQA"}},
-    {{"attntrace check-answers example:teacher_smiled data/practice/teacher_smiled_weights.json",
+    {{"attntrace check-answers example:teacher_smiled data/practice/smiled_weights.json",
       "a learner's weights checked: exit 0 when they agree, 1 when they differ"},
-     {"attntrace check-answers example:teacher_smiled my_answers.json -f json", "the verdict per stage, for course tooling"}},
+     {"attntrace check-answers example:teacher_smiled data/practice/smiled_by_sum.json -f json", "the verdict per stage, for course tooling"}},
 };
 
 // --help with the options in their groups (positionals with the rest), a metavariable each,
