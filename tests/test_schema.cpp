@@ -107,6 +107,16 @@ TEST_CASE("every JSON document attntrace writes validates against its schema in 
     // decode.
     batch.run({"decode", "-f", "json"}, "decode");
     batch.run({"decode", "--dim", "8", "--heads", "4", "--kv-heads", "2", "--explain", "--step", "3", "-f", "json"}, "decode");
+    // check-answers: a pass, and a fail with its diagnosis (exit 1), and one without a diagnosis.
+    batch.run({"check-answers", "example:teacher_smiled", cli::data_file("practice/smiled_weights.json"), "-f", "json"},
+              "check-answers");
+    for (const char* answers : {R"({"weights": {"row": 12, "values": [0, 0.348, 0.0659, 0.0476, 0.044, 0, 0.0256, 0, 0, 0, 0.1575, 0.3114]}})",
+                                R"({"scores": {"cell": [2, 2], "value": 7}})"}) {
+        const cli::TempFile file(answers, "answers.json");
+        const auto r = cli::run({"check-answers", "example:teacher_smiled", file.path(), "-f", "json"});
+        REQUIRE(r.exit_code == 1);
+        batch.add(r.out, "check-answers");
+    }
     // compare, bench.
     batch.run({"compare", "example:big_dream", "example:big_mistake", "-t", "big", "-f", "json"}, "compare");
     batch.run({"compare", "example:bank_river", "example:bank_money", "-t", "bank", "-m", "self", "-f", "json"}, "compare");

@@ -5,6 +5,7 @@
 #include "cli/flags.hpp"
 #include "cli/manual.hpp"
 #include "commands/bench_command.hpp"
+#include "commands/check_answers_command.hpp"
 #include "commands/compare_command.hpp"
 #include "commands/decode_command.hpp"
 #include "commands/generate_command.hpp"
@@ -406,6 +407,50 @@ Command add_decode(CLI::App& app) {
     return {command, run_traced(s, run_decode)};
 }
 
+Command add_check_answers(CLI::App& app) {
+    struct State {
+        CheckAnswersRequest request;
+        OutputFlags output;
+        InputFlags input;
+        TraceFlags flags;
+        LimitFlags limits;
+    };
+    auto s = std::make_shared<State>();
+    auto* command = app.add_subcommand(
+        "check-answers", "compare a learner's own numbers for some stages with the trace, and name the known mistake "
+                         "that explains a difference (exit 1 when something differs)");
+    describe(command->add_option("INPUT", s->request.input_path,
+                                 "input JSON file, - for stdin, or example:NAME, traced with the options below")
+                 ->required(),
+             "Input", "", Completes::input);
+    describe(command->add_option("ANSWERS", s->request.answers_path,
+                                 "the learner's numbers: JSON ({\"weights\": [[...]]}, rows, cells, per head; "
+                                 "docs/practice.md) or the tidy CSV of --format csv --tidy")
+                 ->required(),
+             "Input", "", Completes::file);
+    s->input.add_to(*command);
+    s->flags.add_to(*command);
+    s->output.add_to(*command);
+    s->limits.add_to(*command);
+    return {command, [s] {
+                int status = 0;
+                const int failed = run(
+                    [&](Outputs& outputs) {
+                        CheckAnswersRequest& request = s->request;
+                        request.mode = s->flags.requested_mode();
+                        request.trace = s->flags.apply();
+                        s->output.apply(request.render, outputs.main_output());
+                        request.max_memory = s->limits.memory();
+                        request.max_seconds = s->limits.seconds();
+                        request.max_input = s->limits.input();
+                        request.load = s->input.apply(request.max_input, s->flags.heads > 0);
+                        status = run_check_answers(std::move(request), outputs.main());
+                    },
+                    s->output.path);
+                return failed != 0 ? failed : status;
+            }};
+}
+
 // Every name an option of `app` answers to ("--temperature", "-q").
 std::vector<std::string> option_names(const CLI::App& app) {
     std::vector<std::string> names{"--help"};
@@ -472,6 +517,9 @@ const std::vector<std::vector<UsageExample>> subcommand_examples{
      {"attntrace compare example:bank_river example:bank_money -t bank -m self", "the same in self mode"}},
     {{"attntrace decode --step 4", "generation: token 4 against the KV cache, checked against the full trace"},
      {"attntrace decode --dim 8 --heads 4 --kv-heads 2 --context 4096", "the cache's bytes for MHA, GQA and MQA"}},
+    {{"attntrace check-answers example:teacher_smiled data/practice/smiled_weights.json",
+      "a learner's weights checked: exit 0 when they agree, 1 when they differ"},
+     {"attntrace check-answers example:teacher_smiled data/practice/smiled_by_sum.json -f json", "the verdict per stage, for course tooling"}},
 };
 
 // --help with the options in their groups (positionals with the rest), a metavariable each,
@@ -576,7 +624,7 @@ int run_command_line(int argc, char** argv) {
     add_trace_options(app, *trace_state);
     const Command trace{&app, [trace_state] { return trace_state->run(); }};
     const std::vector<Command> subcommands{add_similarity(app), add_generate(app), add_bench(app), add_compare(app),
-                                          add_decode(app)};
+                                          add_decode(app), add_check_answers(app)};
     finish_help(app, trace_examples);
     assert(subcommands.size() == subcommand_examples.size());  // each command has its examples
     for (std::size_t i = 0; i < subcommands.size(); ++i) finish_help(*subcommands[i].app, subcommand_examples[i]);
