@@ -1,8 +1,7 @@
 #include "input/generate.hpp"
 
 #include "core/generator.hpp"
-
-#include <fmt/format.h>
+#include "util/format.hpp"
 
 #include <cmath>
 
