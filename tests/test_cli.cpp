@@ -371,6 +371,10 @@ TEST_CASE("misspelt options, values and commands are answered with the likely na
         {{"--formt=json"}, "attntrace has no option --formt (did you mean --format?)"},
         {{"-x"}, "attntrace has no option -x"},
         {{"simlarity", "example:fruit_and_pets"}, "\"simlarity\" is neither a file nor a command (did you mean similarity?)"},
+        // The misspelt command alone, which parses as the INPUT.
+        {{"simlarity"}, "\"simlarity\" is neither a file nor a command (did you mean similarity?)"},
+        {{"decod", "--step", "2"}, "\"decod\" is neither a file nor a command (did you mean decode?)"},
+        {{"gnerate"}, "\"gnerate\" is neither a file nor a command (did you mean generate?)"},
         {{"similarity", "example:fruit_and_pets", "--digts", "2"}, "attntrace similarity has no option --digts (did you mean --digits?)"},
         {{"compare", "a", "b", "--tokn", "x"}, "attntrace compare has no option --tokn (did you mean --token?)"},
     };

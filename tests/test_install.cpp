@@ -65,6 +65,16 @@ std::set<std::string> long_options(const std::string& help) {
     return names;
 }
 
+// The example command lines at the end of a --help ("Examples:", each command indented by two
+// spaces, what it shows by six).
+std::vector<std::string> example_commands(const std::string& help) {
+    std::vector<std::string> commands;
+    std::istringstream in(help.substr(help.find("\nExamples:\n")));
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("  ", 0) == 0 && line.rfind("   ", 0) != 0) commands.push_back(line.substr(2));
+    return commands;
+}
+
 }  // namespace
 
 TEST_CASE("cmake --install puts the program, man page, completions, docs and examples under the prefix", "[install]") {
@@ -124,17 +134,27 @@ TEST_CASE("the installed man page reads with man -l: every option, examples, exi
     }
     CHECK_THAT(man.out, Contains("attntrace - trace the attention mechanism step by step"));
     CHECK_THAT(man.out, Contains("attntrace " + version));
-    // Every option of every command's --help is in the page.
+    // Every option of every command's --help is in the page, and every example as it is typed
+    // (quotes included: a page that dropped them would show commands that do not run).
+    std::size_t example_count = 0;
     for (const auto& command :
-         {std::vector<std::string>{}, {"similarity"}, {"generate"}, {"bench"}, {"compare"}}) {
+         {std::vector<std::string>{}, {"similarity"}, {"generate"}, {"bench"}, {"compare"}, {"decode"}}) {
         auto args = command;
         args.push_back("--help");
-        for (const auto& option : long_options(cli::run(args).out)) {
+        const std::string help = cli::run(args).out;
+        for (const auto& option : long_options(help)) {
             if (option == "--help") continue;
             INFO(option);
             CHECK_THAT(man.out, Contains(option));
         }
+        for (const auto& example : example_commands(help)) {
+            INFO(example);
+            CHECK_THAT(man.out, Contains("\n       " + example + "\n"));
+            ++example_count;
+        }
     }
+    CHECK(example_count >= 12);  // two or more for each command
+    CHECK_THAT(man.out, Contains("attntrace -f json | jq '.stages[] | select(.name == \"weights\") | .data[1]'"));
     // groff has nothing to warn about.
     const auto warnings = cli::run_program({"man", "--warnings", "-l", page}, "", env);
     CHECK(warnings.exit_code == 0);
@@ -204,6 +224,10 @@ TEST_CASE("fish completes options, modes and example names from the installed sc
     CHECK(complete("attntrace --mo") == "--mode");
     CHECK(complete("attntrace simi") == "similarity");
     CHECK(complete("attntrace similarity --s") == "--shade --svg");
+    // The menu's descriptions keep the help's words: an apostrophe as ’, a colon as a dash.
+    const auto described = cli::run_program(
+        {"fish", "--no-config", "-c", "source $argv[1]; complete -C 'attntrace --position-o'", script}, "", env);
+    CHECK(described.out == "--position-offset\twith --positions — the first token’s position\n");
 }
 
 TEST_CASE("zsh reads the installed completion script", "[install]") {

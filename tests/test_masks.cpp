@@ -7,7 +7,8 @@
 #include "support/trace_json.hpp"
 #include "support/naive.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -241,6 +242,30 @@ TEST_CASE("zeroing after softmax without dividing again leaves rows that sum to 
     CHECK(check.exit_code != 0);
     CHECK(check.out.empty());
     CHECK_THAT(check.err, Contains("check failed: the weights of \"a\" (row 1) sum to 0.422318798251518"));
+}
+
+TEST_CASE("the JSON header records a window and a way of masking other than the standard one", "[masks][json]") {
+    // The standard run: no window, −∞ before softmax, so none of the three fields.
+    const json standard = run_json({"-m", "causal", "-s", "weights"});
+    CHECK_FALSE(standard.contains("window"));
+    CHECK_FALSE(standard.contains("mask_fill"));
+    CHECK_FALSE(standard.contains("mask_after_softmax"));
+    CHECK(run_json({"-m", "self", "--window", "3", "-s", "weights"})["window"] == 3);
+    CHECK(run_json({"-m", "causal", "--mask-fill", "-1e9", "-s", "weights"})["mask_fill"] == -1e9);
+    // lowest: the number type's lowest, as that type holds it.
+    CHECK(run_json({"-m", "causal", "--mask-fill", "lowest", "-s", "weights"})["mask_fill"] ==
+          -1.7976931348623157e308);
+    // float32 numbers are written to be read back as float32 (docs/json-output.md).
+    const json single = run_json({"-m", "causal", "--mask-fill", "lowest", "--dtype", "float32", "-s", "weights"});
+    CHECK(static_cast<float>(single["mask_fill"].get<double>()) == -3.40282347e38f);
+    const json after = run_json({"-m", "causal", "--mask-after-softmax", "-s", "weights"});
+    CHECK(after["mask_after_softmax"] == true);
+    CHECK_FALSE(after.contains("mask_fill"));
+    // The summary's header too (the window; --summary masks the standard way only).
+    const auto summary = cli::run({"-m", "causal", "--window", "2", "--summary", "-f", "json"});
+    REQUIRE(summary.exit_code == 0);
+    CHECK(json::parse(summary.out)["window"] == 2);
+    CHECK_FALSE(json::parse(cli::run({"-m", "causal", "--summary", "-f", "json"}).out).contains("window"));
 }
 
 TEST_CASE("mask options that do not fit the run are refused", "[masks][cli]") {

@@ -92,6 +92,11 @@ TEST_CASE("every JSON document attntrace writes validates against its schema in 
     batch.run({"-m", "self", "--positions", "sinusoidal", "-q", "2", "-f", "json"}, "trace");
     batch.run({"-m", "causal", "--positions", "rope", "--heads", "2", "--dim", "4", "-q", "3", "-f", "json"}, "trace");
     batch.run({"-m", "causal", "--window", "3", "-q", "4", "--tiles", "2", "-f", "json"}, "trace");
+    // The window and the ways of masking that go wrong, in the header.
+    batch.run({"-m", "causal", "--window", "2", "--mask-fill", "lowest", "--dtype", "float32", "-f", "json"}, "trace");
+    batch.run({"-m", "self", "--window", "2", "--mask-fill", "-1e9", "--heads", "2", "--dim", "4", "-f", "json"}, "trace");
+    batch.run({"-m", "causal", "--mask-after-softmax", "--explain", "-f", "json"}, "trace");
+    batch.run({"-m", "causal", "--window", "3", "--summary", "-f", "json"}, "summary");
     batch.run({"--example", "journey_padded", "-m", "self", "-q", "2", "-f", "json"}, "trace");
     batch.run({"-m", "self", "--positions", "rope", "--dim", "4", "--position-offset", "5", "--summary", "-f", "json"}, "summary");
     // Several heads through the streaming path: the JSON summary and its lines, with the output rows.
@@ -149,6 +154,9 @@ TEST_CASE("the schemas refuse what attntrace would not write or read", "[schema]
     std::string summary = cli::run({"--summary", "-f", "json"}).out;
     summary.replace(summary.find("\"top\": 3"), 8, "\"top\": 0");
     batch.add(summary, "summary");
+    std::string windowed = cli::run({"-m", "causal", "--window", "2", "-f", "json"}).out;
+    windowed.replace(windowed.find("\"window\": 2"), 11, "\"window\": 0");
+    batch.add(windowed, "trace");
     batch.add(R"({"schema": "attntrace.summary-line/1", "index": 0, "token": "a", "top": [], "max_weight": 1, "entropy": 0})",
               "summary-line", "jsonl");
     batch.add(R"({"sentence": "a b", "embeddings": {"a": [1], "b": [2]}, "embedings": {}})", "input");

@@ -6,7 +6,8 @@
 #include "support/trace_json.hpp"
 #include "support/naive.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 namespace attntrace {
 namespace {
@@ -179,6 +180,19 @@ void describe_run(RunHeader& run, const Problem& problem, const TraceOptions& op
         }
     notes.insert(notes.end(), run.notes.begin(), run.notes.end());
     run.notes = std::move(notes);
+    // How the mask was made and applied, when not the standard way: for the JSON header.
+    run.window = options.window.value_or(0);
+    run.mask_after_softmax = options.mask_method.after_softmax;
+    const bool single = options.dtype == Dtype::float32;
+    switch (options.mask_method.fill) {
+    case MaskMethod::Fill::minus_infinity: run.mask_fill.reset(); break;
+    case MaskMethod::Fill::lowest:
+        run.mask_fill = single ? std::numeric_limits<float>::lowest() : std::numeric_limits<double>::lowest();
+        break;
+    case MaskMethod::Fill::value:  // the number as the run's type holds it
+        run.mask_fill = single ? static_cast<float>(options.mask_method.value) : options.mask_method.value;
+        break;
+    }
 }
 
 Trace trace(const Problem& problem, const TraceOptions& options) {

@@ -461,13 +461,31 @@ std::vector<std::string> option_names(const CLI::App& app) {
     return names;
 }
 
-// CLI11's "argument was not expected" (or "--token is required") made useful: an option the command does not have gets
-// the closest one it has; a first word that is no file but close to a command's name gets
-// that name. Empty when neither applies.
+// A first word that is neither a file nor an example but close to a command's name: that
+// name, in a message. Empty otherwise. (`attntrace simlarity` alone parses, its word taken for
+// the INPUT; with more words CLI11 finds one too many.)
+std::string misspelt_command(const std::vector<Command>& subcommands, int argc, char** argv) {
+    if (argc < 2) return {};
+    const std::string first = argv[1];
+    std::vector<std::string> commands;
+    for (const Command& command : subcommands) commands.push_back(command.app->get_name());
+    std::error_code error;
+    if (first.starts_with("-") || first.starts_with("example:") || std::filesystem::exists(first, error)) return {};
+    if (const auto near = likely_typo(first, commands))
+        return fmt::format("\"{}\" is neither a file nor a command (did you mean {}?)", printable(first, 64), *near);
+    return {};
+}
+
+// CLI11's "argument was not expected" (or "--token is required") made useful: a first word
+// that is no file but close to a command's name gets that name; else an option the command
+// does not have gets the closest one it has. Empty when neither applies.
 std::string unexpected_argument(const CLI::App& app, const std::vector<Command>& subcommands, int argc, char** argv) {
     const CLI::App* active = &app;
     for (const Command& command : subcommands)
         if (command.app->parsed()) active = command.app;
+    // A misspelt command first: the options after it are that command's.
+    if (active == &app)
+        if (std::string misspelt = misspelt_command(subcommands, argc, argv); !misspelt.empty()) return misspelt;
     const std::vector<std::string> known = option_names(*active);
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -479,14 +497,6 @@ std::string unexpected_argument(const CLI::App& app, const std::vector<Command>&
         return fmt::format("{} has no option {}{}", command, printable(name, 64),
                            near ? fmt::format(" (did you mean {}?)", *near) : "");
     }
-    if (active != &app || argc < 2) return {};
-    const std::string first = argv[1];
-    std::vector<std::string> commands;
-    for (const Command& command : subcommands) commands.push_back(command.app->get_name());
-    std::error_code error;
-    if (first.starts_with("-") || first.starts_with("example:") || std::filesystem::exists(first, error)) return {};
-    if (const auto near = likely_typo(first, commands))
-        return fmt::format("\"{}\" is neither a file nor a command (did you mean {}?)", printable(first, 64), *near);
     return {};
 }
 
@@ -658,6 +668,8 @@ int run_command_line(int argc, char** argv) {
             std::nullopt);
     for (const Command& command : subcommands)
         if (command.app->parsed()) return command.run();
+    if (std::string misspelt = misspelt_command(subcommands, argc, argv); !misspelt.empty())
+        return fail(exit_usage_error, misspelt + " (see attntrace --help)");
     return trace.run();
 }
 

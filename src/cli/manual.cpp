@@ -22,6 +22,17 @@ std::string roff(std::string_view text) {
     return out;
 }
 
+// Text for an argument of a macro (.B): as roff(), and its double quotes as \(dq, which roff
+// would otherwise take for the quotes around an argument and drop.
+std::string roff_argument(std::string_view text) {
+    std::string out;
+    for (const char c : roff(text)) {
+        if (c == '"') out += "\\(dq";
+        else out += c;
+    }
+    return out;
+}
+
 // "\fB-m\fR, \fB--mode\fR \fIMODE\fR" for a .TP heading.
 std::string roff_heading(const OptionDoc& o) {
     if (o.flags.empty()) return fmt::format("\\fI{}\\fR", roff(o.positional));
@@ -37,13 +48,14 @@ void roff_options(std::string& out, const std::vector<OptionDoc>& options, std::
 }
 
 void roff_examples(std::string& out, const std::vector<UsageExample>& examples) {
-    for (const UsageExample& e : examples) out += fmt::format(".TP\n.B {}\n{}\n", roff(e.command), roff(e.says));
+    for (const UsageExample& e : examples) out += fmt::format(".TP\n.B {}\n{}\n", roff_argument(e.command), roff(e.says));
 }
 
 // "attntrace similarity [OPTIONS] INPUT": the command in bold, the rest as it is.
 std::string roff_usage(const CommandDoc& c) {
     const std::string command = c.name.empty() ? "attntrace" : "attntrace " + c.name;
-    return fmt::format(".B {}\n{}\n", command, roff(c.usage.substr(std::min(c.usage.size(), command.size() + 1))));
+    return fmt::format(".B {}\n{}\n", roff_argument(command),
+                       roff(c.usage.substr(std::min(c.usage.size(), command.size() + 1))));
 }
 
 // The values a completion offers for option `o`.
@@ -68,7 +80,7 @@ std::vector<std::string> subcommand_names(const ProgramDoc& doc) {
 }
 
 // Short help for the completion menus: the help up to its first ';' or '(' and at most 70
-// characters, without the quotes and brackets the scripts' syntax gives meaning to.
+// characters, in characters the scripts' syntax gives no meaning to.
 std::string short_help(std::string_view help) {
     std::string out(help.substr(0, help.find_first_of(";(")));
     while (!out.empty() && (out.back() == ' ' || out.back() == ',' || out.back() == ':')) out.pop_back();
@@ -78,9 +90,19 @@ std::string short_help(std::string_view help) {
         if (!out.empty()) out.pop_back();  // the first byte of a cut character, or a letter
         out += "…";
     }
-    for (char& c : out)
-        if (c == '\'' || c == '"' || c == '[' || c == ']' || c == ':' || c == '\\' || c == '`' || c == '$') c = ' ';
-    return out;
+    // The characters the scripts' quoting gives meaning to, in a form they do not: an
+    // apostrophe as ’, a colon before a space as a dash, brackets as parentheses; double
+    // quotes, backslashes, backquotes and dollars dropped.
+    std::string safe;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        const char c = out[i];
+        if (c == '\'') safe += "’";
+        else if (c == ':') safe += i + 1 < out.size() && out[i + 1] == ' ' ? " —" : " ";
+        else if (c == '[') safe += '(';
+        else if (c == ']') safe += ')';
+        else if (c != '"' && c != '\\' && c != '`' && c != '$') safe += c;
+    }
+    return safe;
 }
 
 // bash: the `case` arms that complete an option's value.
@@ -158,7 +180,9 @@ the width of tables written to standard output when it is not a terminal
 threads when \-\-threads is not given
 .TP
 .B ATTNTRACE_KERNELS
-\(lqbaseline\(rq: use the kernels compiled for any x86\-64 CPU even where AVX2 is available
+\(lqbaseline\(rq or \(lqavx2\(rq: use no wider copy of the kernels than that one (the copy
+for any x86\-64 CPU, or the one for AVX2 with FMA), even where the CPU runs a wider one;
+\-V says which copy runs
 .SH FILES
 .TP
 .I share/doc/attntrace/

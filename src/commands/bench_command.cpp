@@ -7,8 +7,8 @@
 #include "commands/guards.hpp"
 #include "core/generator.hpp"
 #include "render/json_writer.hpp"
+#include "util/format.hpp"
 
-#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>

@@ -120,6 +120,9 @@ struct RunHeader {
     double temperature = 1;                  // softmax(S / T)
     PositionScheme positions = PositionScheme::none;  // how token positions enter (--positions)
     std::int64_t first_position = 0;                  // the position of the first token (--position-offset)
+    std::int64_t window = 0;         // --window: a query sees only this many keys (0: no window)
+    std::optional<double> mask_fill;  // --mask-fill: the finite number hidden scores became (absent: −∞)
+    bool mask_after_softmax = false;  // --mask-after-softmax: hidden weights zeroed after softmax, not renormalised
 };
 
 // Figures measured on a trace for --explain's statements about this run (attention/facts).

@@ -3,8 +3,7 @@
 #include "core/error.hpp"
 #include "core/generator.hpp"
 #include "input/tensors.hpp"
-
-#include <fmt/format.h>
+#include "util/format.hpp"
 
 #include <cmath>
 

@@ -35,7 +35,8 @@ void write_header(JsonWriter& json, const RunHeader& run, std::string_view schem
     json.key("notes").strings(run.notes);
 }
 
-// The dims, and how the scores were scaled and the weights tempered.
+// The dims, how the scores were scaled and the weights tempered, the positions, and a
+// window or a way of masking other than the standard one.
 void write_dims(JsonWriter& json, const RunHeader& run) {
     json.key("dims").object(Layout::inline_);
     for (const auto& [name, value] : run.dims) json.key(name).integer(value);
@@ -44,6 +45,9 @@ void write_dims(JsonWriter& json, const RunHeader& run) {
     json.key("temperature").number(run.temperature, Dtype::float64);
     json.key("positions").string(to_string(run.positions));
     if (run.positions != PositionScheme::none) json.key("first_position").integer(run.first_position);
+    if (run.window > 0) json.key("window").integer(run.window);
+    if (run.mask_fill) json.key("mask_fill").number(*run.mask_fill, run.dtype);
+    if (run.mask_after_softmax) json.key("mask_after_softmax").boolean(true);
 }
 
 void write_labelled(JsonWriter& json, const std::vector<LabelledVector>& vectors, Dtype dtype) {

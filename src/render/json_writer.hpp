@@ -10,8 +10,7 @@
 #include "core/stage.hpp"
 #include "core/types.hpp"
 #include "render/number.hpp"
-
-#include <fmt/format.h>
+#include "util/format.hpp"
 
 #include <cmath>
 #include <cstdint>

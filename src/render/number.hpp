@@ -2,8 +2,7 @@
 #pragma once
 
 #include "core/types.hpp"
-
-#include <fmt/format.h>
+#include "util/format.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -7,8 +7,7 @@
 #include "render/reports.hpp"
 #include "render/svg_document.hpp"
 #include "render/text.hpp"
-
-#include <fmt/format.h>
+#include "util/format.hpp"
 
 #include <algorithm>
 #include <array>
@@ -231,7 +230,7 @@ Content content_of(const Trace& trace, const Stage& stage, const Shading& shadin
 }
 
 // Every position of the picture, derived from the content.
-struct Layout {
+struct HeatmapLayout {
     bool numbered = false;  // cells print their value
     double cell = fixed_cell;
     double label_font = max_label_font;
@@ -271,8 +270,8 @@ double widest_value(const Stage& stage) {
     return width;
 }
 
-Layout plan(const Stage& stage, const Content& content) {
-    Layout l;
+HeatmapLayout plan(const Stage& stage, const Content& content) {
+    HeatmapLayout l;
     const auto rows = static_cast<double>(stage.row_count());
     const auto cols = static_cast<double>(stage.col_count());
     l.numbered = stage.row_count() <= max_numbered && stage.col_count() <= max_numbered;
@@ -342,7 +341,7 @@ void write_defs(Buffer& out, const Shading& shading) {
     out.append(std::string_view("</linearGradient>\n</defs>\n"));
 }
 
-void write_titles(Buffer& out, const Content& content, const Layout& l) {
+void write_titles(Buffer& out, const Content& content, const HeatmapLayout& l) {
     svg::append_title(out, content.title);
     svg::append_text(out,
                      fmt::format("x=\"{}\" y=\"{}\" font-size=\"{}\" fill=\"#555555\"", snap(margin),
@@ -364,7 +363,7 @@ void write_titles(Buffer& out, const Content& content, const Layout& l) {
     out.append(std::string_view("</g>\n"));
 }
 
-void write_labels(Buffer& out, const Content& content, const Layout& l) {
+void write_labels(Buffer& out, const Content& content, const HeatmapLayout& l) {
     fmt::format_to(std::back_inserter(out), "<g font-size=\"{}\">\n", snap(l.label_font));
     for (std::size_t c = 0; c < content.cols.size(); ++c)
         svg::append_text(out,
@@ -385,7 +384,7 @@ void write_labels(Buffer& out, const Content& content, const Layout& l) {
 
 // One rect per entry, with its tooltip: the labels and the exact value (as JSON writes it);
 // the white stroke draws the grid between cells.
-void write_cells(Buffer& out, const Trace& trace, const Stage& stage, const Shading& shading, const Layout& l) {
+void write_cells(Buffer& out, const Trace& trace, const Stage& stage, const Shading& shading, const HeatmapLayout& l) {
     out.append(std::string_view("<g stroke=\"#ffffff\" stroke-width=\"1\">\n"));
     for (Eigen::Index r = 0; r < stage.row_count(); ++r)
         for (Eigen::Index c = 0; c < stage.col_count(); ++c) {
@@ -408,7 +407,7 @@ void write_cells(Buffer& out, const Trace& trace, const Stage& stage, const Shad
 }
 
 // The values printed in the cells; they let the pointer through to the cell's tooltip.
-void write_values(Buffer& out, const Stage& stage, const Shading& shading, const Layout& l) {
+void write_values(Buffer& out, const Stage& stage, const Shading& shading, const HeatmapLayout& l) {
     fmt::format_to(std::back_inserter(out),
                    "<g font-size=\"{}\" text-anchor=\"middle\" pointer-events=\"none\">\n", value_font);
     for (Eigen::Index r = 0; r < stage.row_count(); ++r)
@@ -424,7 +423,7 @@ void write_values(Buffer& out, const Stage& stage, const Shading& shading, const
     out.append(std::string_view("</g>\n"));
 }
 
-void write_legend(Buffer& out, const Content& content, const Layout& l) {
+void write_legend(Buffer& out, const Content& content, const HeatmapLayout& l) {
     fmt::format_to(std::back_inserter(out),
                    "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"url(#scale)\" "
                    "stroke=\"#999999\" stroke-width=\"0.5\"/>\n",
@@ -472,7 +471,7 @@ void render_svg(const Trace& trace, const SvgOptions& options, std::ostream& out
         throw std::invalid_argument(fmt::format("render_svg: the trace has no {} stage", to_string(options.stage)));
     const Shading shading = shading_of(*stage, options.shade);
     const Content content = content_of(trace, *stage, shading);
-    const Layout layout = plan(*stage, content);
+    const HeatmapLayout layout = plan(*stage, content);
 
     Buffer svg;
     svg::open_document(svg, layout.width, layout.height);

@@ -4,9 +4,8 @@
 // machine, escaped text, and the start and end of a document.
 #pragma once
 
+#include "util/format.hpp"
 #include "util/utf8.hpp"
-
-#include <fmt/format.h>
 
 #include <cmath>
 #include <ostream>

@@ -7,8 +7,7 @@
 #include "render/number.hpp"
 #include "render/svg_document.hpp"
 #include "render/text.hpp"
-
-#include <fmt/format.h>
+#include "util/format.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,20 @@
+// <fmt/format.h>, with fmt 9's formatting engine compiled once. In fmt 9 (Debian 12) the
+// engine behind fmt::format_to, detail::vformat_to<char>, is a template defined in the
+// header, so every file that writes into a buffer with format_to compiled and optimised the
+// whole of it (float and integer writers included): about 2.5 CPU-seconds a file, eight files
+// of the core (docs/architecture.md, "Building"). libfmt.so already holds that instance (its
+// format.cc instantiates it); declaring it extern makes the files call the library's copy, the
+// same code. fmt 10 and later declare it extern themselves, and a header-only fmt has no
+// library to call, so the declaration is for fmt 9 linked as a library alone.
+#pragma once
+
+#include <fmt/format.h>
+
+#if FMT_VERSION >= 90000 && FMT_VERSION < 100000 && !defined(FMT_HEADER_ONLY)
+FMT_BEGIN_NAMESPACE
+namespace detail {
+extern template FMT_API void vformat_to<char>(buffer<char>&, basic_string_view<char>,
+                                             basic_format_args<FMT_BUFFER_CONTEXT(char)>, locale_ref);
+}  // namespace detail
+FMT_END_NAMESPACE
+#endif
