@@ -4,7 +4,7 @@
 #include "support/cli.hpp"
 #include "support/naive.hpp"
 
-#include <catch2/catch.hpp>
+#include "support/catch.hpp"
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
