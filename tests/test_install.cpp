@@ -81,7 +81,7 @@ TEST_CASE("cmake --install puts the program, man page, completions, docs and exa
     const fs::path prefix = staged();
     for (const char* file :
          {"bin/attntrace", "share/man/man1/attntrace.1.gz", "share/bash-completion/completions/attntrace",
-          "share/zsh/vendor-completions/_attntrace", "share/fish/vendor_completions.d/attntrace.fish",
+          "share/zsh/site-functions/_attntrace", "share/fish/vendor_completions.d/attntrace.fish",
           "share/doc/attntrace/README.md", "share/doc/attntrace/CHANGELOG.md", "share/doc/attntrace/LICENSE",
           "share/doc/attntrace/copyright", "share/doc/attntrace/docs/walkthrough.md",
           "share/doc/attntrace/docs/schema/input.schema.json", "share/doc/attntrace/docs/schema/trace.schema.json"}) {
@@ -231,7 +231,14 @@ TEST_CASE("fish completes options, modes and example names from the installed sc
 }
 
 TEST_CASE("zsh reads the installed completion script", "[install]") {
-    const std::string script = fs::path(staged()) / "share/zsh/vendor-completions/_attntrace";
+    // Under a prefix other than /usr, in site-functions: Debian's zsh reads
+    // /usr/local/share/zsh/site-functions, not /usr/local/share/zsh/vendor-completions.
+    const std::string script = fs::path(staged()) / "share/zsh/site-functions/_attntrace";
+    CHECK_FALSE(fs::exists(fs::path(staged()) / "share/zsh/vendor-completions"));
+    // The two folders the completion goes to, /usr's and /usr/local's, are where zsh looks.
+    const auto fpath = cli::run_program({"zsh", "-f", "-c", "print -l $fpath"});
+    CHECK_THAT(fpath.out, Contains("/usr/share/zsh/vendor-completions\n"));
+    CHECK_THAT(fpath.out, Contains("/usr/local/share/zsh/site-functions\n"));
     CHECK_THAT(cli::read_file(script), StartsWith("#compdef attntrace\n"));
     const auto r = cli::run_program({"zsh", "-n", script});
     INFO(r.err);
@@ -268,7 +275,8 @@ TEST_CASE("the Debian package: one version, its dependencies, its files, and the
 
     const auto contents = cli::run_program({"dpkg-deb", "-c", deb});
     for (const char* file : {"./usr/bin/attntrace", "./usr/share/man/man1/attntrace.1.gz",
-                             "./usr/share/bash-completion/completions/attntrace", "./usr/share/doc/attntrace/copyright",
+                             "./usr/share/bash-completion/completions/attntrace",
+                             "./usr/share/zsh/vendor-completions/_attntrace", "./usr/share/doc/attntrace/copyright",
                              "./usr/share/doc/attntrace/examples/your_journey.json"}) {
         INFO(file);
         CHECK_THAT(contents.out, Contains(file));

@@ -192,7 +192,8 @@ the JSON Schemas in docs/schema/) and the example inputs (examples/, also built 
 program)
 .TP
 .I share/bash\-completion/completions/attntrace, share/zsh/vendor\-completions/_attntrace, share/fish/vendor_completions.d/attntrace.fish
-completion of options, modes, formats, example names and commands
+completion of options, modes, formats, example names and commands (zsh's in
+share/zsh/site\-functions/ under any prefix but /usr, where zsh looks for it)
 .SH SEE ALSO
 .BR jq (1),
 .BR python3 (1)
