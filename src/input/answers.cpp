@@ -16,11 +16,16 @@ namespace {
 
 // A JSON value with each number's text kept (nlohmann gives the numbers only, and a learner's
 // precision is in how a number is written).
+struct Member;
 struct Value {
     enum class Kind { null, boolean, number, string, array, object } kind = Kind::null;
     std::string text;  // a number as written, or a string
     std::vector<Value> items;
-    std::vector<std::pair<std::string, Value>> members;
+    std::vector<Member> members;  // a vector may hold a type completed later; a pair may not
+};
+struct Member {
+    std::string key;
+    Value value;
 };
 
 // Reads a document nlohmann has already accepted, so only the well-formed cases are handled.
@@ -42,7 +47,7 @@ public:
                 std::string key = string();
                 skip();
                 ++at_;  // ':'
-                v.members.emplace_back(std::move(key), value());
+                v.members.push_back(Member{std::move(key), value()});
                 skip();
                 if (text_[at_++] == '}') return v;
             }
