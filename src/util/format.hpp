@@ -5,12 +5,15 @@
 // of the core (docs/architecture.md, "Building"). libfmt.so already holds that instance (its
 // format.cc instantiates it); declaring it extern makes the files call the library's copy, the
 // same code. fmt 10 and later declare it extern themselves, and a header-only fmt has no
-// library to call, so the declaration is for fmt 9 linked as a library alone.
+// library to call, so the declaration is for fmt 9 linked as a library alone. GCC only:
+// clang mangles the instance's name otherwise than the GCC that built libfmt.so.9 (the
+// dependent std::conditional in its signature), so a clang build would not find it (found by
+// make sanitize, whose builds are clang's); clang builds compile the engine themselves.
 #pragma once
 
 #include <fmt/format.h>
 
-#if FMT_VERSION >= 90000 && FMT_VERSION < 100000 && !defined(FMT_HEADER_ONLY)
+#if FMT_VERSION >= 90000 && FMT_VERSION < 100000 && !defined(FMT_HEADER_ONLY) && !defined(__clang__)
 FMT_BEGIN_NAMESPACE
 namespace detail {
 extern template FMT_API void vformat_to<char>(buffer<char>&, basic_string_view<char>,
