@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -47,8 +48,11 @@ Matrix literal_vector() {
 
 bool same(const Matrix& a, const Matrix& b) { return a.rows() == b.rows() && a.cols() == b.cols() && a == b; }
 
+// The tensors point into the bytes they were read from: a copy held by the TensorFile's
+// storage, so that a file read from a temporary string stays valid (found by ASan).
 TensorFile read(const std::string& bytes, std::uint64_t max_bytes = std::uint64_t{1} << 30) {
-    return read_tensors(bytes, "t", nullptr, max_bytes);
+    auto owned = std::make_shared<const std::string>(bytes);
+    return read_tensors(*owned, "t", owned, max_bytes);
 }
 
 // The message reading `bytes` (and every array's to_matrix) is refused with; "" when none is.
@@ -333,8 +337,8 @@ TEST_CASE("safetensors keeps the order of the data and the metadata", "[tensors]
 }
 
 TEST_CASE("float32 little-endian C-order data is read in place", "[tensors]") {
-    const std::string bytes = fixture("matrix_f4.npy");
-    const TensorFile file = read(bytes);
+    const std::string bytes = fixture("matrix_f4.npy");  // lives as long as the file read from it
+    const TensorFile file = read_tensors(bytes, "t", nullptr, std::uint64_t{1} << 30);
     const Tensor& tensor = file.tensors[0];
     CHECK(tensor.data == reinterpret_cast<const unsigned char*>(bytes.data()) + 128);  // after NumPy's 128-byte header
     const float* view = tensor.float32_view();
