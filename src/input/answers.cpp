@@ -115,9 +115,9 @@ int decimals_of(std::string_view text) {
     return std::max(decimals, 0);
 }
 
-class Reader {
+class AnswerReader {
 public:
-    explicit Reader(const std::string& origin) : origin_(origin) {}
+    explicit AnswerReader(const std::string& origin) : origin_(origin) {}
 
     [[noreturn]] void fail(const std::string& where, const std::string& what) const {
         throw DataError(fmt::format("{}: {}: {}", origin_, where.empty() ? "/" : where, what));
@@ -229,13 +229,13 @@ std::vector<GivenStage> read_json(std::string_view text, const std::string& orig
         throw DataError(fmt::format("{}: not valid JSON at byte {}", origin, e.byte));
     }
     const Value doc = Scanner(text).value();
-    const Reader reader(origin);
+    const AnswerReader reader(origin);
     if (doc.kind != Value::Kind::object) reader.fail("", "expected an object of stages, such as {\"weights\": [[...]]}");
     int head = 0;
-    if (const Value* h = Reader::member(doc, "head")) head = static_cast<int>(reader.index(*h, "/head")) + 1;
+    if (const Value* h = AnswerReader::member(doc, "head")) head = static_cast<int>(reader.index(*h, "/head")) + 1;
     std::vector<GivenStage> out;
     reader.stages_of(doc, head, "", out);
-    if (const Value* heads = Reader::member(doc, "heads")) {
+    if (const Value* heads = AnswerReader::member(doc, "heads")) {
         if (heads->kind != Value::Kind::object) reader.fail("/heads", "expected an object of heads: {\"1\": {...}}");
         for (const auto& [key, value] : heads->members) {
             int h = 0;

@@ -401,7 +401,7 @@ std::uint64_t words_bytes(const SplitWords& words) {
     return bytes;
 }
 
-struct Labels {
+struct InputLabels {
     SplitWords words;           // sentence words (with punctuation) or tokens
     std::string pointer;        // "/sentence" or "/tokens"
     bool from_sentence = false;
@@ -414,7 +414,7 @@ struct TokenPlace {
     std::string place, after_word;
 };
 
-TokenPlace token_place(const Labels& labels, std::size_t i, std::size_t count) {
+TokenPlace token_place(const InputLabels& labels, std::size_t i, std::size_t count) {
     const auto token = fmt::format("(token {} of {})", i + 1, count);
     if (labels.from_sentence) return {labels.pointer, " " + token};
     return {fmt::format("{} {}", pointer_child(labels.pointer, i), token), ""};
@@ -454,7 +454,7 @@ std::vector<std::size_t> first_occurrences(const std::vector<std::string>& texts
 
 // Refuses the tokens at `missing` (positions, in order), which have no vector: all their words
 // in one message, each once, at most 8 of them with their closest known word.
-[[noreturn]] void refuse_unknown_words(const Reader& in, const WordVectors& table, const Labels& labels,
+[[noreturn]] void refuse_unknown_words(const Reader& in, const WordVectors& table, const InputLabels& labels,
                                        const std::vector<std::size_t>& missing, std::string_view vectors_pointer) {
     const auto& texts = labels.words.texts;
     const std::size_t count = texts.size();
@@ -479,14 +479,14 @@ std::vector<std::size_t> first_occurrences(const std::vector<std::string>& texts
                                         show_pointer(vectors_pointer), bounded_join(items, words.size())));
 }
 
-Labels read_labels(const Reader& in, const Json& object, const std::string& pointer) {
+InputLabels read_labels(const Reader& in, const Json& object, const std::string& pointer) {
     const bool has_sentence = object.contains("sentence");
     const bool has_tokens = object.contains("tokens");
     if (has_sentence && has_tokens)
         in.fail(pointer, "give either \"sentence\" or \"tokens\", not both");
     if (!has_sentence && !has_tokens)
         in.fail(pointer, "missing \"sentence\" (a string) or \"tokens\" (an array of strings)");
-    Labels labels;
+    InputLabels labels;
     if (has_sentence) {
         labels.pointer = pointer_child(pointer, "sentence");
         labels.from_sentence = true;
@@ -539,7 +539,7 @@ Vocabulary vocabulary_of(const Reader& in, const WordVectors& table) {
 // An object maps words to vectors; an array is aligned with the tokens.
 // The note for punctuation marks about to be dropped from a sentence (those `keep` refuses).
 template <typename Keep>
-void note_dropped(const Labels& labels, Keep&& keep, std::vector<std::string>& notes) {
+void note_dropped(const InputLabels& labels, Keep&& keep, std::vector<std::string>& notes) {
     std::vector<std::string> marks;
     std::size_t count = 0;
     for (std::size_t i = 0; i < labels.words.size(); ++i) {
@@ -558,7 +558,7 @@ void note_dropped(const Labels& labels, Keep&& keep, std::vector<std::string>& n
 Sequence read_sequence(const Reader& in, const Json& object, const std::string& pointer,
                        std::string_view vectors_key, bool allow_word_map, Vocabulary* vocabulary,
                        std::vector<std::string>& notes) {
-    Labels labels = read_labels(in, object, pointer);
+    InputLabels labels = read_labels(in, object, pointer);
     const auto vectors_pointer = pointer_child(pointer, vectors_key);
     if (!object.contains(vectors_key))
         in.fail(pointer, fmt::format("missing \"{}\" ({})", vectors_key,
