@@ -4,8 +4,8 @@
 // whole of it (float and integer writers included): about 2.5 CPU-seconds a file, eight files
 // of the core (docs/architecture.md, "Building"). libfmt.so already holds that instance (its
 // format.cc instantiates it); declaring it extern makes the files call the library's copy, the
-// same code. fmt 10 and later declare it extern themselves, and a header-only fmt has no
-// library to call, so the declaration is for fmt 9 linked as a library alone. GCC only:
+// same code. Only for fmt 9 linked as a library: the signature is fmt 9's, and a header-only
+// fmt has no library to call. GCC only:
 // clang mangles the instance's name otherwise than the GCC that built libfmt.so.9 (the
 // dependent std::conditional in its signature), so a clang build would not find it (found by
 // make sanitize, whose builds are clang's); clang builds compile the engine themselves.
