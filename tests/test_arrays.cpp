@@ -7,12 +7,25 @@
 #include "support/naive.hpp"
 #include "support/trace_json.hpp"
 
+#include "core/problem.hpp"
+#include "input/load.hpp"
+#include "input/source.hpp"
+#include "input/tensors.hpp"
+
 #include "support/catch.hpp"
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <string>
+#include <variant>
 #include <vector>
 
 using Catch::Contains;
@@ -392,4 +405,182 @@ TEST_CASE("GPT-2's own layer by its names against a naive implementation", "[arr
     INFO(decode.err);
     REQUIRE(decode.exit_code == 0);
     CHECK(json::parse(decode.out)["all_match"] == true);
+}
+
+// --summary --dtype float32 reads a float32 array's embeddings where the mapped file has them
+// (Sequence::in_place): asked for that, the loader copies no number, and the view's first
+// number lies inside the bytes read_input mapped.
+namespace {
+
+attntrace::Problem load_file(const attntrace::InputText& input, bool in_place) {
+    attntrace::LoadOptions options;
+    options.float32_in_place = in_place;
+    return attntrace::load_input(input, attntrace::MemoryLimit{std::uint64_t{1} << 40, "the test"}, options);
+}
+
+const attntrace::Sequence& sequence_of(const attntrace::Problem& problem) {
+    return std::get<attntrace::SingleSequenceInput>(problem.input).sequence;
+}
+
+}  // namespace
+
+TEST_CASE("float32 embeddings stay in the mapped file when the summary asks for it", "[arrays][in_place]") {
+    const Grid x = grid(reference("layer.json")["embeddings"]);
+    for (const char* file : {"embeddings_f4.npy", "embeddings_v2.npy", "embeddings_v3.npy"}) {
+        INFO(file);
+        const attntrace::InputText input = attntrace::read_input(at(file));
+        const attntrace::Problem problem = load_file(input, true);
+        const attntrace::Sequence& seq = sequence_of(problem);
+        REQUIRE(seq.in_place.has_value());
+        CHECK(seq.vectors.rows() == 0);
+        CHECK(seq.vectors.cols() == 3);
+        CHECK(seq.tokens == std::vector<std::string>{"t1", "t2", "t3", "t4"});
+        const auto* first = reinterpret_cast<const char*>(seq.in_place->data);
+        CHECK(first >= input.text.data());
+        CHECK(first + 12 * sizeof(float) <= input.text.data() + input.text.size());
+        CHECK(seq.in_place->storage != nullptr);
+        REQUIRE(seq.in_place->rows == 4);
+        REQUIRE(seq.in_place->cols == 3);
+        for (std::size_t i = 0; i < 4; ++i)
+            for (std::size_t j = 0; j < 3; ++j)
+                CHECK(seq.in_place->view()(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) ==
+                      static_cast<float>(x[i][j]));
+        // Not asked: the numbers are copied as doubles, as before.
+        const attntrace::Problem copied = load_file(input, false);
+        CHECK_FALSE(sequence_of(copied).in_place.has_value());
+        CHECK(sequence_of(copied).vectors.rows() == 4);
+        // A full trace takes them as doubles once.
+        attntrace::Sequence widened = seq;
+        widened.materialise();
+        CHECK_FALSE(widened.in_place.has_value());
+        REQUIRE(widened.vectors.rows() == 4);
+        for (std::size_t i = 0; i < 4; ++i)
+            for (std::size_t j = 0; j < 3; ++j)
+                CHECK(widened.vectors(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) == x[i][j]);
+    }
+    // Any other type, byte order or array order is converted, in place or not.
+    for (const char* file : {"embeddings_f8.npy", "embeddings_f2.npy", "embeddings_f4_be.npy", "embeddings_fortran.npy"}) {
+        INFO(file);
+        const attntrace::Problem problem = load_file(attntrace::read_input(at(file)), true);
+        CHECK_FALSE(sequence_of(problem).in_place.has_value());
+        CHECK(sequence_of(problem).vectors.rows() == 4);
+    }
+}
+
+TEST_CASE("a number that is not finite is refused the same way in place or not", "[arrays][in_place]") {
+    // A float32 .npy of 2 × 2 written byte by byte (our writer refuses infinities): the header
+    // padded with spaces to a multiple of 64 bytes in all, then 1, 2, 3, inf little-endian.
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }";
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+    npy += static_cast<char>(header.size());
+    npy += '\0';
+    npy += header;
+    for (const float f : {1.0f, 2.0f, 3.0f, std::numeric_limits<float>::infinity()})
+        npy.append(reinterpret_cast<const char*>(&f), sizeof f);
+    const cli::TempFile file(npy, "inf.npy");
+    const auto in_place = cli::run({file.path(), "--summary", "--dtype", "float32"});
+    const auto copied = cli::run({file.path(), "--summary"});
+    CHECK(in_place.exit_code == 1);
+    CHECK(in_place.out.empty());
+    CHECK_THAT(in_place.err, Contains("row 2, column 2"));
+    CHECK(in_place.err == copied.err);
+}
+
+TEST_CASE("a summary from float32 rows in place equals the summary of the same numbers as JSON",
+          "[arrays][in_place][summary]") {
+    const cli::TempDir folder;
+    REQUIRE(cli::run({"generate", "-n", "300", "-d", "8", "-f", "safetensors", "--dtype", "float32", "-o",
+                      folder / "long.safetensors"})
+                .exit_code == 0);
+    REQUIRE(cli::run({"generate", "-n", "300", "-d", "8", "-o", folder / "long.json"}).exit_code == 0);
+    // The JSON's numbers rounded to float32 are the file's: the same computation, so the same bytes.
+    const std::vector<std::vector<std::string>> runs = {
+        {"-m", "plain"}, {"-m", "self"}, {"-m", "causal"}, {"-m", "causal", "--window", "5"},
+        {"-m", "self", "--heads", "2"}, {"-m", "self", "--positions", "sinusoidal"},
+        {"-m", "causal", "--positions", "rope"}, {"-m", "plain", "--stage", "context"}};
+    for (const auto& options : runs) {
+        INFO(fmt::format("{}", fmt::join(options, " ")));
+        std::vector<std::string> a = {folder / "long.safetensors", "--summary", "--dtype", "float32", "-f", "json"};
+        std::vector<std::string> b = {folder / "long.json", "--summary", "--dtype", "float32", "-f", "json"};
+        a.insert(a.end(), options.begin(), options.end());
+        b.insert(b.end(), options.begin(), options.end());
+        const auto ra = cli::run(a), rb = cli::run(b);
+        REQUIRE(ra.exit_code == 0);
+        REQUIRE(rb.exit_code == 0);
+        // Everything but where the input came from and the note on the file's layout.
+        json ja = json::parse(ra.out), jb = json::parse(rb.out);
+        for (json* j : {&ja, &jb}) {
+            j->erase("input");
+            j->erase("notes");
+            j->erase("description");
+        }
+        CHECK(ja.dump() == jb.dump());
+    }
+    // Over 64 tokens a table is the summary too; a stage asked for is the full trace, whose
+    // numbers are widened once.
+    const auto rows_of_table = [](const std::string& out) {
+        const auto from = out.find("note: 300 tokens");
+        return from == std::string::npos ? std::string() : out.substr(from);
+    };
+    const auto table = cli::run({folder / "long.safetensors", "--dtype", "float32", "-m", "causal"});
+    const auto table_json = cli::run({folder / "long.json", "--dtype", "float32", "-m", "causal"});
+    REQUIRE(table.exit_code == 0);
+    REQUIRE(table_json.exit_code == 0);
+    CHECK_FALSE(rows_of_table(table.out).empty());
+    CHECK(rows_of_table(table.out) == rows_of_table(table_json.out));
+    const auto full_a = cli::run({folder / "long.safetensors", "--dtype", "float32", "-m", "self", "-s", "weights", "-f", "json"});
+    const auto full_b = cli::run({folder / "long.json", "--dtype", "float32", "-m", "self", "-s", "weights", "-f", "json"});
+    REQUIRE(full_a.exit_code == 0);
+    REQUIRE(full_b.exit_code == 0);
+    same_stages(json::parse(full_a.out), json::parse(full_b.out), 0);
+}
+
+namespace {
+
+// Peak resident memory, in MiB, of attntrace run with `args` (its output discarded): the
+// child's own maximum, from wait4.
+double peak_mib(const std::vector<std::string>& args) {
+    std::vector<std::string> words{ATTNTRACE_BINARY};
+    words.insert(words.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    const pid_t child = ::fork();
+    if (child == 0) {
+        const int null = ::open("/dev/null", O_WRONLY);
+        ::dup2(null, STDOUT_FILENO);
+        ::dup2(null, STDERR_FILENO);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    int status = 0;
+    struct rusage usage {};
+    REQUIRE(::wait4(child, &status, 0, &usage) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux gives KiB
+}
+
+}  // namespace
+
+// Kept in place, 65,536 × 64 float32 numbers (16 MiB in the file) cost no copy: the run's peak
+// stays below the file's size plus 32 MiB, where converting them into doubles and copying
+// them once (32 MiB each time) could not.
+TEST_CASE("float32 rows read in place cost no copy of the numbers", "[arrays][in_place][resources]") {
+    const cli::TempDir folder;
+    REQUIRE(cli::run({"generate", "-n", "65536", "-d", "64", "-f", "safetensors", "--dtype", "float32", "-o",
+                      folder / "long.safetensors"})
+                .exit_code == 0);
+    const double file_mib = static_cast<double>(cli::read_file(folder / "long.safetensors").size()) / (1024.0 * 1024.0);
+    const double in_place = peak_mib({folder / "long.safetensors", "--summary", "-m", "plain", "--window", "1",
+                                      "--dtype", "float32", "--threads", "1"});
+    INFO("peak " << in_place << " MiB for a file of " << file_mib << " MiB");
+    CHECK(in_place < file_mib + 32);
+    // In float64 the numbers are converted and copied: the same run needs far more.
+    const double widened = peak_mib({folder / "long.safetensors", "--summary", "-m", "plain", "--window", "1",
+                                     "--dtype", "float64", "--threads", "1"});
+    INFO("float64: peak " << widened << " MiB");
+    CHECK(widened > file_mib + 32);
 }

@@ -81,7 +81,7 @@ void scan_top_keys(std::vector<std::pair<T, Eigen::Index>>& best, std::size_t to
 // pass 1: S = Q_block·K_blockᵀ / √d_k, with the keys a query may not see (after it when
 // causal, outside its window, padding) set to `lowest`, whose exp(lowest − m) is 0.
 template <typename T>
-void block_scores(const MatrixT<T>& q, const MatrixT<T>& k, const StreamOptions& options, Eigen::Index first,
+void block_scores(const RowsView<T>& q, const RowsView<T>& k, const StreamOptions& options, Eigen::Index first,
                   Eigen::Index rows, Eigen::Index key, Eigen::Index cols, Eigen::Ref<MatrixT<T>> scores, T lowest) {
     scores.noalias() = q.middleRows(first, rows) * k.middleRows(key, cols).transpose();
     scores *= static_cast<T>(options.scale);
@@ -153,7 +153,7 @@ void finish_block(const Scratch<T>& s, const StreamOptions& options, Eigen::Inde
 
 // One query block [first, first + rows) against every key it may see, one key block at a time.
 template <typename T>
-void query_block(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v, const StreamOptions& options,
+void query_block(const RowsView<T>& q, const RowsView<T>& k, const RowsView<T>& v, const StreamOptions& options,
                  Eigen::Index first, Eigen::Index rows, Scratch<T>& s, StreamResult& result) {
     constexpr T lowest = -std::numeric_limits<T>::max();  // a masked score: exp(lowest − m) = 0
     // Causal: keys after the block's last query are never seen, so their blocks are skipped;
@@ -187,8 +187,8 @@ void query_block(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v, 
 template <typename T>
 std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, const StreamOptions& options) {
     const auto h_count = static_cast<Eigen::Index>(heads.size());
-    const Eigen::Index n = h_count == 0 ? 0 : heads.front().q->rows();
-    const Eigen::Index d_v = h_count == 0 ? 0 : heads.front().v->cols();
+    const Eigen::Index n = h_count == 0 ? 0 : heads.front().q.rows();
+    const Eigen::Index d_v = h_count == 0 ? 0 : heads.front().v.cols();
     std::vector<StreamResult> results(heads.size());
     for (StreamResult& result : results) {
         result.queries.resize(static_cast<std::size_t>(n));
@@ -222,7 +222,7 @@ std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, 
                 const Eigen::Index first = block * stream_query_block;
                 const Eigen::Index rows = std::min(stream_query_block, n - first);
                 const StreamHead<T>& h = heads[static_cast<std::size_t>(head)];
-                query_block(*h.q, *h.k, *h.v, options, first, rows, *scratch, results[static_cast<std::size_t>(head)]);
+                query_block(h.q, h.k, h.v, options, first, rows, *scratch, results[static_cast<std::size_t>(head)]);
                 const std::size_t now = done += static_cast<std::size_t>(rows);
                 if (options.progress && omp_get_thread_num() == 0) options.progress(now, all_rows);
                 if (in_order) {
@@ -247,7 +247,7 @@ template <typename T>
 StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v,
                               const StreamOptions& options) {
     // Qualified: StreamOptions brings the public stream_heads in by argument-dependent lookup.
-    return std::move(ATTNTRACE_ISA::stream_heads<T>({StreamHead<T>{&q, &k, &v}}, options).front());
+    return std::move(ATTNTRACE_ISA::stream_heads<T>({StreamHead<T>{rows_view(q), rows_view(k), rows_view(v)}}, options).front());
 }
 
 template std::vector<StreamResult> stream_heads<float>(const std::vector<StreamHead<float>>&, const StreamOptions&);

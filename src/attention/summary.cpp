@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <type_traits>
 
 namespace attntrace {
 namespace {
@@ -41,7 +42,7 @@ void require_finite(const MatrixT<T>& m, StageId stage, const Labels& tokens, st
 // A query row whose summary is not finite had a score that overflowed: find the first such
 // key by recomputing that row's scores, and name the pair as the trace path would.
 template <typename T>
-void require_finite_scores(const StreamResult& result, const MatrixT<T>& q, const MatrixT<T>& k, const Summary& summary,
+void require_finite_scores(const StreamResult& result, const RowsView<T>& q, const RowsView<T>& k, const Summary& summary,
                            double scale, bool causal) {
     const Labels& tokens = summary.tokens;
     const std::string& origin = summary.origin;
@@ -68,8 +69,8 @@ void require_finite_scores(const StreamResult& result, const MatrixT<T>& q, cons
 // over fixed blocks of rows (the kernels' blocks, so the bytes do not depend on the thread
 // count): the conversion runs on every thread, and each block of X is still in cache for its
 // three products. Returns whether every converted entry of X was finite.
-template <typename T>
-bool project_all(const Matrix& x, const Projections& w, MatrixT<T>& q, MatrixT<T>& k, MatrixT<T>& v) {
+template <typename T, typename Rows>
+bool project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>& k, MatrixT<T>& v) {
     const MatrixT<T> w_q = w.query.cast<T>(), w_k = w.key.cast<T>(), w_v = w.value.cast<T>();
     q.resize(x.rows(), w_q.cols());
     k.resize(x.rows(), w_k.cols());
@@ -95,12 +96,6 @@ bool project_all(const Matrix& x, const Projections& w, MatrixT<T>& q, MatrixT<T
     return finite;
 }
 
-// Columns first … first + count − 1 of m, as a matrix of their own (a head's share).
-template <typename T>
-MatrixT<T> columns(const MatrixT<T>& m, Eigen::Index first, Eigen::Index count) {
-    return m.middleCols(first, count);
-}
-
 // Sinusoidal positions: the embeddings plus their encodings, added in T as the trace adds them
 // (held as double, which holds a float exactly); then ln_1 when the layer has one. Without
 // either, the embeddings themselves.
@@ -119,55 +114,65 @@ std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<P
                                  const MaskSpec& mask, const PositionSetting& positions, const LayerNorm* layernorm,
                                  const TraceOptions& trace_options, const SummaryOptions& options, Summary& summary) {
     MatrixT<T> x, q, k, v;
-    const Matrix inputs = prepared_inputs<T>(sequence.vectors, positions, layernorm);
+    // Float32 rows left in the mapped file (Sequence::in_place) are read there when nothing
+    // changes them before the products: no conversion, no copy. Otherwise the embeddings (the
+    // in-place rows widened once) are prepared as the trace prepares them.
+    const bool as_mapped = sequence.in_place && std::is_same_v<T, float> &&
+                           positions.scheme != PositionScheme::sinusoidal && !layernorm;
+    Matrix inputs;
+    if (!as_mapped)
+        inputs = prepared_inputs<T>(sequence.in_place ? Matrix(sequence.in_place->view().cast<double>()) : sequence.vectors,
+                                    positions, layernorm);
+    std::optional<RowsView<T>> mapped;
+    if constexpr (std::is_same_v<T, float>)
+        if (as_mapped) mapped.emplace(sequence.in_place->view());  // finite: the loader checked every number
     if (w) {
-        if (!project_all<T>(inputs, *w, q, k, v))  // float32 overflows sooner: name the entry
+        const bool finite = mapped ? project_all<T>(*mapped, *w, q, k, v) : project_all<T>(inputs, *w, q, k, v);
+        if (!finite)  // float32 overflows sooner: name the entry
             require_finite<T>(inputs.cast<T>(), StageId::inputs, summary.tokens, "x", summary.origin);
         require_finite<T>(q, StageId::queries, summary.tokens, "q", summary.origin);
         require_finite<T>(k, StageId::keys, summary.tokens, "k", summary.origin);
         require_finite<T>(v, StageId::values, summary.tokens, "v", summary.origin);
-    } else {
+    } else if (!mapped) {
         x = inputs.cast<T>();
         require_finite<T>(x, StageId::inputs, summary.tokens, "x", summary.origin);
     }
-    const MatrixT<T>& queries = w ? q : x;
-    const MatrixT<T>& keys = w ? k : x;
-    const MatrixT<T>& values = w ? v : x;
+    const RowsView<T> x_rows = mapped ? *mapped : rows_view(x);
+    const RowsView<T> queries = w ? rows_view(q) : x_rows;
+    const RowsView<T> keys = w ? rows_view(k) : x_rows;
+    const RowsView<T> values = w ? rows_view(v) : x_rows;
     // Each head's columns (one head: the matrices themselves); consecutive query heads share
     // a key/value head in grouped-query attention.
     std::vector<MatrixT<T>> head_q, head_k, head_v;
+    // RoPE: every query head's queries and every key/value head's keys turned by their
+    // positions' angles before they are scored; the values stay as they are.
+    const bool rope = positions.scheme == PositionScheme::rope;
+    const Matrix angles = rope ? rotary_angles(queries.rows(), layout.several() ? layout.d_head : queries.cols(),
+                                               positions.first)
+                               : Matrix();
+    const auto turned = [&](MatrixT<T> m) { return rope ? rotate_half<T>(m, angles) : m; };
     std::vector<StreamHead<T>> heads;
     if (layout.several()) {
         for (int g = 1; g <= layout.kv_heads; ++g) {
-            head_k.push_back(columns<T>(keys, (g - 1) * layout.d_head, layout.d_head));
-            head_v.push_back(columns<T>(values, (g - 1) * layout.d_v, layout.d_v));
+            head_k.push_back(turned(keys.middleCols((g - 1) * layout.d_head, layout.d_head)));
+            head_v.push_back(values.middleCols((g - 1) * layout.d_v, layout.d_v));
         }
-        for (int h = 1; h <= layout.heads; ++h) head_q.push_back(columns<T>(queries, (h - 1) * layout.d_head, layout.d_head));
+        for (int h = 1; h <= layout.heads; ++h)
+            head_q.push_back(turned(queries.middleCols((h - 1) * layout.d_head, layout.d_head)));
         for (int h = 1; h <= layout.heads; ++h) {
             const auto g = static_cast<std::size_t>(layout.kv_head_of(h) - 1);
-            heads.push_back({&head_q[static_cast<std::size_t>(h - 1)], &head_k[g], &head_v[g]});
+            heads.push_back({rows_view(head_q[static_cast<std::size_t>(h - 1)]), rows_view(head_k[g]), rows_view(head_v[g])});
         }
+    } else if (rope) {
+        head_q.push_back(turned(queries));
+        head_k.push_back(turned(keys));
+        heads.push_back({rows_view(head_q.front()), rows_view(head_k.front()), values});
     } else {
-        heads.push_back({&queries, &keys, &values});
-    }
-    // RoPE: every query head's queries and every key/value head's keys turned by their
-    // positions' angles before they are scored; the values stay as they are.
-    std::vector<MatrixT<T>> rotated_q, rotated_k;
-    if (positions.scheme == PositionScheme::rope) {
-        const Eigen::Index d_head = heads.front().q->cols();
-        const Matrix angles = rotary_angles(queries.rows(), d_head, positions.first);
-        for (const StreamHead<T>& h : heads) rotated_q.push_back(rotate_half<T>(*h.q, angles));
-        const std::vector<MatrixT<T>>& key_heads = layout.several() ? head_k : std::vector<MatrixT<T>>{keys};
-        for (const MatrixT<T>& key_head : key_heads) rotated_k.push_back(rotate_half<T>(key_head, angles));
-        for (std::size_t h = 0; h < heads.size(); ++h) {
-            const auto g = layout.several() ? static_cast<std::size_t>(layout.kv_head_of(static_cast<int>(h) + 1) - 1) : 0;
-            heads[h].q = &rotated_q[h];
-            heads[h].k = &rotated_k[g];
-        }
+        heads.push_back({queries, keys, values});
     }
     StreamOptions stream_options;
     const ModeSpec& mode = mode_spec(trace_options.mode);
-    const Eigen::Index d_scaled = heads.front().q->cols();  // d_k, or d_head
+    const Eigen::Index d_scaled = heads.front().q.cols();  // d_k, or d_head
     summary.scale_rule = trace_options.scale.value_or(mode.default_scale());
     summary.scale = scale_divisor(summary.scale_rule, trace_options.scale_value, d_scaled);
     summary.temperature = trace_options.temperature;
@@ -214,7 +219,7 @@ std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<P
         };
     std::vector<StreamResult> results = stream_heads<T>(heads, stream_options);
     for (std::size_t h = 0; h < results.size(); ++h)
-        require_finite_scores<T>(results[h], *heads[h].q, *heads[h].k, summary, stream_options.scale, stream_options.causal);
+        require_finite_scores<T>(results[h], heads[h].q, heads[h].k, summary, stream_options.scale, stream_options.causal);
     return results;
 }
 

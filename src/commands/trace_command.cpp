@@ -21,6 +21,7 @@
 #include <tuple>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <span>
 
@@ -141,7 +142,10 @@ std::string streaming_modes() {
     return list;
 }
 
-void run_summary(const Problem& problem, const TraceRequest& request, Outputs& outputs, std::string note) {
+// `read_again` is called once the summary is computed, before anything is written (JSON Lines
+// aside, which are written as computed).
+void run_summary(const Problem& problem, const TraceRequest& request, Outputs& outputs, std::string note,
+                 const std::function<void()>& read_again) {
     std::ostream& out = outputs.main();
     const ModeSpec& mode = mode_spec(request.trace.mode);
     if (!mode.streams)
@@ -169,6 +173,7 @@ void run_summary(const Problem& problem, const TraceRequest& request, Outputs& o
             outputs.main_output().drain();
         };
     Summary summary = summarize(problem, request.trace, options);
+    read_again();
     if (lines) return;  // written as computed
     if (!note.empty()) summary.notes.push_back(std::move(note));
     render(summary, request.render, out);
@@ -212,21 +217,29 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     const InputText input = request.input_path ? read_input(*request.input_path, request.max_input)
                             : piped            ? std::move(*piped)
                                                : example_input(request.example.value_or(std::string(default_example)));
-    const Problem problem = load_input(input, request.max_memory, with_max_input(request.load, request.max_input));
+    // A summary in float32 may read a binary input's float32 embeddings where the file has them.
+    const bool may_summarise = request.summary || (request.render.format == Format::table &&
+                                                   request.render.stages.empty() && !full_trace_option(request));
+    request.load.float32_in_place = may_summarise && request.trace.dtype == Dtype::float32;
+    Problem problem = load_input(input, request.max_memory, with_max_input(request.load, request.max_input));
     request.trace.mode = resolve_mode(problem, request.mode);
     // A query that names no token is a usage error, found before any work is done.
     if (request.trace.query) (void)find_query_row(query_labels(problem), *request.trace.query);
 
-    if (request.summary) return run_summary(problem, request, outputs, "");
+    // Rows read in place are read again by the summary: a file shortened meanwhile is found
+    // before anything is written from them.
+    const auto summary_of = [&](std::string note) {
+        run_summary(problem, request, outputs, std::move(note), [&] { input.require_unchanged(); });
+    };
+    if (request.summary) return summary_of("");
     // A table of more than summary_threshold columns is unreadable: show the summary instead.
     const std::size_t n = token_count(problem);
-    if (request.render.format == Format::table && request.render.stages.empty() && !full_trace_option(request) &&
-        n > summary_threshold)
-        return run_summary(problem, request, outputs,
-                           fmt::format("{} tokens make tables too wide to read, so this is the summary "
-                                       "(--summary); --stage NAME shows a stage's table, --format json "
-                                       "every number",
-                                       n));
+    if (may_summarise && n > summary_threshold)
+        return summary_of(fmt::format("{} tokens make tables too wide to read, so this is the summary "
+                                      "(--summary); --stage NAME shows a stage's table, --format json "
+                                      "every number",
+                                      n));
+    if (auto* single = std::get_if<SingleSequenceInput>(&problem.input)) single->sequence.materialise();
     run_full_trace(problem, request, outputs.main(), svg);
 }
 

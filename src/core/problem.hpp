@@ -6,6 +6,7 @@
 #include "core/types.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,10 +16,29 @@
 
 namespace attntrace {
 
+// Float32 rows read in place from a mapped binary array (a long input for --summary --dtype
+// float32): the numbers stay in the file's pages, kept alive by `storage`.
+struct InPlaceRows {
+    const float* data = nullptr;  // rows × cols, row-major
+    Eigen::Index rows = 0, cols = 0;
+    std::shared_ptr<const void> storage;
+
+    Eigen::Map<const MatrixT<float>> view() const { return {data, rows, cols}; }
+};
+
 // Tokens as the user spelled them, and one row vector per token.
 struct Sequence {
     std::vector<std::string> tokens;
-    Matrix vectors;  // tokens.size() × d
+    Matrix vectors;  // tokens.size() × d; with `in_place`, 0 × d (the columns alone)
+    std::optional<InPlaceRows> in_place;  // the vectors as float32 in a mapped file (LoadOptions)
+
+    // The vectors as doubles in `vectors`, for the paths that need them so (the full trace):
+    // in-place rows are copied once; otherwise nothing changes.
+    void materialise() {
+        if (!in_place) return;
+        vectors = in_place->view().cast<double>();
+        in_place.reset();
+    }
 };
 
 // Words and their vectors, one row per word.

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <span>
 
@@ -41,6 +42,27 @@ Json packed(const Tensor& t, Rank rank, const std::string& origin, const std::st
     bytes.resize(t.elements() * sizeof(double));
     t.to_doubles(origin, reinterpret_cast<double*>(bytes.data()));
     return packed;
+}
+
+// The embeddings left where the file has them, when the run asks for that
+// (LoadOptions::float32_in_place) and the array allows it: float32, little-endian, C order,
+// aligned, a matrix, every number finite. Otherwise nullopt, and the numbers are copied as
+// any others (a non-finite one is then refused by name). The storage is kept in `out`.
+std::optional<Json> embeddings_in_place(const Tensor& t, const LoadOptions& options, ArrayDocument& out) {
+    if (!options.float32_in_place || t.shape.size() != 2 || t.elements() == 0 || !t.storage) return std::nullopt;
+    const float* data = t.float32_view();
+    if (!data) return std::nullopt;
+    const Eigen::Map<const Eigen::ArrayXf> numbers(data, static_cast<Eigen::Index>(t.elements()));
+    if (!std::isfinite(numbers.abs().maxCoeff<Eigen::PropagateNaN>())) return std::nullopt;
+    out.in_place_storage = t.storage;
+    return packed_float_rows({data, t.shape[0], t.shape[1]});
+}
+
+// The embeddings: in place when they may be, else packed.
+Json embeddings_of(const Tensor& t, const std::string& origin, const std::string& name, const LoadOptions& options,
+                   MemoryBudget* budget, ArrayDocument& out) {
+    if (auto rows = embeddings_in_place(t, options, out)) return std::move(*rows);
+    return packed(t, Rank::matrix, origin, name, budget, out.notes);
 }
 
 // "t1", "t2", …: labels for rows that have none, packed as the parser packs an array of strings.
@@ -127,7 +149,7 @@ ArrayDocument named_arrays(const TensorFile& file, const LoadOptions& options, M
     if (file.format == "npy") {  // one array: the embeddings
         const Tensor& t = file.tensors.front();
         out.doc["tokens"] = tokens_for(t, options, "t", file.origin, "the array");
-        out.doc["embeddings"] = packed(t, Rank::matrix, file.origin, "the array", budget, out.notes);
+        out.doc["embeddings"] = embeddings_of(t, file.origin, "the array", options, budget, out);
         out.names["/embeddings"] = "the array";
         put_layout(out, options, file);
         return out;
@@ -173,7 +195,9 @@ ArrayDocument named_arrays(const TensorFile& file, const LoadOptions& options, M
     for (const auto& place : places)
         if (const Tensor* t = file.find(place.array)) {
             const std::string name = array_name(t->name);
-            put(out.doc, place.pointer, packed(*t, place.rank, file.origin, name, budget, out.notes));
+            put(out.doc, place.pointer,
+                place.pointer == "/embeddings" ? embeddings_of(*t, file.origin, name, options, budget, out)
+                                               : packed(*t, place.rank, file.origin, name, budget, out.notes));
             out.names[std::string(place.pointer)] = name;
         }
     put_layout(out, options, file);

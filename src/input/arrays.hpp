@@ -10,6 +10,7 @@
 #include "input/tensors.hpp"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -25,6 +26,7 @@ struct ArrayDocument {
     ArrayNames names;
     std::optional<LayerNorm> layernorm;  // --from gpt2: the layer's ln_1
     std::vector<std::string> notes;      // what reading changed (a Fortran-ordered array put in C order)
+    std::shared_ptr<const void> in_place_storage;  // holds the embeddings left in place, if they were
 };
 
 // The arrays of `file` by their names (embeddings, query, …, or encoder_states, …), or with

@@ -944,7 +944,28 @@ bool is_packed_numbers(const Json& value) { return value.is_binary() && !value.g
 
 bool is_packed_matrix(const Json& value) {
     return value.is_binary() && value.get_binary().has_subtype() &&
+           !(value.get_binary().subtype() & (words_flag | strings_flag | float_rows_flag));
+}
+
+Json packed_float_rows(FloatRows rows) {
+    std::vector<std::uint8_t> bytes(sizeof rows.data + sizeof rows.rows);
+    std::memcpy(bytes.data(), &rows.data, sizeof rows.data);
+    std::memcpy(bytes.data() + sizeof rows.data, &rows.rows, sizeof rows.rows);
+    return Json::binary(std::move(bytes), float_rows_flag | rows.columns);
+}
+
+bool is_packed_float_rows(const Json& value) {
+    return value.is_binary() && value.get_binary().has_subtype() && (value.get_binary().subtype() & float_rows_flag) &&
            !(value.get_binary().subtype() & (words_flag | strings_flag));
+}
+
+FloatRows packed_float_rows_of(const Json& value) {
+    const auto& bytes = value.get_binary();
+    FloatRows rows;
+    std::memcpy(&rows.data, bytes.data(), sizeof rows.data);
+    std::memcpy(&rows.rows, bytes.data() + sizeof rows.data, sizeof rows.rows);
+    rows.columns = static_cast<std::size_t>(bytes.subtype() & ~float_rows_flag);
+    return rows;
 }
 
 bool is_packed_strings(const Json& value) {
@@ -1013,6 +1034,7 @@ std::size_t packed_size(const Json& value) { return value.get_binary().size() / 
 std::size_t packed_columns(const Json& value) { return static_cast<std::size_t>(value.get_binary().subtype()); }
 
 std::size_t rows_of(const Json& value) {
+    if (is_packed_float_rows(value)) return packed_float_rows_of(value).rows;
     return is_packed_matrix(value) ? packed_size(value) / packed_columns(value) : value.size();
 }
 

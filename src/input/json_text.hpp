@@ -22,6 +22,9 @@ using Json = nlohmann::ordered_json;  // keeps the file's key order (vocabulary 
 inline constexpr std::uint64_t words_flag = std::uint64_t{1} << 63;
 // The subtype of a packed array of strings.
 inline constexpr std::uint64_t strings_flag = std::uint64_t{1} << 62;
+// The subtype bit of float32 rows left where a binary array has them (a mapped file): the
+// value holds their address and row count, the rest of the subtype is the row length.
+inline constexpr std::uint64_t float_rows_flag = std::uint64_t{1} << 61;
 
 
 // Parses `text` (strict RFC 8259); throws DataError "ORIGIN:LINE:COL: invalid JSON: …",
@@ -44,6 +47,15 @@ Json packed_matrix(const double* numbers, std::size_t rows, std::size_t columns)
 // What the parser makes of an array of strings (none holding a NUL).
 Json packed_string_array(const std::vector<std::string>& strings);
 bool is_packed_matrix(const Json& value);           // a matrix
+// Rows of float32 numbers kept where they are (valid while the array's storage lives): no
+// number is copied. Only a binary array's embeddings come this way (LoadOptions).
+struct FloatRows {
+    const float* data = nullptr;
+    std::size_t rows = 0, columns = 0;
+};
+Json packed_float_rows(FloatRows rows);
+bool is_packed_float_rows(const Json& value);
+FloatRows packed_float_rows_of(const Json& value);
 bool is_packed_words(const Json& value);            // an object of word vectors
 bool is_packed_strings(const Json& value);          // an array of strings
 

@@ -590,7 +590,7 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
         if (vocabulary) *vocabulary = vocabulary_of(in, table);
         return seq;
     }
-    if (!vectors.is_array() && !is_packed_matrix(vectors))
+    if (!vectors.is_array() && !is_packed_matrix(vectors) && !is_packed_float_rows(vectors))
         in.fail(vectors_pointer,
                 fmt::format("expected {}, found {}",
                             allow_word_map ? "an object word → vector or an array of vectors"
@@ -605,7 +605,14 @@ Sequence read_sequence(const Reader& in, const Json& object, const std::string& 
                                              "needs one vector per token, in order",
                                              rows_of(vectors), rows_of(vectors) == 1 ? "" : "s",
                                              labels.words.size(), labels.words.size() == 1 ? "" : "s"));
-    seq.vectors = in.matrix(vectors, vectors_pointer);
+    if (is_packed_float_rows(vectors)) {  // a binary array's float32 rows, left in place (LoadOptions)
+        const FloatRows rows = packed_float_rows_of(vectors);
+        if (rows.columns > max_dimension) in.too_long(pointer_child(vectors_pointer, 0), rows.columns);
+        seq.in_place = InPlaceRows{rows.data, static_cast<Eigen::Index>(rows.rows), static_cast<Eigen::Index>(rows.columns), {}};
+        seq.vectors.resize(0, static_cast<Eigen::Index>(rows.columns));
+    } else {
+        seq.vectors = in.matrix(vectors, vectors_pointer);
+    }
     seq.tokens = std::move(labels.words.texts);
     return seq;
 }
@@ -903,6 +910,8 @@ Problem load_arrays(const InputText& input, MemoryBudget& budget, const LoadOpti
     Problem problem = read_document(in, arrays.doc, input.origin, std::nullopt);
     problem.notes.insert(problem.notes.begin(), arrays.notes.begin(), arrays.notes.end());
     if (arrays.layernorm) std::get<SingleSequenceInput>(problem.input).layernorm = std::move(arrays.layernorm);
+    if (auto* single = std::get_if<SingleSequenceInput>(&problem.input); single && single->sequence.in_place)
+        single->sequence.in_place->storage = arrays.in_place_storage;  // the rows live as long as the problem
     return problem;
 }
 

@@ -23,6 +23,7 @@
 #include "core/error.hpp"
 #include "input/json_text.hpp"
 #include "input/load.hpp"
+#include "input/source.hpp"
 #include "input/tensors.hpp"
 #include "render/render.hpp"
 #include "render/svg.hpp"
@@ -35,6 +36,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <optional>
+#include <variant>
 #include <sstream>
 
 using namespace attntrace;
@@ -311,12 +315,50 @@ void read_every_tensor(std::string_view bytes) {
     }
 }
 
+// The loader asked to leave float32 embeddings in place (the summary's way) and the loader that
+// copies them must agree: both refuse, or both read the same numbers; rows left in place lie
+// within the input.
+void load_both_ways(std::string_view bytes) {
+    // Held elsewhere (here, by the fuzzer): a storage that owns nothing.
+    const InputText input{bytes, "fuzz", std::make_shared<int>(0)};
+    const MemoryLimit limit{std::uint64_t{1} << 26, "the fuzzer"};
+    LoadOptions in_place;
+    in_place.float32_in_place = true;
+    std::optional<Problem> copied, kept;
+    try {
+        copied = load_input(input, limit, {});
+    } catch (const DataError&) {
+    } catch (const UsageError&) {
+    }
+    try {
+        kept = load_input(input, limit, in_place);
+    } catch (const DataError&) {
+    } catch (const UsageError&) {
+    }
+    if (copied.has_value() != kept.has_value()) finding("the in-place loader and the copying one disagree on refusing");
+    if (!copied) return;
+    const auto* a = std::get_if<SingleSequenceInput>(&copied->input);
+    const auto* b = std::get_if<SingleSequenceInput>(&kept->input);
+    if (!a || !b) return;
+    Sequence widened = b->sequence;
+    if (widened.in_place) {
+        const auto begin = reinterpret_cast<std::uintptr_t>(bytes.data());
+        const auto at = reinterpret_cast<std::uintptr_t>(widened.in_place->data);
+        const auto size = static_cast<std::size_t>(widened.in_place->rows * widened.in_place->cols) * sizeof(float);
+        if (at < begin || at - begin > bytes.size() || size > bytes.size() - (at - begin))
+            finding("rows left in place lie outside the input");
+    }
+    widened.materialise();
+    if (widened.vectors != a->sequence.vectors) finding("the rows left in place and the copied rows differ");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     if (sniff_tensor_format(text)) {
         read_every_tensor(text);
+        load_both_ways(text);
         return 0;
     }
     if (text.starts_with("#")) {
