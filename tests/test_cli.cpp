@@ -259,11 +259,13 @@ std::string long_input(int n, int d) {
 }  // namespace
 
 TEST_CASE("threads split a long input and still give identical bytes", "[cli][threads]") {
-    cli::TempFile file(long_input(150, 8));  // 150 rows: five row blocks
+    // 400 rows of 8: thirteen row blocks, and enough work (400 × 8 × 400 multiply-adds for the
+    // scores) that the kernels share it between the threads (util/parallel.hpp).
+    cli::TempFile file(long_input(400, 8));
     for (const char* mode : {"plain", "self", "causal"}) {
         INFO(mode);
-        const auto one = cli::run({file.path(), "-m", mode, "-f", "json", "--threads", "1"});
-        const auto two = cli::run({file.path(), "-m", mode, "-f", "json", "--threads", "2"});
+        const auto one = cli::run({file.path(), "-m", mode, "-f", "json", "-s", "weights", "-s", "context", "--threads", "1"});
+        const auto two = cli::run({file.path(), "-m", mode, "-f", "json", "-s", "weights", "-s", "context", "--threads", "2"});
         REQUIRE(one.exit_code == 0);
         CHECK(one.out == two.out);
         const auto table_one = cli::run({file.path(), "-m", mode, "--threads", "1"});

@@ -3,6 +3,7 @@
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
 #include "core/generator.hpp"
+#include "input/examples.hpp"
 #include "input/load.hpp"
 #include "support/cli.hpp"
 
@@ -413,4 +414,58 @@ TEST_CASE("equal scores rank the earlier key first across key blocks in the stre
             }
         }
     }
+}
+
+namespace {
+
+// How many threads this process has now (its tasks in /proc).
+std::size_t threads_now() {
+    std::size_t count = 0;
+    for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) ++count;
+    return count;
+}
+
+}  // namespace
+
+// Issue 18: small work runs on the calling thread, so the lecture's examples never wait for
+// another thread (or for a core another process holds). OpenMP's threads, once started, stay
+// for the life of the process, so a process that has not started them yet (ctest runs each
+// test case in a process of its own) still has one thread after tracing every example in every
+// mode it reads, with heads, positions and the summary; a long input then starts them.
+TEST_CASE("the lecture examples run on the calling thread alone", "[streaming][threads]") {
+    const std::size_t before = threads_now();
+    if (before != 1) {
+        WARN("this process already runs " << before << " threads (other test cases ran in it): run this one alone, "
+                                                       "as ctest does, to check it");
+        return;
+    }
+    omp_set_num_threads(2);
+    for (const auto& example : examples()) {
+        const Problem problem = load_problem(example.json, std::string(example.name));
+        const bool pair = std::holds_alternative<EncoderDecoderInput>(problem.input);
+        const std::vector<Mode> modes = pair ? std::vector<Mode>{Mode::bahdanau} : std::vector<Mode>{Mode::plain, Mode::self, Mode::causal};
+        for (const Mode mode : modes) {
+            INFO(example.name << " " << to_string(mode));
+            TraceOptions options;
+            options.mode = mode;
+            (void)trace(problem, options);
+            if (mode == Mode::plain || pair) continue;
+            options.dtype = Dtype::float32;
+            (void)summarize(problem, options, {});
+            options.positions = PositionScheme::sinusoidal;
+            (void)trace(problem, options);
+        }
+    }
+    CHECK(threads_now() == 1);
+    // 2048 tokens: enough work to be shared, and the threads start.
+    Problem long_input;
+    long_input.origin = "long";
+    SingleSequenceInput single;
+    for (int i = 0; i < 2048; ++i) single.sequence.tokens.push_back(fmt::format("t{}", i + 1));
+    single.sequence.vectors = Matrix::Random(2048, 16);
+    long_input.input = std::move(single);
+    TraceOptions causal;
+    causal.mode = Mode::causal;
+    (void)summarize(long_input, causal, {});
+    CHECK(threads_now() == 2);  // the calling thread and OpenMP's second
 }

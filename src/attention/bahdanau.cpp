@@ -8,6 +8,7 @@
 #include "attention/worked.hpp"
 #include "core/error.hpp"
 #include "core/generator.hpp"
+#include "util/parallel.hpp"
 
 #include <fmt/format.h>
 
@@ -30,7 +31,8 @@ MatrixT<T> additive_scores(const MatrixT<T>& projected_decoder, const MatrixT<T>
     const Eigen::Index d_a = v_a.cols();
     MatrixT<T> scores(n_tgt, n_src);
     Eigen::Index first_bad = n_tgt * n_src;
-#pragma omp parallel for schedule(static) reduction(min : first_bad)
+    const double work = 10.0 * static_cast<double>(n_tgt) * static_cast<double>(n_src) * static_cast<double>(d_a);
+#pragma omp parallel for schedule(static) reduction(min : first_bad) if (worth_threads(work))
     for (Eigen::Index t = 0; t < n_tgt; ++t)
         for (Eigen::Index j = 0; j < n_src; ++j) {
             T e = 0;

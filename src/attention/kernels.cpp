@@ -19,7 +19,8 @@ MatrixT<T> multiply_by_row_blocks(const MatrixT<T>& a, const Rhs& b) {
     MatrixT<T> out(a.rows(), b.cols());
     const Eigen::Index blocks = (a.rows() + kernel_row_block - 1) / kernel_row_block;
     RegionErrors errors;
-#pragma omp parallel for schedule(static)
+    const double work = static_cast<double>(a.rows()) * static_cast<double>(a.cols()) * static_cast<double>(b.cols());
+#pragma omp parallel for schedule(static) if (worth_threads(work))
     for (Eigen::Index block = 0; block < blocks; ++block)
         errors.run([&] {
             const Eigen::Index first = block * kernel_row_block;
@@ -52,7 +53,7 @@ MatrixT<T> scale_scores(const MatrixT<T>& scores, T divisor) {
 // allowed(i, j) = (j ≤ i): position i sees itself and the positions before it.
 BoolMatrix causal_mask(Eigen::Index n) {
     BoolMatrix allowed(n, n);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<double>(n) * static_cast<double>(n)))
     for (Eigen::Index i = 0; i < n; ++i)
         for (Eigen::Index j = 0; j < n; ++j) allowed(i, j) = j <= i;
     return allowed;
@@ -77,7 +78,7 @@ MatrixT<T> apply_mask(const MatrixT<T>& scores, const BoolMatrix& allowed, T fil
 template <typename T>
 MatrixT<T> row_softmax(const MatrixT<T>& scores) {
     MatrixT<T> weights(scores.rows(), scores.cols());
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(10.0 * static_cast<double>(scores.size())))
     for (Eigen::Index i = 0; i < scores.rows(); ++i) {
         const T max = scores.row(i).maxCoeff();              // pass 1: the row max
         if (max == -std::numeric_limits<T>::infinity()) {    // every key masked
@@ -103,7 +104,7 @@ template <typename T>
 Eigen::Index row_sum_normalize(const MatrixT<T>& scores, MatrixT<T>& weights) {
     weights = MatrixT<T>::Zero(scores.rows(), scores.cols());
     Eigen::Index first_bad = scores.rows();
-#pragma omp parallel for schedule(static) reduction(min : first_bad)
+#pragma omp parallel for schedule(static) reduction(min : first_bad) if (worth_threads(2.0 * static_cast<double>(scores.size())))
     for (Eigen::Index i = 0; i < scores.rows(); ++i) {
         T sum = 0;
         bool any = false;

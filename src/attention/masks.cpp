@@ -1,5 +1,7 @@
 #include "attention/masks.hpp"
 
+#include "util/parallel.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -15,7 +17,7 @@ bool MaskSpec::any() const {
 std::optional<Mask> build_mask(const MaskSpec& spec, Eigen::Index n) {
     if (!spec.any()) return std::nullopt;
     Mask mask{BoolMatrix(n, n), ReasonMatrix(n, n)};
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(4.0 * static_cast<double>(n) * static_cast<double>(n)))
     for (Eigen::Index i = 0; i < n; ++i)
         for (Eigen::Index j = 0; j < n; ++j) {
             std::uint8_t why = 0;

@@ -1,6 +1,7 @@
 #include "attention/positions.hpp"
 
 #include "core/error.hpp"
+#include "util/parallel.hpp"
 
 #include <fmt/format.h>
 
@@ -50,7 +51,7 @@ MatrixT<T> rotate_half(const MatrixT<T>& x, const Matrix& angles) {
     const Eigen::Index h = x.cols() / 2;
     MatrixT<T> out(x.rows(), x.cols());
     // Each row on its own: the same instructions whatever the number of threads.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(10.0 * static_cast<double>(x.size())))
     for (Eigen::Index r = 0; r < x.rows(); ++r)
         for (Eigen::Index i = 0; i < h; ++i) {
             const T c = static_cast<T>(std::cos(angles(r, i))), s = static_cast<T>(std::sin(angles(r, i)));

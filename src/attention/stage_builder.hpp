@@ -5,6 +5,7 @@
 #include "core/stage.hpp"
 #include "attention/overflow.hpp"
 #include "core/error.hpp"
+#include "util/parallel.hpp"
 
 #include <fmt/format.h>
 
@@ -74,7 +75,7 @@ private:
     void require_finite(const Stage& stage) const {
         const Eigen::Index rows = stage.data.rows(), cols = stage.data.cols();
         Eigen::Index first = rows * cols;  // the first bad entry in row-major order
-#pragma omp parallel for schedule(static) reduction(min : first)
+#pragma omp parallel for schedule(static) reduction(min : first) if (worth_threads(static_cast<double>(rows) * static_cast<double>(cols)))
         for (Eigen::Index r = 0; r < rows; ++r)
             for (Eigen::Index c = 0; c < cols; ++c)
                 if (!std::isfinite(stage.data(r, c)) && !stage.is_masked(r, c)) {

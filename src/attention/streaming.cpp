@@ -204,7 +204,12 @@ std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, 
     Eigen::Index reported = 0;
     std::mutex reporting;
     const bool in_order = static_cast<bool>(options.rows_done);
-#pragma omp parallel
+    // Every query against every key (half of them when causal), a dot product over d_k, an
+    // exp and a weighted sum over d_v each, for every head.
+    const double d_k = h_count == 0 ? 0 : static_cast<double>(heads.front().q.cols());
+    const double work = static_cast<double>(h_count) * static_cast<double>(n) * static_cast<double>(n) *
+                        (options.causal ? 0.5 : 1.0) * (2.0 * d_k + 2.0 * static_cast<double>(d_v) + 10.0);
+#pragma omp parallel if (worth_threads(work))
     {
         const FlushDenormals flush;
         std::optional<Scratch<T>> scratch;

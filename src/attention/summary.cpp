@@ -78,7 +78,9 @@ bool project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>&
     const Eigen::Index blocks = (x.rows() + kernel_row_block - 1) / kernel_row_block;
     bool finite = true;
     RegionErrors errors;  // the block copy and the products allocate
-#pragma omp parallel for schedule(static) reduction(&& : finite)
+    const double work = static_cast<double>(x.rows()) * static_cast<double>(x.cols()) *
+                        static_cast<double>(w_q.cols() + w_k.cols() + w_v.cols());
+#pragma omp parallel for schedule(static) reduction(&& : finite) if (worth_threads(work))
     for (Eigen::Index block = 0; block < blocks; ++block)
         errors.run([&] {
             const Eigen::Index first = block * kernel_row_block;
