@@ -480,8 +480,8 @@ Command add_quiz(CLI::App& app) {
     std::vector<std::string> example_names;
     for (const auto& example : examples()) example_names.emplace_back(example.name);
     describe(command->add_option("--example", s->request.examples,
-                                 "ask only about these built-in examples (default: your_journey, big_dream, "
-                                 "journey_padded, two_heads, black_cat_fr, teacher_smiled_fr, padded_cat_fr)")
+                                 fmt::format("ask only about these built-in examples (default: {})",
+                                             fmt::join(quiz_examples, ", ")))
                  ->delimiter(',')
                  ->check(one_of(example_names)),
              "Quiz", "NAME,...", Completes::example);
