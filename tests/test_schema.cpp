@@ -122,6 +122,22 @@ TEST_CASE("every JSON document attntrace writes validates against its schema in 
         REQUIRE(r.exit_code == 1);
         batch.add(r.out, "check-answers");
     }
+    // quiz: every round answered (right, wrong with a mistake, skipped), and none.
+    {
+        const cli::TempFile answers("0.1350\n0.9422\n?\n-inf\nabc\n", "answers.txt");
+        for (const std::vector<std::string>& options :
+             {std::vector<std::string>{"--example", "your_journey", "--mode", "plain", "--seed", "3", "--rounds", "5"},
+              {"--rounds", "5", "--seed", "9"}}) {
+            std::vector<std::string> args{"quiz", "-f", "json", "--answers", answers.path()};
+            args.insert(args.end(), options.begin(), options.end());
+            const auto r = cli::run(args);
+            REQUIRE(r.exit_code == 1);
+            batch.add(r.out, "quiz");
+        }
+        const auto none = cli::run({"quiz", "-f", "json", "--answers", "/dev/null", "--rounds", "20", "--seed", "2"});
+        REQUIRE(none.exit_code == 1);
+        batch.add(none.out, "quiz");
+    }
     // compare, bench.
     batch.run({"compare", "example:big_dream", "example:big_mistake", "-t", "big", "-f", "json"}, "compare");
     batch.run({"compare", "example:bank_river", "example:bank_money", "-t", "bank", "-m", "self", "-f", "json"}, "compare");
@@ -154,6 +170,9 @@ TEST_CASE("the schemas refuse what attntrace would not write or read", "[schema]
     std::string summary = cli::run({"--summary", "-f", "json"}).out;
     summary.replace(summary.find("\"top\": 3"), 8, "\"top\": 0");
     batch.add(summary, "summary");
+    std::string quiz = cli::run({"quiz", "-f", "json", "--answers", "/dev/null"}).out;
+    quiz.replace(quiz.find("\"verdict\": \"unanswered\""), 23, "\"verdict\": \"unknown\"");
+    batch.add(quiz, "quiz");
     std::string windowed = cli::run({"-m", "causal", "--window", "2", "-f", "json"}).out;
     windowed.replace(windowed.find("\"window\": 2"), 11, "\"window\": 0");
     batch.add(windowed, "trace");

@@ -315,6 +315,22 @@ WorkedExample work_through(const Trace& trace, Eigen::Index row, int head) {
     return w;
 }
 
+WorkedProjection work_projection(const Trace& trace, StageId id, Eigen::Index row, int head) {
+    const Stage& stage = trace.at(id, head);
+    const std::string_view weight = id == StageId::queries ? "W_q" : id == StageId::keys ? "W_k" : "W_v";
+    const std::string_view symbol = id == StageId::queries ? "q" : id == StageId::keys ? "k" : "v";
+    const Stage* normed = trace.find(StageId::layernorm);  // ln_1: what the projections read
+    const Stage& input = normed ? *normed : trace.at(StageId::inputs);
+    const std::string& token = input.rows[static_cast<std::size_t>(row)];
+    const LabelledVector x{normed ? fmt::format("LN(x_{})", token) : fmt::format("x_{}", token), row_of(input, row)};
+    // With several heads each reads its own block of the columns (keys and values: its key/value head's).
+    const int block = id == StageId::queries || stage.kv_head == 0 ? head : stage.kv_head;
+    const Eigen::Index width = stage.col_count();
+    const bool split = trace.heads > 1;
+    return projection(trace, x, fmt::format("{}_{}", symbol, token), weight, row_of(stage, row),
+                      split ? (block - 1) * width : 0, split ? width : 0);
+}
+
 void work_tiles(WorkedExample& w, Eigen::Index size, bool causal) {
     constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
     const std::vector<double>& row = w.tempered.empty() ? w.scaled : w.tempered;  // what softmax reads

@@ -16,6 +16,11 @@ namespace attntrace {
 // row: the heads' contexts side by side times W_o. Throws UsageError for a head that is not.
 WorkedExample work_through(const Trace& trace, Eigen::Index row, int head = 1);
 
+// Row `row` of the queries, keys or values (`id`) of `head` (1-based; 0 with one head) of a
+// single-sequence trace with learned projections, written out column by column: the token's
+// input times the columns of W_q, W_k or W_v that the head reads (plus the bias).
+WorkedProjection work_projection(const Trace& trace, StageId id, Eigen::Index row, int head);
+
 // Adds to `w` its row worked through by the online softmax in tiles of `size` keys (`causal`:
 // the tiles after the query are skipped, as the streaming path skips them). Softmax only.
 void work_tiles(WorkedExample& w, Eigen::Index size, bool causal);

@@ -9,6 +9,7 @@
 #include "commands/compare_command.hpp"
 #include "commands/decode_command.hpp"
 #include "commands/generate_command.hpp"
+#include "commands/quiz_command.hpp"
 #include "commands/similarity_command.hpp"
 #include "commands/trace_command.hpp"
 #include "core/error.hpp"
@@ -17,6 +18,7 @@
 #include "input/limits.hpp"
 #include "util/output.hpp"
 #include "util/suggest.hpp"
+#include "util/terminal.hpp"
 #include "util/threads.hpp"
 #include "util/utf8.hpp"
 
@@ -451,6 +453,78 @@ Command add_check_answers(CLI::App& app) {
             }};
 }
 
+Command add_quiz(CLI::App& app) {
+    struct State {
+        QuizRequest request;
+        std::vector<std::string> modes, stages;
+        std::string format = "table", color = "auto";
+        int width = -1;
+    };
+    auto s = std::make_shared<State>();
+    auto* command = app.add_subcommand(
+        "quiz", "practice: questions on the stages of traces, each answer checked, with the likely mistake and the "
+                "arithmetic when it is wrong (exit 1 unless every answer is right)");
+    describe(command->add_option("--seed", s->request.seed, "seed of the questions: the same seed and options ask the same ones")
+                 ->check(whole_number_u64)
+                 ->capture_default_str(),
+             "Quiz", "N");
+    describe(command->add_option("-n,--rounds", s->request.rounds, "questions to ask")->check(in_range(1, 1000))->capture_default_str(),
+             "Quiz", "N");
+    choose(command->add_option("-m,--mode", s->modes, "ask only about these modes (default: every mode that reads the example)")
+               ->delimiter(','),
+           "Quiz", enum_names<Mode>(), true);
+    std::vector<std::string> stage_names;
+    for (const StageId id : quiz_stages) stage_names.emplace_back(to_string(id));
+    choose(command->add_option("-s,--stage", s->stages, "ask only about these stages (default: all of them)")->delimiter(','),
+           "Quiz", stage_names, true);
+    std::vector<std::string> example_names;
+    for (const auto& example : examples()) example_names.emplace_back(example.name);
+    describe(command->add_option("--example", s->request.examples,
+                                 fmt::format("ask only about these built-in examples (default: {})",
+                                             fmt::join(quiz_examples, ", ")))
+                 ->delimiter(',')
+                 ->check(one_of(example_names)),
+             "Quiz", "NAME,...", Completes::example);
+    describe(command->add_option("--answers", s->request.answers_path,
+                                 "read the answers from FILE, one a line (- for standard input; default: standard "
+                                 "input, typed at a terminal or piped)"),
+             "Input", "FILE", Completes::file);
+    choose(command->add_option("-f,--format", s->format, "table: the transcript; json: every round's result at the end"),
+           "Output", {"table", "json"})
+        ->capture_default_str();
+    describe(command->add_option("--digits", s->request.render.digits, "decimals in tables")->check(in_range(0, 17))->capture_default_str(),
+             "Output", "N");
+    describe(command->add_option("--width", s->width, "table width in columns, 0 for no limit (default: the terminal's)")
+                 ->check(in_range(0, 1'000'000)),
+             "Output", "N");
+    choose(command->add_option("--color", s->color,
+                               "shade scores and weights; auto: when the output is a terminal, NO_COLOR is unset and "
+                               "TERM is not dumb"),
+           "Output", {"auto", "always", "never"})
+        ->capture_default_str();
+    return {command, [s] {
+                int status = 0;
+                const int failed = run(
+                    [&](Outputs& outputs) {
+                        QuizRequest& request = s->request;
+                        request.modes = parsed<Mode>(s->modes);
+                        request.stages = parsed<StageId>(s->stages);
+                        request.render.format = *parse_enum<Format>(s->format);
+                        const Output& main = outputs.main_output();
+                        request.render.width =
+                            s->width >= 0 ? static_cast<std::size_t>(s->width) : output_width(main.descriptor(), main.is_stdout());
+                        request.render.color = s->color == "always" || (s->color == "auto" && color_wanted(main.descriptor()));
+                        QuizTerminal terminal;
+                        terminal.answers_typed = is_terminal(STDIN_FILENO);
+                        terminal.echo = !(terminal.answers_typed && is_terminal(main.descriptor()));
+                        terminal.flush = [&outputs] { outputs.main_output().drain(); };
+                        status = run_quiz(request, terminal, outputs.main());
+                    },
+                    std::nullopt);
+                return failed != 0 ? failed : status;
+            }};
+}
+
 // Every name an option of `app` answers to ("--temperature", "-q").
 std::vector<std::string> option_names(const CLI::App& app) {
     std::vector<std::string> names{"--help"};
@@ -530,6 +604,9 @@ const std::vector<std::vector<UsageExample>> subcommand_examples{
     {{"attntrace check-answers example:teacher_smiled data/practice/smiled_weights.json",
       "a learner's weights checked: exit 0 when they agree, 1 when they differ"},
      {"attntrace check-answers example:teacher_smiled data/practice/smiled_by_sum.json -f json", "the verdict per stage, for course tooling"}},
+    {{"attntrace quiz", "five questions on the built-in examples, typed answers checked at once"},
+     {"attntrace quiz --mode causal --stage masked,weights --seed 7", "only the causal mask and the weights, another draw"},
+     {"attntrace quiz --seed 3 --rounds 10 --answers answers.txt -f json", "grade a learner's answers file, for course tooling"}},
 };
 
 // --help with the options in their groups (positionals with the rest), a metavariable each,
@@ -634,7 +711,7 @@ int run_command_line(int argc, char** argv) {
     add_trace_options(app, *trace_state);
     const Command trace{&app, [trace_state] { return trace_state->run(); }};
     const std::vector<Command> subcommands{add_similarity(app), add_generate(app), add_bench(app), add_compare(app),
-                                          add_decode(app), add_check_answers(app)};
+                                          add_decode(app), add_check_answers(app), add_quiz(app)};
     finish_help(app, trace_examples);
     assert(subcommands.size() == subcommand_examples.size());  // each command has its examples
     for (std::size_t i = 0; i < subcommands.size(); ++i) finish_help(*subcommands[i].app, subcommand_examples[i]);

@@ -79,11 +79,16 @@ struct Stage {
     std::optional<Vector> row_sums;     // weights: each row's sum, shown beside the table
     std::vector<Eigen::Index> strongest;  // weights: per row, the column of the largest weight (-1: all masked)
     std::vector<Eigen::Index> tied;       // weights: per row, how many keys share that largest weight
+    // A quiz's question: the entries shown as "?" (with a row's sum and strongest key when any
+    // entry of the row is hidden); absent everywhere else.
+    std::optional<BoolMatrix> hidden;
 
     std::string_view name() const { return to_string(id); }
     Eigen::Index row_count() const { return data.rows(); }
     Eigen::Index col_count() const { return data.cols(); }
     bool is_masked(Eigen::Index r, Eigen::Index c) const { return allowed && !(*allowed)(r, c); }
+    bool is_hidden(Eigen::Index r, Eigen::Index c) const { return hidden && (*hidden)(r, c); }
+    bool row_hidden(Eigen::Index r) const { return hidden && hidden->row(r).any(); }
 };
 
 // A learned matrix a run uses (W_q, W_a, …), as given in the input or generated: rows as in

@@ -99,22 +99,6 @@ private:
     std::size_t at_ = 0;
 };
 
-// Digits after the point, less the exponent: "0.25" 2, "3" 0, "2.5e-3" 4, "12e2" 0.
-int decimals_of(std::string_view text) {
-    const std::size_t e = text.find_first_of("eE");
-    const std::string_view mantissa = text.substr(0, e);
-    const std::size_t point = mantissa.find('.');
-    int decimals = point == std::string_view::npos ? 0 : static_cast<int>(mantissa.size() - point - 1);
-    if (e != std::string_view::npos) {
-        int exponent = 0;
-        std::string_view rest = text.substr(e + 1);
-        if (!rest.empty() && rest.front() == '+') rest.remove_prefix(1);
-        std::from_chars(rest.data(), rest.data() + rest.size(), exponent);
-        decimals -= exponent;
-    }
-    return std::max(decimals, 0);
-}
-
 class AnswerReader {
 public:
     explicit AnswerReader(const std::string& origin) : origin_(origin) {}
@@ -336,6 +320,21 @@ std::vector<GivenStage> read_csv(std::string_view text, const std::string& origi
 }
 
 }  // namespace
+
+int decimals_of(std::string_view text) {
+    const std::size_t e = text.find_first_of("eE");
+    const std::string_view mantissa = text.substr(0, e);
+    const std::size_t point = mantissa.find('.');
+    int decimals = point == std::string_view::npos ? 0 : static_cast<int>(mantissa.size() - point - 1);
+    if (e != std::string_view::npos) {
+        int exponent = 0;
+        std::string_view rest = text.substr(e + 1);
+        if (!rest.empty() && rest.front() == '+') rest.remove_prefix(1);
+        std::from_chars(rest.data(), rest.data() + rest.size(), exponent);
+        decimals -= exponent;
+    }
+    return std::max(decimals, 0);
+}
 
 std::vector<GivenStage> read_answers(std::string_view text, const std::string& origin) {
     std::size_t first = 0;

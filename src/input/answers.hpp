@@ -29,6 +29,10 @@ struct GivenStage {
     std::vector<GivenNumber> numbers;  // in the order written
 };
 
+// The decimals a number was written with: digits after the point, less the exponent ("0.25" 2,
+// "3" 0, "2.5e-3" 4, "12e2" 0). Its precision decides the tolerance of a check.
+int decimals_of(std::string_view text);
+
 // Reads `text` (from `origin`, for messages); throws DataError naming the place of anything it
 // cannot read.
 std::vector<GivenStage> read_answers(std::string_view text, const std::string& origin);

@@ -17,7 +17,8 @@ struct StageText {
     std::size_t data_columns = 0;                // the leading columns that hold matrix entries
 };
 
-// Cells rounded to `digits` decimals; a masked score is "-inf", a masked weight "0".
+// Cells rounded to `digits` decimals; a masked score is "-inf", a masked weight "0", a quiz's
+// hidden entry "?".
 StageText stage_text(const Stage& stage, int digits);
 
 }  // namespace attntrace

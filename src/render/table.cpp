@@ -66,7 +66,7 @@ std::vector<Range> shading_ranges(const Stage& stage, const RenderOptions& optio
     for (Eigen::Index r = 0; r < stage.row_count(); ++r) {
         Range range{INFINITY, -INFINITY};
         for (Eigen::Index c = 0; c < stage.col_count(); ++c)
-            if (!stage.is_masked(r, c)) {
+            if (!stage.is_masked(r, c) && !stage.is_hidden(r, c)) {
                 range.low = std::min(range.low, stage.data(r, c));
                 range.high = std::max(range.high, stage.data(r, c));
             }
@@ -191,7 +191,7 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
             line += gap;
             const std::string cell = data[i].pad(cell_of(data[i]));
             const auto r = static_cast<Eigen::Index>(row), c = static_cast<Eigen::Index>(i);
-            if (shade && row >= 0 && !stage.is_masked(r, c))
+            if (shade && row >= 0 && !stage.is_masked(r, c) && !stage.is_hidden(r, c))
                 line += painted(cell, shades[level_of(stage.data(r, c), ranges[static_cast<std::size_t>(row)])]);
             else
                 line += cell;

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
 
 namespace attntrace {
 namespace {
@@ -147,7 +149,8 @@ void write_output(Writer& out, const WorkedExample& w) {
     write_projection(out, *w.output);
 }
 
-void write_scaling(Writer& out, const WorkedExample& w) {
+// Every key's division, or only key `only`'s.
+void write_scaling(Writer& out, const WorkedExample& w, std::optional<std::size_t> only = std::nullopt) {
     const std::vector<double> scores = w.additive.empty() ? [&] {
         std::vector<double> v;
         for (const auto& d : w.dots) v.push_back(d.value);
@@ -172,7 +175,8 @@ void write_scaling(Writer& out, const WorkedExample& w) {
         break;
     }
     for (std::size_t j = 0; j < scores.size(); ++j)
-        out.line(fmt::format("  {} ÷ {} = {}", out.number(scores[j]), out.number(w.divisor), out.number(w.scaled[j])));
+        if (!only || *only == j)
+            out.line(fmt::format("  {} ÷ {} = {}", out.number(scores[j]), out.number(w.divisor), out.number(w.scaled[j])));
 }
 
 // Softmax at a temperature: the scores ÷ T first.
@@ -350,6 +354,51 @@ void write_tiles(Writer& out, const WorkedExample& w) {
                              w.tiles_tolerance, w.tiles_difference));
 }
 
+// One key's score: its dot product, or its additive score with the tanh features.
+void write_score_of(Writer& out, const WorkedExample& w, std::size_t j) {
+    if (!w.additive.empty()) {
+        const WorkedAdditive& a = w.additive[j];
+        out.line(fmt::format("score of {}: e = v_a · tanh(s·W_a + h·U_a), with s_{}·W_a = {} and v_a = {}", a.key, w.query,
+                             out.vector(w.inputs.back().values), out.vector(w.v_a)));
+        out.line(fmt::format("  h_{}·U_a = {}; tanh(s·W_a + h·U_a) = tanh({}) = {}", a.key, out.vector(a.projected_key),
+                             out.vector(a.sum), out.vector(a.features)));
+        out.line(fmt::format("  e = {} = {}", out.products(w.v_a, a.features), out.number(a.value)));
+        return;
+    }
+    const WorkedDot& d = w.dots[j];
+    out.line(fmt::format("score: {} · {}, entry by entry", w.query, d.key));
+    out.line(fmt::format("  {}·{} = {} = {}", w.query, d.key, out.products(d.query, d.key_vector), out.number(d.value)));
+}
+
+// The masking of key `j` in the row: what the mask does to the row, then to this entry.
+void write_mask_of(Writer& out, const WorkedExample& w, std::size_t j) {
+    write_mask(out, w);
+    const bool visible = w.allowed.empty() || w.allowed[j];
+    out.line(visible ? fmt::format("  {} is visible, so its entry keeps the scaled score {}", w.keys[j], out.number(w.scaled[j]))
+                     : fmt::format("  {} is excluded, so its entry is −∞", w.keys[j]));
+}
+
+// Entry k of the context: the row's weights times entry k of each value vector.
+void write_context_entry(Writer& out, const WorkedExample& w, std::size_t k) {
+    const bool pair = mode_spec(w.mode).reads_pair;
+    out.line(fmt::format("context entry {}: each weight times entry {} of {}, summed", k + 1, k + 1,
+                         pair ? "its encoder state" : "its value vector"));
+    std::vector<double> entries;
+    for (const auto& v : w.values) entries.push_back(v.values[k]);
+    out.line(fmt::format("  {} = {}", out.products(w.weights, entries), out.number(w.context[k])));
+}
+
+// Entry k of the output row: the context row (the heads' side by side) times column k of W_o.
+void write_output_entry(Writer& out, const WorkedExample& w, std::size_t k) {
+    const WorkedProjection& p = *w.output;
+    out.line(fmt::format("{} = {} = {}", p.input_label, w.head ? "the heads' context rows side by side" : "the context row",
+                         out.vector(p.input)));
+    out.line(fmt::format("  entry {} of {} = {} times column {} of {} {}{}", k + 1, p.output, p.input_label, k + 1, p.matrix,
+                         out.vector(p.columns[k]), p.bias.empty() ? "" : ", plus entry " + std::to_string(k + 1) + " of " + p.bias_name));
+    out.line(fmt::format("  = {}{} = {}", out.products(p.input, p.columns[k]),
+                         p.bias.empty() ? "" : " + " + out.factor(p.bias[k]), out.number(p.result[k])));
+}
+
 }  // namespace
 
 std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
@@ -371,6 +420,39 @@ std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
     write_context(out, w);
     write_tiles(out, w);
     write_output(out, w);
+    return out.take();
+}
+
+}  // namespace attntrace
+
+namespace attntrace {
+
+std::vector<std::string> worked_entry_lines(const WorkedExample& w, StageId stage, std::size_t col, int digits) {
+    Writer out(digits);
+    switch (stage) {
+    case StageId::scores: write_score_of(out, w, col); break;
+    case StageId::scaled:
+        write_score_of(out, w, col);
+        write_scaling(out, w, col);
+        break;
+    case StageId::masked: write_mask_of(out, w, col); break;
+    case StageId::weights:
+        write_mask(out, w);
+        write_temperature(out, w);
+        write_weights(out, w);
+        break;
+    case StageId::context: write_context_entry(out, w, col); break;
+    case StageId::output:
+        if (w.output) write_output_entry(out, w, col);
+        break;
+    default: break;
+    }
+    return out.take();
+}
+
+std::vector<std::string> projection_lines(const WorkedProjection& projection, int digits) {
+    Writer out(digits);
+    write_projection(out, projection);
     return out.take();
 }
 

@@ -10,4 +10,14 @@ namespace attntrace {
 
 std::vector<std::string> worked_lines(const WorkedExample& worked, int digits);
 
+// The arithmetic behind one entry of the worked row, for the quiz's feedback: of `stage` at
+// column `col`. Scores: that key's dot product (or its additive score with the tanh features);
+// scaled: that score and its division; masked: the row's mask and what it leaves of this
+// entry; weights: the row's mask and normalisation (a weight needs every score of its row);
+// context and output: entry `col` as a sum of products. Empty for other stages.
+std::vector<std::string> worked_entry_lines(const WorkedExample& worked, StageId stage, std::size_t col, int digits);
+
+// One projected vector written out entry by entry (q_i = x_i·W_q …).
+std::vector<std::string> projection_lines(const WorkedProjection& projection, int digits);
+
 }  // namespace attntrace

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <csignal>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <fcntl.h>
@@ -278,6 +279,56 @@ Result run_in_terminal(const std::vector<std::string>& args, const std::map<std:
     Result result;
     char buffer[4096];
     for (ssize_t n; (n = ::read(master, buffer, sizeof buffer)) > 0;) result.out.append(buffer, static_cast<std::size_t>(n));
+    ::close(master);
+    result.exit_code = wait_for(pid);
+    return result;
+}
+
+Result run_typing_in_terminal(const std::vector<std::string>& args, const std::string& prompt,
+                              const std::vector<std::string>& typed, const std::map<std::string, std::string>& env,
+                              int timeout_ms) {
+    const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0)
+        throw std::runtime_error("no pseudo-terminal");
+    const int terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY);
+    struct winsize size {};
+    size.ws_col = 200;
+    size.ws_row = 50;
+    ::ioctl(terminal, TIOCSWINSZ, &size);
+    Command command(with_binary(args), env);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, terminal, 0);
+    posix_spawn_file_actions_adddup2(&actions, terminal, 1);
+    posix_spawn_file_actions_adddup2(&actions, terminal, 2);
+    pid_t pid = 0;
+    const int spawned = posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(terminal);
+    if (spawned != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(spawned));
+    Result result;
+    std::size_t sent = 0, seen = 0, searched = 0;
+    char buffer[4096];
+    while (true) {
+        struct pollfd ready {master, POLLIN, 0};
+        if (::poll(&ready, 1, timeout_ms) <= 0) {  // silent too long: stuck waiting for input
+            ::kill(pid, SIGKILL);
+            break;
+        }
+        const ssize_t n = ::read(master, buffer, sizeof buffer);
+        if (n <= 0) break;  // EIO: every copy of the terminal is closed, attntrace has ended
+        result.out.append(buffer, static_cast<std::size_t>(n));
+        for (std::size_t at; (at = result.out.find(prompt, searched)) != std::string::npos;) {
+            searched = at + prompt.size();
+            ++seen;
+        }
+        while (sent < seen && sent < typed.size()) {
+            const std::string keys = typed[sent] == "\x04" ? typed[sent] : typed[sent] + "\n";
+            if (::write(master, keys.data(), keys.size()) != static_cast<ssize_t>(keys.size()))
+                throw std::runtime_error("cannot type on the pseudo-terminal");
+            ++sent;
+        }
+    }
     ::close(master);
     result.exit_code = wait_for(pid);
     return result;

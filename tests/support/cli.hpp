@@ -61,6 +61,15 @@ Result run_into_closed_pipe(const std::vector<std::string>& args, bool ignore_si
 // returns what the terminal received, in `out`. `env` as for run().
 Result run_in_terminal(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
 
+// The same with standard input on the terminal too, and someone typing: each time `prompt`
+// appears once more in what attntrace writes, the next of `typed` is typed, followed by Enter
+// ("\x04" alone is Ctrl-D, the end of input, typed without Enter). `out` holds the whole
+// screen: attntrace's output with the typed lines echoed by the terminal where they were typed.
+// Gives up (and kills attntrace) after `timeout_ms` without output.
+Result run_typing_in_terminal(const std::vector<std::string>& args, const std::string& prompt,
+                              const std::vector<std::string>& typed,
+                              const std::map<std::string, std::string>& env = {}, int timeout_ms = 20000);
+
 // A file in a fresh temporary folder, removed with the object.
 class TempFile {
 public:
