@@ -1,5 +1,6 @@
 // The built binary as a user runs it: output, exit codes, and the stderr/stdout rules.
 #include "support/cli.hpp"
+#include "support/error_line.hpp"
 #include "support/schema.hpp"
 
 #include "support/catch.hpp"
@@ -16,21 +17,6 @@ using Catch::Contains;
 using Catch::StartsWith;
 using nlohmann::json;
 
-namespace {
-
-// One error line on stderr, nothing on stdout, no exception or abort text.
-void require_clean_error(const cli::Result& r, int code, const std::string& fragment) {
-    INFO("stderr: " << r.err);
-    CHECK(r.exit_code == code);
-    CHECK(r.out.empty());
-    CHECK_THAT(r.err, StartsWith("attntrace: error: "));
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    CHECK(r.err.back() == '\n');
-    CHECK_THAT(r.err, Contains(fragment));
-    CHECK_THAT(r.err, !Contains("json.exception") && !Contains("terminate") && !Contains("what()"));
-}
-
-}  // namespace
 
 TEST_CASE("with no arguments attntrace traces the journey example", "[cli]") {
     const auto r = cli::run({});
@@ -138,24 +124,24 @@ TEST_CASE("the thread count (--threads) does not change a byte of the output", "
 }
 
 TEST_CASE("usage errors exit 2 with one line on stderr", "[cli][errors]") {
-    require_clean_error(cli::run({"--bogus"}), 2, "--bogus");
-    require_clean_error(cli::run({"--mode", "nonsense"}), 2, "--mode: \"nonsense\" is not one of plain, self, causal, bahdanau");
-    require_clean_error(cli::run({"--digits", "-3"}), 2, "--digits");
-    require_clean_error(cli::run({"--digits", "x"}), 2, "--digits");
-    require_clean_error(cli::run({"--format", "xml"}), 2, "--format");
-    require_clean_error(cli::run({"--threads", "0"}), 2, "--threads");
-    require_clean_error(cli::run({"--stage", "softmax"}), 2, "no stage named \"softmax\"");
-    require_clean_error(cli::run({"--stage", "softmax", "/nonexistent.json"}), 2, "no stage named \"softmax\"");
-    require_clean_error(cli::run({"--stage", "encoder_states"}), 2, "no stage \"encoder_states\" in mode plain");
-    require_clean_error(cli::run({"--seed", "-1"}), 2, "--seed: expected a whole number");
-    require_clean_error(cli::run({"--seed", "99999999999999999999"}), 2, "--seed: expected a whole number");
-    require_clean_error(cli::run({"--width", "-5"}), 2, "--width");
-    require_clean_error(cli::run({"--dim", "2"}), 2, "plain mode has none");
-    require_clean_error(cli::run({"--list-examples", "--example", "x"}), 2, "excludes");
-    require_clean_error(cli::run({"--example", "nope"}), 2, "no example named \"nope\"");
-    require_clean_error(cli::run({"a.json", "--example", "your_journey"}), 2, "excludes");
+    cli::require_error_line(cli::run({"--bogus"}), 2, "--bogus");
+    cli::require_error_line(cli::run({"--mode", "nonsense"}), 2, "--mode: \"nonsense\" is not one of plain, self, causal, bahdanau");
+    cli::require_error_line(cli::run({"--digits", "-3"}), 2, "--digits");
+    cli::require_error_line(cli::run({"--digits", "x"}), 2, "--digits");
+    cli::require_error_line(cli::run({"--format", "xml"}), 2, "--format");
+    cli::require_error_line(cli::run({"--threads", "0"}), 2, "--threads");
+    cli::require_error_line(cli::run({"--stage", "softmax"}), 2, "no stage named \"softmax\"");
+    cli::require_error_line(cli::run({"--stage", "softmax", "/nonexistent.json"}), 2, "no stage named \"softmax\"");
+    cli::require_error_line(cli::run({"--stage", "encoder_states"}), 2, "no stage \"encoder_states\" in mode plain");
+    cli::require_error_line(cli::run({"--seed", "-1"}), 2, "--seed: expected a whole number");
+    cli::require_error_line(cli::run({"--seed", "99999999999999999999"}), 2, "--seed: expected a whole number");
+    cli::require_error_line(cli::run({"--width", "-5"}), 2, "--width");
+    cli::require_error_line(cli::run({"--dim", "2"}), 2, "plain mode has none");
+    cli::require_error_line(cli::run({"--list-examples", "--example", "x"}), 2, "excludes");
+    cli::require_error_line(cli::run({"--example", "nope"}), 2, "no example named \"nope\"");
+    cli::require_error_line(cli::run({"a.json", "--example", "your_journey"}), 2, "excludes");
     cli::TempFile with_weights(R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"query": [[1]], "key": [[1]], "value": [[1]]}})");
-    require_clean_error(cli::run({with_weights.path(), "-m", "self", "--dim", "2"}), 2,
+    cli::require_error_line(cli::run({with_weights.path(), "-m", "self", "--dim", "2"}), 2,
                         "--dim sets the size of generated weights");
 }
 
@@ -236,8 +222,8 @@ TEST_CASE("every example in the help of every command runs as shown", "[cli][hel
 }
 
 TEST_CASE("a missing file or a directory is a data error", "[cli][errors]") {
-    require_clean_error(cli::run({"/nonexistent/input.json"}), 1, "cannot read /nonexistent/input.json: No such file");
-    require_clean_error(cli::run({"/"}), 1, "cannot read /: it is a directory");
+    cli::require_error_line(cli::run({"/nonexistent/input.json"}), 1, "cannot read /nonexistent/input.json: No such file");
+    cli::require_error_line(cli::run({"/"}), 1, "cannot read /: it is a directory");
 }
 
 namespace {
@@ -309,17 +295,17 @@ TEST_CASE("a reader that goes away ends attntrace quietly", "[cli][pipe]") {
 
 TEST_CASE("inputs that would be silently misread are refused", "[cli][errors]") {
     cli::TempFile duplicate(R"({"sentence": "a", "embeddings": {"a": [1, 2], "a": [3]}})");
-    require_clean_error(cli::run({duplicate.path()}), 1, "/embeddings/a: duplicate key \"a\"");
+    cli::require_error_line(cli::run({duplicate.path()}), 1, "/embeddings/a: duplicate key \"a\"");
     cli::TempFile duplicate_mode(R"({"mode": "self", "mode": "causal", "sentence": "a", "embeddings": {"a": [1]}})");
-    require_clean_error(cli::run({duplicate_mode.path()}), 1, "/mode: duplicate key \"mode\"");
-    require_clean_error(cli::run({"-"}, std::string("{\"sentence\":\"a\",\"embeddings\":{\"a\":[1]}}\0garbage", 47)), 1,
+    cli::require_error_line(cli::run({duplicate_mode.path()}), 1, "/mode: duplicate key \"mode\"");
+    cli::require_error_line(cli::run({"-"}, std::string("{\"sentence\":\"a\",\"embeddings\":{\"a\":[1]}}\0garbage", 47)), 1,
                         "<stdin>:1:40: invalid JSON: a NUL byte");
     cli::TempFile control(R"({"tokens": ["a\nb", "c"], "embeddings": [[1], [2]]})");
-    require_clean_error(cli::run({control.path()}), 1, "/tokens/0: control or formatting character U+000A");
+    cli::require_error_line(cli::run({control.path()}), 1, "/tokens/0: control or formatting character U+000A");
     cli::TempFile escape(R"({"sentence": "a \u001b[31m b", "embeddings": [[1], [2], [3]]})");
-    require_clean_error(cli::run({escape.path()}), 1, "/sentence: control or formatting character U+001B");
+    cli::require_error_line(cli::run({escape.path()}), 1, "/sentence: control or formatting character U+001B");
     cli::TempFile located(R"({"description": "see 1e400", "sentence": "a",)" "\n" R"("embeddings": {"a": [1e400]}})");
-    require_clean_error(cli::run({located.path()}), 1, ":2:22: number out of range: 1e400");
+    cli::require_error_line(cli::run({located.path()}), 1, ":2:22: number out of range: 1e400");
 }
 
 TEST_CASE("sum normalisation from the command line", "[cli]") {
@@ -335,13 +321,13 @@ TEST_CASE("sum normalisation from the command line", "[cli]") {
     CHECK_THAT(note.out, Contains("note: some scores are negative"));
 
     cli::TempFile overflow(R"({"tokens": ["a", "b"], "embeddings": [[1e154, 0], [1e154, 0]]})");
-    require_clean_error(cli::run({overflow.path(), "--normalize", "sum"}), 1,
+    cli::require_error_line(cli::run({overflow.path(), "--normalize", "sum"}), 1,
                         "the scores of \"a\" (row 1) sum to inf, not a finite positive number");
 }
 
 TEST_CASE("an overflow names the stage and the entry", "[cli][errors]") {
     cli::TempFile file(R"({"sentence": "tiny huge", "embeddings": {"tiny": [1e10, 1e10], "huge": [1e300, 1e300]}})");
-    require_clean_error(cli::run({file.path()}), 1,
+    cli::require_error_line(cli::run({file.path()}), 1,
                         "the scores stage overflows: the entry for \"tiny\" (row 1) and \"huge\" (column 2) is inf");
 }
 

@@ -4,6 +4,7 @@
 // program's output: right ones must be graded right, and a number made by a known mistake must
 // be named as that mistake.
 #include "support/cli.hpp"
+#include "support/error_line.hpp"
 #include "support/naive.hpp"
 
 #include "support/catch.hpp"
@@ -446,13 +447,7 @@ TEST_CASE("quiz reads answers from a pipe and ends early with the score when the
 
 TEST_CASE("quiz refuses bad choices and bad answers files with one error line", "[quiz][errors]") {
     const auto refused = [](const std::vector<std::string>& args, int code, const std::string& message) {
-        const auto r = cli::run(args);
-        INFO(r.err);
-        CHECK(r.exit_code == code);
-        CHECK(r.out.empty());
-        CHECK(r.err.rfind("attntrace: error: ", 0) == 0);
-        CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-        CHECK_THAT(r.err, Contains(message));
+        cli::require_error_line(cli::run(args), code, message);
     };
     refused({"quiz", "--mode", "plain", "--stage", "scaled"}, 2, "no question fits");
     refused({"quiz", "--example", "black_cat_fr", "--mode", "causal"}, 2, "black_cat_fr cannot be traced in mode causal");

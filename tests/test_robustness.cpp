@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "render/shading.hpp"
 #include "support/cli.hpp"
+#include "support/error_line.hpp"
 #include "support/limited.hpp"
 #include "support/output_checks.hpp"
 #include "util/memory.hpp"
@@ -29,15 +30,6 @@ using namespace attntrace;
 
 namespace {
 
-void require_error_line(const cli::Result& r, int code, const std::string& text) {
-    INFO(r.err);
-    CHECK(r.exit_code == code);
-    CHECK(r.out.empty());
-    CHECK(r.err.rfind("attntrace: error: ", 0) == 0);
-    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
-    CHECK_THAT(r.err, Contains(text));
-}
-
 double cosine_by_hand(const std::vector<double>& a, const std::vector<double>& b) {
     // In long double, whose range holds 1e300² and 1e-200²: the reference needs no scaling.
     long double dot = 0, aa = 0, bb = 0;
@@ -59,7 +51,7 @@ TEST_CASE("similarity of vectors near the ends of the double range", "[robustnes
     // a · a = 2e600 is beyond the double range: refused like an overflowing score, in colour too.
     cli::TempFile huge(words_input("[1e300, 1e300]", "[1, 1]"));
     for (const std::string colour : {"never", "always"})
-        require_error_line(cli::run({"similarity", huge.path(), "--color", colour}), 1,
+        cli::require_error_line(cli::run({"similarity", huge.path(), "--color", colour}), 1,
                            "the dot product of \"a\" and \"a\" overflows");
 
     // 1e-200 vectors: every dot product underflows to 0, yet the cosines are exact.
@@ -110,7 +102,7 @@ TEST_CASE("compare measures long context vectors without overflow and refuses wh
     CHECK(output_checks::number_problem(text.out).empty());
     // 1.5e308 in both coordinates: the length, 2.1e308, is beyond the double range.
     cli::TempFile c(input("1.5e308")), d(input("1.5e308"));
-    require_error_line(cli::run({"compare", c.path(), d.path(), "--token", "a", "-m", "self"}), 1,
+    cli::require_error_line(cli::run({"compare", c.path(), d.path(), "--token", "a", "-m", "self"}), 1,
                        "the context vectors of \"a\" are too large to compare");
 }
 
@@ -119,7 +111,7 @@ TEST_CASE("running out of memory is one error line, never an abort or partial ou
     limited::Limits tight;
     tight.address_space = 400ul << 20;
     // The default limit follows ulimit -v: refused before anything large is made.
-    require_error_line(limited::run({input.path(), "-f", "json"}, tight), 1,
+    cli::require_error_line(limited::run({input.path(), "-f", "json"}, tight), 1,
                        "more than the default --max-memory");
     const auto guarded = limited::run({input.path(), "-f", "json"}, tight);
     CHECK_THAT(guarded.err, Contains("what ulimit -v leaves"));
@@ -136,7 +128,7 @@ TEST_CASE("running out of memory is one error line, never an abort or partial ou
               {input.path(), "--summary", "--stage", "context", "-f", "json", "--max-memory", "1T"}}) {
             const auto r = limited::run(args, limits);
             if (r.exit_code == 0) continue;  // the summary may fit
-            require_error_line(r, 1, "out of memory");
+            cli::require_error_line(r, 1, "out of memory");
         }
     }
 }
@@ -156,13 +148,13 @@ TEST_CASE("a mapped input shortened while it is read is an error, not SIGBUS", "
 }
 
 TEST_CASE("what the environment asks of OpenMP is checked before any thread starts", "[robustness][threads]") {
-    require_error_line(cli::run({"-s", "weights"}, "", {{"OMP_NUM_THREADS", "65536"}}), 2,
+    cli::require_error_line(cli::run({"-s", "weights"}, "", {{"OMP_NUM_THREADS", "65536"}}), 2,
                        "OMP_NUM_THREADS asks for 65536 threads, more than attntrace runs (1024)");
     CHECK(cli::run({"-s", "weights", "--threads", "2"}, "", {{"OMP_NUM_THREADS", "65536"}}).exit_code == 0);
     CHECK(cli::run({"-s", "weights"}, "", {{"OMP_NUM_THREADS", "4,2"}}).exit_code == 0);
-    require_error_line(cli::run({"-s", "weights"}, "", {{"OMP_STACKSIZE", "32k"}}), 2,
+    cli::require_error_line(cli::run({"-s", "weights"}, "", {{"OMP_STACKSIZE", "32k"}}), 2,
                        "OMP_STACKSIZE=32k gives each thread less stack than attntrace's kernels need");
-    require_error_line(cli::run({"similarity", "example:fruit_and_pets"}, "", {{"GOMP_STACKSIZE", "100000B"}}), 2,
+    cli::require_error_line(cli::run({"similarity", "example:fruit_and_pets"}, "", {{"GOMP_STACKSIZE", "100000B"}}), 2,
                        "GOMP_STACKSIZE");
     CHECK(cli::run({"-s", "weights"}, "", {{"OMP_STACKSIZE", "2M"}}).exit_code == 0);
 
@@ -174,7 +166,7 @@ TEST_CASE("what the environment asks of OpenMP is checked before any thread star
     CHECK(limited::run({input.path(), "--summary"}, soft).exit_code == 0);
     limited::Limits hard;
     hard.stack_soft = hard.stack_hard = 128ul << 10;
-    require_error_line(limited::run({input.path(), "--summary"}, hard), 2, "the stack limit (ulimit -s) is 128.0 KiB");
+    cli::require_error_line(limited::run({input.path(), "--summary"}, hard), 2, "the stack limit (ulimit -s) is 128.0 KiB");
 
     CHECK(parse_omp_stacksize("32k") == 32u << 10);
     CHECK(parse_omp_stacksize("32") == 32u << 10);  // K when no unit is given
@@ -190,9 +182,9 @@ TEST_CASE("nothing from the input can act on a terminal", "[robustness][labels]"
                                      {"bidi override", std::string("a\\u202eb")}, {"bidi isolate", std::string("a\\u2066b")}}) {
         INFO(name);
         cli::TempFile input(R"({"sentence": "x", "embeddings": {"x": [1], ")" + word + R"(": [2]}})");
-        require_error_line(cli::run({"similarity", input.path()}), 1, "control or formatting character U+");
+        cli::require_error_line(cli::run({"similarity", input.path()}), 1, "control or formatting character U+");
         cli::TempFile token(R"({"tokens": ["x", ")" + word + R"("], "embeddings": [[1], [2]]})");
-        require_error_line(cli::run({token.path()}), 1, "/tokens/1: control or formatting character U+");
+        cli::require_error_line(cli::run({token.path()}), 1, "/tokens/1: control or formatting character U+");
     }
     // A file name with a C1 control and a bidi override: escaped in the heading and in errors.
     const std::string name = "odd\u009b31m\u202ename.json";
@@ -238,14 +230,14 @@ TEST_CASE("error messages quote input within bounds", "[robustness][errors]") {
     }
     cli::TempFile many(R"({"tokens": [)" + tokens + R"(], "embeddings": [)" + rows + "]}");
     const auto miss = cli::run({many.path(), "-q", "nothing", "-f", "json"});
-    require_error_line(miss, 2, "(tokens: t0, t1,");
+    cli::require_error_line(miss, 2, "(tokens: t0, t1,");
     CHECK_THAT(miss.err, Contains("… (99992 more)"));
     CHECK(miss.err.size() < 2000);
     // An unknown word and a key of a megabyte each.
     const std::string long_word(1 << 20, 'w');
     cli::TempFile unknown(R"({"sentence": ")" + long_word + R"(", "embeddings": {")" + std::string(1 << 20, 'k') + R"(": [1]}})");
     const auto r = cli::run({unknown.path()});
-    require_error_line(r, 1, "unknown word \"wwww");
+    cli::require_error_line(r, 1, "unknown word \"wwww");
     CHECK(r.err.size() < 2000);
     // An argument of a megabyte echoed by the option parser.
     const auto echoed = cli::run({"--mode", std::string(100000, 'm')});  // an argument may be 128 KiB at most
@@ -259,11 +251,11 @@ TEST_CASE("suggestions for long unknown words are bounded work", "[robustness][e
     const std::string word(200000, 'a'), key(200000, 'b');
     cli::TempFile input(R"({"sentence": ")" + word + R"(", "embeddings": {")" + key + R"(": [1]}})");
     const auto r = cli::run({input.path()});
-    require_error_line(r, 1, "has no vector for it");
+    cli::require_error_line(r, 1, "has no vector for it");
     CHECK_THAT(r.err, !Contains("closest known words"));
     // Short words still get their suggestion.
     cli::TempFile typo(R"({"sentence": "jorney", "embeddings": {"journey": [1], "step": [2]}})");
-    require_error_line(cli::run({typo.path()}), 1, "closest known words: journey");
+    cli::require_error_line(cli::run({typo.path()}), 1, "closest known words: journey");
 }
 
 TEST_CASE("reading is charged against --max-memory and stays within a small factor of the input", "[robustness][memory][resources]") {
@@ -292,7 +284,7 @@ TEST_CASE("reading is charged against --max-memory and stays within a small fact
                      << tokens << " tokens: " << bytes / static_cast<double>(text.size()) << "× the input");
         CHECK(bytes <= bound);
         // A limit below what reading needs stops it while it reads.
-        require_error_line(cli::run({input.path(), "--summary", "--max-memory", "4M"}), 1,
+        cli::require_error_line(cli::run({input.path(), "--summary", "--max-memory", "4M"}), 1,
                            "reading it needs more than --max-memory 4.0 MiB");
     }
 }
@@ -336,12 +328,12 @@ TEST_CASE("work estimated to take longer than --max-time is refused with the est
     for (int i = 0; i < (1 << 20); ++i) sentence += i ? " a" : "a";
     cli::TempFile input(R"({"sentence": ")" + sentence + R"(", "embeddings": {"a": [1]}})");
     const auto r = cli::run({input.path(), "--threads", "1"});  // the estimate is per thread count
-    require_error_line(r, 1, "the summary of 1048576 tokens takes about");
+    cli::require_error_line(r, 1, "the summary of 1048576 tokens takes about");
     CHECK_THAT(r.err, Contains("more than --max-time 5.0 min") && Contains("--max-time 0 accepts long work"));
     // A full trace names the faster path.
     cli::TempFile medium(cli::run({"generate", "--tokens", "3000", "--dim", "8"}).out);
     const auto trace = cli::run({medium.path(), "-f", "json", "--max-time", "1s"});
-    require_error_line(trace, 1, "a full trace of this input takes about");
+    cli::require_error_line(trace, 1, "a full trace of this input takes about");
     CHECK_THAT(trace.err, Contains("--summary is much faster, or --max-time 0 accepts long work"));
     CHECK(cli::run({medium.path(), "--summary", "--max-time", "1s"}).exit_code == 0);
     CHECK(cli::run({"--max-time", "soon"}).exit_code == 2);

@@ -256,7 +256,13 @@ Result run_into_closed_pipe(const std::vector<std::string>& args, bool ignore_si
     return result;
 }
 
-Result run_in_terminal(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+// Opens a pseudo-terminal 200 columns by 50 rows and spawns attntrace with `args` on it: its
+// output and errors go to the terminal, and its input too when `reads_terminal` (else
+// /dev/null). Returns the controlling side, which the caller reads and closes, and the child.
+namespace {
+
+std::pair<int, pid_t> spawn_on_terminal(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                                        bool reads_terminal) {
     const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
     if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0)
         throw std::runtime_error("no pseudo-terminal");
@@ -268,14 +274,22 @@ Result run_in_terminal(const std::vector<std::string>& args, const std::map<std:
     Command command(with_binary(args), env);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
+    if (reads_terminal) posix_spawn_file_actions_adddup2(&actions, terminal, 0);
+    else posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, terminal, 1);
     posix_spawn_file_actions_adddup2(&actions, terminal, 2);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     pid_t pid = 0;
     const int spawned = posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
     posix_spawn_file_actions_destroy(&actions);
     ::close(terminal);
     if (spawned != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(spawned));
+    return {master, pid};
+}
+
+}  // namespace
+
+Result run_in_terminal(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+    const auto [master, pid] = spawn_on_terminal(args, env, false);
     Result result;
     char buffer[4096];
     for (ssize_t n; (n = ::read(master, buffer, sizeof buffer)) > 0;) result.out.append(buffer, static_cast<std::size_t>(n));
@@ -287,25 +301,7 @@ Result run_in_terminal(const std::vector<std::string>& args, const std::map<std:
 Result run_typing_in_terminal(const std::vector<std::string>& args, const std::string& prompt,
                               const std::vector<std::string>& typed, const std::map<std::string, std::string>& env,
                               int timeout_ms) {
-    const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
-    if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0)
-        throw std::runtime_error("no pseudo-terminal");
-    const int terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY);
-    struct winsize size {};
-    size.ws_col = 200;
-    size.ws_row = 50;
-    ::ioctl(terminal, TIOCSWINSZ, &size);
-    Command command(with_binary(args), env);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, terminal, 0);
-    posix_spawn_file_actions_adddup2(&actions, terminal, 1);
-    posix_spawn_file_actions_adddup2(&actions, terminal, 2);
-    pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, command.argv[0], &actions, nullptr, command.argv.data(), command.envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(terminal);
-    if (spawned != 0) throw std::runtime_error(std::string("posix_spawn: ") + std::strerror(spawned));
+    const auto [master, pid] = spawn_on_terminal(args, env, true);
     Result result;
     std::size_t sent = 0, seen = 0, searched = 0;
     char buffer[4096];
