@@ -4,6 +4,7 @@
 // its trap, JSON inputs naming .npy files, `generate --format`, and GPT-2's own layer against
 // an implementation written here in plain loops.
 #include "support/cli.hpp"
+#include "support/limited.hpp"
 #include "support/naive.hpp"
 #include "support/trace_json.hpp"
 
@@ -15,11 +16,6 @@
 #include "support/catch.hpp"
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-
-#include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
@@ -539,28 +535,13 @@ TEST_CASE("a summary from float32 rows in place equals the summary of the same n
 
 namespace {
 
-// Peak resident memory, in MiB, of attntrace run with `args` (its output discarded): the
-// child's own maximum, from wait4.
+// Peak resident memory, in MiB, of attntrace run with `args`, measured by the small launcher
+// of support/limited.hpp (not by this large process, whose memory a child starts with).
 double peak_mib(const std::vector<std::string>& args) {
-    std::vector<std::string> words{ATTNTRACE_BINARY};
-    words.insert(words.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& w : words) argv.push_back(w.data());
-    argv.push_back(nullptr);
-    const pid_t child = ::fork();
-    if (child == 0) {
-        const int null = ::open("/dev/null", O_WRONLY);
-        ::dup2(null, STDOUT_FILENO);
-        ::dup2(null, STDERR_FILENO);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-    }
-    int status = 0;
-    struct rusage usage {};
-    REQUIRE(::wait4(child, &status, 0, &usage) == child);
-    REQUIRE(WIFEXITED(status));
-    REQUIRE(WEXITSTATUS(status) == 0);
-    return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux gives KiB
+    const limited::Result r = limited::run(args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return static_cast<double>(r.peak_kib) / 1024.0;
 }
 
 }  // namespace

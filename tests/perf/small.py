@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""The lecture example, timed as a learner runs it (docs/performance.md, "Small inputs").
+
+    /usr/bin/python3 tests/perf/small.py [--attntrace build/attntrace] [--runs 300]
+        [--python-runs 10] [--no-busy]
+
+Runs `attntrace` on the built-in example of each mode (plain and self and causal on
+your_journey, bahdanau on teacher_smiled_fr) in each format (table, json, csv, markdown; svg
+with --svg FILE), with the default two threads and with --threads 1, each under
+`hyperfine --runs N --warmup 10` while one other process keeps a core busy (a shell loop this
+script starts; --no-busy leaves it out). Then the same attention of your_journey (plain mode:
+softmax(X·Xᵀ)·X, as attntrace's default run computes it) as a NumPy script and as a PyTorch
+script, whole process, import included, and attntrace's peak resident memory
+(/usr/bin/time).
+
+Prints a markdown table, then checks the targets of issue 18: every attntrace run at most
+5 ms mean and 10 ms max, and within 20% of its --threads 1 mean (exit status 1 when one is
+missed, each miss named). A benchmark, not a test: it measures this machine as it is.
+Needs hyperfine and time (Debian's packages) and, for the Python rows, python3-numpy and python3-torch.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+NUMPY_SCRIPT = """
+import json, sys
+import numpy as np
+doc = json.load(open(sys.argv[1]))
+x = np.array([doc["embeddings"][w] for w in doc["sentence"].split()], dtype=np.float64)
+s = x @ x.T
+w = np.exp(s - s.max(axis=1, keepdims=True))
+w /= w.sum(axis=1, keepdims=True)
+print(w @ x)
+"""
+
+TORCH_SCRIPT = """
+import json, sys
+import torch
+doc = json.load(open(sys.argv[1]))
+x = torch.tensor([doc["embeddings"][w] for w in doc["sentence"].split()], dtype=torch.float64)
+print(torch.softmax(x @ x.T, dim=1) @ x)
+"""
+
+
+def hyperfine(commands, runs, warmup):
+    """{command: (mean_ms, max_ms)} for shell-free commands (lists of words)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "h.json")
+        args = ["hyperfine", "-N", "--runs", str(runs), "--warmup", str(warmup), "--export-json", out, "--style", "none"]
+        args += [" ".join(c) for c in commands]
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+        results = json.load(open(out))["results"]
+    return {tuple(c): (r["mean"] * 1000, max(r["times"]) * 1000) for c, r in zip(commands, results)}
+
+
+def peak_mib(command):
+    """Peak resident memory of `command` by /usr/bin/time, a small process: a child of this
+    Python would count the pages it shared with it before exec."""
+    result = subprocess.run(["/usr/bin/time", "-f", "%M"] + command, check=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    return int(result.stderr.strip().splitlines()[-1]) / 1024
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--attntrace", default=os.path.join(ROOT, "build", "attntrace"))
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--python-runs", type=int, default=10)
+    parser.add_argument("--no-busy", action="store_true")
+    a = parser.parse_args()
+
+    busy = None if a.no_busy else subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    svg = tempfile.TemporaryDirectory()
+    try:
+        runs = []
+        for mode, example in [("plain", "your_journey"), ("self", "your_journey"), ("causal", "your_journey"),
+                              ("bahdanau", "teacher_smiled_fr")]:
+            for fmt in ["table", "json", "csv", "markdown", "svg"]:
+                base = [a.attntrace, "--example", example, "-m", mode]
+                base += ["--svg", os.path.join(svg.name, "heatmap.svg")] if fmt == "svg" else ["-f", fmt]
+                runs.append((mode, fmt, base, base + ["--threads", "1"]))
+        timed = hyperfine([c for r in runs for c in r[2:]], a.runs, 10)
+        journey = os.path.join(ROOT, "data", "your_journey.json")
+        with tempfile.TemporaryDirectory() as tmp:
+            scripts = {}
+            for name, text in [("NumPy", NUMPY_SCRIPT), ("PyTorch", TORCH_SCRIPT)]:
+                path = os.path.join(tmp, f"{name}.py")
+                open(path, "w").write(text)
+                scripts[name] = ["/usr/bin/python3", path, journey]
+            python = hyperfine(list(scripts.values()), a.python_runs, 2)
+    finally:
+        if busy:
+            busy.kill()
+        svg.cleanup()
+    rss = peak_mib([a.attntrace])
+
+    load = "one busy process beside it" if busy else "nothing else started"
+    print(f"| run ({load}) | mean (ms) | max (ms) | --threads 1: mean (ms) | max (ms) | ratio of means |")
+    print("|---|---:|---:|---:|---:|---:|")
+    misses = []
+    for mode, fmt, two, one in runs:
+        (m2, x2), (m1, x1) = timed[tuple(two)], timed[tuple(one)]
+        print(f"| attntrace, {mode}, {fmt} | {m2:.2f} | {x2:.2f} | {m1:.2f} | {x1:.2f} | {m2 / m1:.2f} |")
+        name = f"{mode}, {fmt}"
+        if m2 > 5:
+            misses.append(f"{name}: mean {m2:.2f} ms > 5")
+        if x2 > 10:
+            misses.append(f"{name}: max {x2:.2f} ms > 10")
+        if m2 > 1.2 * m1:
+            misses.append(f"{name}: mean {m2:.2f} ms more than 20% over --threads 1 ({m1:.2f})")
+    for name, command in scripts.items():
+        m, x = python[tuple(command)]
+        print(f"| {name} script, the same attention (plain) | {m:.0f} | {x:.0f} | | | |")
+    print()
+    print(f"attntrace's peak resident memory (the built-in example, plain, a table): {rss:.1f} MiB")
+    if rss > 10:
+        misses.append(f"peak RSS {rss:.1f} MiB > 10")
+    print()
+    if misses:
+        print("missed: " + "; ".join(misses))
+        return 1
+    print("every target met")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
