@@ -4,6 +4,8 @@
 #include "core/types.hpp"
 #include "util/format.hpp"
 
+#include <fmt/compile.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -39,13 +41,16 @@ inline std::string format_compact(double value, int digits) {
 }
 
 // The shortest text that reads back as the same number: of a double for float64 traces, of
-// a float for float32 traces (whose values are floats widened to double).
+// a float for float32 traces (whose values are floats widened to double). fmt's "{}", compiled
+// (FMT_COMPILE) and written into a small array first: the same bytes as the formatting engine
+// gives, without parsing the format or going through a buffer for a back-inserter, which cost
+// more than the digits themselves in a large JSON trace (docs/performance.md).
 template <typename Out>
 void append_exact(Out& out, double value, Dtype dtype) {
-    if (dtype == Dtype::float32)
-        fmt::format_to(std::back_inserter(out), "{}", static_cast<float>(value));
-    else
-        fmt::format_to(std::back_inserter(out), "{}", value);
+    char text[32];  // the longest, "-2.2250738585072014e-308", has 24
+    const char* end = dtype == Dtype::float32 ? fmt::format_to(text, FMT_COMPILE("{}"), static_cast<float>(value))
+                                              : fmt::format_to(text, FMT_COMPILE("{}"), value);
+    out.append(static_cast<const char*>(text), end);
 }
 
 }  // namespace attntrace

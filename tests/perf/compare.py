@@ -13,6 +13,19 @@ For each mode (self, causal), dtype and thread count it times
     matmul on the n×n matrix, compute only, loading excluded), same file, same threads;
 then checks that all three agree (the last query's top keys and weights, context rows), and
 measures attntrace's peak resident memory for a causal summary of --memory-tokens tokens.
+
+Then, with --round2 (issue 18's report, docs/performance.md), in the same run:
+  - the lecture example in every mode and format beside a busy process (tests/perf/small.py);
+  - the bound: this machine's BLAS GEMM rate (numpy, square 2048³, best of 5) and exp rate
+    (torch.exp over 8192² numbers), so that attention's 4·n²·d operations (2·n²·d causal) and
+    its n² exponentials (n²/2) take at least bound = flops / GEMM + exps / exp; the streaming
+    path's compute time (`attntrace bench`, median of 3) and PyTorch's (baseline.py) as
+    fractions of it, for n = 4096, 8192, 16384 (self and causal, float32 and float64) and for
+    d = 128 at n = 8192;
+  - n = 131072 causal --summary, whole process: time and peak memory;
+  - the full trace as JSON, n = 2048 causal: time, size and MB/s, against the same trace with
+    only the context written (the computing and a little formatting);
+and checks issue 18's thresholds (exit status 1 when one is missed, each named).
 Prints a markdown report on stdout.
 """
 import argparse
@@ -97,6 +110,116 @@ def agreement(summary, base, dtype):
     return worst
 
 
+def machine_rates(threads):
+    """GEMM GFLOP/s (numpy, BLAS) and exp per second (torch) for float32 and float64."""
+    script = """
+import json, time, numpy as np, torch
+out = {}
+for name, dt, tdt in (("float32", np.float32, torch.float32), ("float64", np.float64, torch.float64)):
+    a = np.random.rand(2048, 2048).astype(dt); b = np.random.rand(2048, 2048).astype(dt)
+    best = 1e9
+    for _ in range(6):
+        t = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t)
+    x = torch.rand(8192 * 8192, dtype=tdt)
+    torch.exp(x); e = 1e9
+    for _ in range(3):
+        t = time.perf_counter(); torch.exp(x); e = min(e, time.perf_counter() - t)
+    out[name] = {"gemm_gflops": 2 * 2048 ** 3 / best / 1e9, "exp_per_s": 8192 * 8192 / e}
+print(json.dumps(out))
+"""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    return json.loads(subprocess.run(["/usr/bin/python3", "-c", script], check=True, capture_output=True, text=True,
+                                     env=env).stdout)
+
+
+def bound_seconds(rates, n, d, mode, dtype):
+    causal = mode == "causal"
+    flops = (2 if causal else 4) * n * n * d
+    exps = n * n / (2 if causal else 1)
+    return flops / (rates[dtype]["gemm_gflops"] * 1e9) + exps / rates[dtype]["exp_per_s"]
+
+
+def streaming_seconds(binary, sizes, d, threads):
+    """{(n, mode, dtype): compute seconds} of the streaming path, from attntrace bench."""
+    out = json.loads(run_output([binary, "bench", "--sizes", ",".join(map(str, sizes)), "--dim", str(d), "--modes",
+                                 "self,causal", "--dtypes", "float32,float64", "--threads", str(threads), "--paths",
+                                 "streaming", "--repeats", "3", "--max-time", "0", "-f", "json"]))
+    return {(r["n"], r["mode"], r["dtype"]): r["seconds"] for r in out["runs"]}
+
+
+def time_and_peak(command):
+    """Wall seconds and peak MiB of one run, by /usr/bin/time (a small process)."""
+    result = subprocess.run(["/usr/bin/time", "-f", "%e %M"] + command, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, check=True)
+    wall, kib = result.stderr.strip().splitlines()[-1].split()
+    return float(wall), int(kib) / 1024
+
+
+def round2(binary, folder, threads, small_runs):
+    """Issue 18's report: markdown lines and the thresholds missed."""
+    sys.path.insert(0, HERE)
+    import small  # noqa: E402  (beside this file)
+    lines, misses = [], []
+
+    lines += ["### The lecture example", ""]
+    small_lines, small_misses, rss = small.small_report(binary, small_runs, 10)
+    lines += small_lines + ["", f"Peak resident memory of `attntrace` on the built-in example: {rss:.1f} MiB.", ""]
+    misses += small_misses
+
+    rates = machine_rates(threads)
+    lines += ["### The bound", "",
+              f"BLAS GEMM (numpy, 2048³, best of 6, {threads} threads): float32 {rates['float32']['gemm_gflops']:.1f}, "
+              f"float64 {rates['float64']['gemm_gflops']:.1f} GFLOP/s; exp (torch.exp over 8192² numbers, best of 3): "
+              f"float32 {rates['float32']['exp_per_s'] / 1e9:.2f}, float64 {rates['float64']['exp_per_s'] / 1e9:.2f} "
+              "G/s.", "",
+              "| n | d | mode | dtype | bound (s) | attntrace streaming (s) | of bound | PyTorch compute (s) | of bound |",
+              "|---:|---:|---|---|---:|---:|---:|---:|---:|"]
+    for d, sizes in ((64, (4096, 8192, 16384)), (128, (8192,))):
+        streamed = streaming_seconds(binary, sizes, d, threads)
+        for n in sizes:
+            path = os.path.join(folder, f"bound_{n}_{d}.json")
+            subprocess.run([binary, "generate", "--tokens", str(n), "--dim", str(d), "-o", path], check=True)
+            for mode in ("self", "causal"):
+                for dtype in ("float32", "float64"):
+                    bound = bound_seconds(rates, n, d, mode, dtype)
+                    ours = streamed[(n, mode, dtype)]
+                    command = [sys.executable, os.path.join(HERE, "baseline.py"), path, "--mode", mode, "--dtype", dtype,
+                               "--threads", str(threads), "--warmup", "1", "--repeats", "3", "--backend", "torch",
+                               "--format", "json"]
+                    base = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+                    torch_s = base["backends"]["torch"]["median_s"]
+                    lines.append(f"| {n} | {d} | {mode} | {dtype} | {bound:.4f} | {ours:.4f} | {bound / ours:.0%} | "
+                                 f"{torch_s:.4f} | {bound / torch_s:.0%} |")
+                    if bound / ours < 0.7:
+                        misses.append(f"streaming, n = {n}, d = {d}, {mode}, {dtype}: {bound / ours:.0%} of the bound < 70%")
+            os.remove(path)
+
+    lines += ["", "### 131,072 tokens", "", "| n | mode | dtype | wall (s) | peak (MiB) |", "|---:|---|---|---:|---:|"]
+    long_path = os.path.join(folder, "long.json")
+    subprocess.run([binary, "generate", "--tokens", "131072", "--dim", "64", "-o", long_path], check=True)
+    for dtype in ("float64", "float32"):
+        wall, peak = time_and_peak([binary, long_path, "--summary", "-m", "causal", "--dtype", dtype, "--threads",
+                                    str(threads)])
+        lines.append(f"| 131072 | causal | {dtype} | {wall:.1f} | {peak:.0f} |")
+        if wall > 30:
+            misses.append(f"131072 causal {dtype}: {wall:.1f} s > 30")
+        if peak > 1024:
+            misses.append(f"131072 causal {dtype}: {peak:.0f} MiB > 1024")
+    os.remove(long_path)
+
+    lines += ["", "### The full trace as JSON", "",
+              "| n | mode | output | wall (s) | written (MB) | MB/s | peak (MiB) |", "|---:|---|---|---:|---:|---:|---:|"]
+    trace_path = os.path.join(folder, "trace.json")
+    subprocess.run([binary, "generate", "--tokens", "2048", "--dim", "64", "-o", trace_path], check=True)
+    out_path = os.path.join(folder, "out.json")
+    for label, extra in (("every stage", []), ("the context only", ["-s", "context"])):
+        wall, peak = time_and_peak([binary, trace_path, "-m", "causal", "-f", "json", "--threads", str(threads),
+                                    "-o", out_path] + extra)
+        size = os.path.getsize(out_path) / 1e6
+        lines.append(f"| 2048 | causal | {label} | {wall:.2f} | {size:.1f} | {size / wall:.0f} | {peak:.0f} |")
+    return lines, misses
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--attntrace", default=os.path.join(HERE, "..", "..", "build", "attntrace"))
@@ -107,6 +230,8 @@ def main():
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--memory-tokens", type=int, default=65536)
+    p.add_argument("--round2", action="store_true", help="issue 18's report and thresholds as well")
+    p.add_argument("--small-runs", type=int, default=300)
     args = p.parse_args()
     binary = os.path.abspath(args.attntrace)
 
@@ -134,6 +259,9 @@ def main():
         rss = {dtype: peak_rss_kib([binary, memory_path, "--summary", "-m", "causal", "--dtype", dtype])
                for dtype in ("float32", "float64")}
         size_mib = os.path.getsize(memory_path) / 2**20
+        os.remove(memory_path)
+        top_threads = max(int(t) for t in args.threads.split(","))
+        extra, misses = round2(binary, folder, top_threads, args.small_runs) if args.round2 else ([], [])
 
     m = rows[0]["machine"]
     lib = rows[0]["libraries"]
@@ -159,7 +287,20 @@ def main():
                 print(f"- {dtype}, {mode}: {top} threads are {pick[(mode, 1)] / pick[(mode, top)]:.2f}× faster than 1")
     print(f"- peak resident memory, causal --summary of {args.memory_tokens} tokens × {args.dim} "
           f"(a {size_mib:.0f} MiB file): float32 {rss['float32'] / 1024:.0f} MiB, float64 {rss['float64'] / 1024:.0f} MiB")
+    if not args.round2:
+        return 0
+    for r in rows:  # issue 18: the whole process at least 3 times as fast as PyTorch's compute alone
+        if r["mode"] == "self" and r["threads"] == top_threads and r["torch"] / r["attntrace"] < 3:
+            misses.append(f"n = {args.tokens} self {r['dtype']}: PyTorch / attntrace {r['torch'] / r['attntrace']:.2f} < 3")
+    print()
+    print("\n".join(extra))
+    print()
+    if misses:
+        print("missed: " + "; ".join(misses))
+        return 1
+    print("every threshold met")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

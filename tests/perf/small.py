@@ -67,25 +67,19 @@ def peak_mib(command):
     return int(result.stderr.strip().splitlines()[-1]) / 1024
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--attntrace", default=os.path.join(ROOT, "build", "attntrace"))
-    parser.add_argument("--runs", type=int, default=300)
-    parser.add_argument("--python-runs", type=int, default=10)
-    parser.add_argument("--no-busy", action="store_true")
-    a = parser.parse_args()
-
-    busy = None if a.no_busy else subprocess.Popen(["sh", "-c", "while :; do :; done"])
+def small_report(binary, runs, python_runs, busy_process=True):
+    """Measures everything above; returns (markdown lines, misses, peak MiB)."""
+    busy = subprocess.Popen(["sh", "-c", "while :; do :; done"]) if busy_process else None
     svg = tempfile.TemporaryDirectory()
     try:
-        runs = []
+        rows = []
         for mode, example in [("plain", "your_journey"), ("self", "your_journey"), ("causal", "your_journey"),
                               ("bahdanau", "teacher_smiled_fr")]:
             for fmt in ["table", "json", "csv", "markdown", "svg"]:
-                base = [a.attntrace, "--example", example, "-m", mode]
+                base = [binary, "--example", example, "-m", mode]
                 base += ["--svg", os.path.join(svg.name, "heatmap.svg")] if fmt == "svg" else ["-f", fmt]
-                runs.append((mode, fmt, base, base + ["--threads", "1"]))
-        timed = hyperfine([c for r in runs for c in r[2:]], a.runs, 10)
+                rows.append((mode, fmt, base, base + ["--threads", "1"]))
+        timed = hyperfine([c for r in rows for c in r[2:]], runs, 10)
         journey = os.path.join(ROOT, "data", "your_journey.json")
         with tempfile.TemporaryDirectory() as tmp:
             scripts = {}
@@ -93,20 +87,20 @@ def main():
                 path = os.path.join(tmp, f"{name}.py")
                 open(path, "w").write(text)
                 scripts[name] = ["/usr/bin/python3", path, journey]
-            python = hyperfine(list(scripts.values()), a.python_runs, 2)
+            python = hyperfine(list(scripts.values()), python_runs, 2)
     finally:
         if busy:
             busy.kill()
         svg.cleanup()
-    rss = peak_mib([a.attntrace])
+    rss = peak_mib([binary])
 
     load = "one busy process beside it" if busy else "nothing else started"
-    print(f"| run ({load}) | mean (ms) | max (ms) | --threads 1: mean (ms) | max (ms) | ratio of means |")
-    print("|---|---:|---:|---:|---:|---:|")
+    lines = [f"| run ({load}) | mean (ms) | max (ms) | --threads 1: mean (ms) | max (ms) | ratio of means |",
+             "|---|---:|---:|---:|---:|---:|"]
     misses = []
-    for mode, fmt, two, one in runs:
+    for mode, fmt, two, one in rows:
         (m2, x2), (m1, x1) = timed[tuple(two)], timed[tuple(one)]
-        print(f"| attntrace, {mode}, {fmt} | {m2:.2f} | {x2:.2f} | {m1:.2f} | {x1:.2f} | {m2 / m1:.2f} |")
+        lines.append(f"| attntrace, {mode}, {fmt} | {m2:.2f} | {x2:.2f} | {m1:.2f} | {x1:.2f} | {m2 / m1:.2f} |")
         name = f"{mode}, {fmt}"
         if m2 > 5:
             misses.append(f"{name}: mean {m2:.2f} ms > 5")
@@ -116,11 +110,23 @@ def main():
             misses.append(f"{name}: mean {m2:.2f} ms more than 20% over --threads 1 ({m1:.2f})")
     for name, command in scripts.items():
         m, x = python[tuple(command)]
-        print(f"| {name} script, the same attention (plain) | {m:.0f} | {x:.0f} | | | |")
-    print()
-    print(f"attntrace's peak resident memory (the built-in example, plain, a table): {rss:.1f} MiB")
+        lines.append(f"| {name} script, the same attention (plain) | {m:.0f} | {x:.0f} | | | |")
     if rss > 10:
         misses.append(f"peak RSS {rss:.1f} MiB > 10")
+    return lines, misses, rss
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--attntrace", default=os.path.join(ROOT, "build", "attntrace"))
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--python-runs", type=int, default=10)
+    parser.add_argument("--no-busy", action="store_true")
+    a = parser.parse_args()
+    lines, misses, rss = small_report(a.attntrace, a.runs, a.python_runs, not a.no_busy)
+    print("\n".join(lines))
+    print()
+    print(f"attntrace's peak resident memory (the built-in example, plain, a table): {rss:.1f} MiB")
     print()
     if misses:
         print("missed: " + "; ".join(misses))
