@@ -16,12 +16,14 @@ measures attntrace's peak resident memory for a causal summary of --memory-token
 
 Then, with --round2 (issue 18's report, docs/performance.md), in the same run:
   - the lecture example in every mode and format beside a busy process (tests/perf/small.py);
-  - the bound: this machine's BLAS GEMM rate (numpy, square 2048³, best of 5) and exp rate
-    (torch.exp over 8192² numbers), so that attention's 4·n²·d operations (2·n²·d causal) and
-    its n² exponentials (n²/2) take at least bound = flops / GEMM + exps / exp; the streaming
-    path's compute time (`attntrace bench`, median of 3) and PyTorch's (baseline.py) as
-    fractions of it, for n = 4096, 8192, 16384 (self and causal, float32 and float64) and for
-    d = 128 at n = 8192;
+  - the bound: this machine's BLAS GEMM rate (numpy, square 2048³, best of 6) and exp rate
+    (torch.exp over 8192² numbers): attention's 4·n²·d operations (2·n²·d causal) take at
+    least flops / GEMM (a true lower bound), and with its n² exponentials (n²/2) at
+    torch.exp's rate, flops / GEMM + exps / exp (not a lower bound: a vectorised exp is faster
+    than torch's); the streaming path's compute time (`attntrace bench`, median of 3) and
+    PyTorch's (baseline.py) as fractions of both, for n = 4096, 8192, 16384 (self and causal,
+    float32 and float64) and for d = 128 at n = 8192; the 70% target is checked against the
+    products alone;
   - n = 131072 causal --summary, whole process: time and peak memory;
   - the full trace as JSON, n = 2048 causal: time, size and MB/s, against the same trace with
     only the context written (the computing and a little formatting);
@@ -133,10 +135,14 @@ print(json.dumps(out))
 
 
 def bound_seconds(rates, n, d, mode, dtype):
+    """(GEMM alone, GEMM and exp): the products at the BLAS's rate, then with the exps added
+    at torch.exp's rate. The first is a true lower bound; torch.exp is slower than a
+    vectorised exp can be, so the second may not be one."""
     causal = mode == "causal"
     flops = (2 if causal else 4) * n * n * d
     exps = n * n / (2 if causal else 1)
-    return flops / (rates[dtype]["gemm_gflops"] * 1e9) + exps / rates[dtype]["exp_per_s"]
+    gemm = flops / (rates[dtype]["gemm_gflops"] * 1e9)
+    return gemm, gemm + exps / rates[dtype]["exp_per_s"]
 
 
 def streaming_seconds(binary, sizes, d, threads):
@@ -172,8 +178,9 @@ def round2(binary, folder, threads, small_runs):
               f"float64 {rates['float64']['gemm_gflops']:.1f} GFLOP/s; exp (torch.exp over 8192² numbers, best of 3): "
               f"float32 {rates['float32']['exp_per_s'] / 1e9:.2f}, float64 {rates['float64']['exp_per_s'] / 1e9:.2f} "
               "G/s.", "",
-              "| n | d | mode | dtype | bound (s) | attntrace streaming (s) | of bound | PyTorch compute (s) | of bound |",
-              "|---:|---:|---|---|---:|---:|---:|---:|---:|"]
+              "| n | d | mode | dtype | GEMM alone (s) | GEMM + exp (s) | attntrace streaming (s) | of GEMM alone | of GEMM + exp "
+              "| PyTorch compute (s) | of GEMM alone | of GEMM + exp |",
+              "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for d, sizes in ((64, (4096, 8192, 16384)), (128, (8192,))):
         streamed = streaming_seconds(binary, sizes, d, threads)
         for n in sizes:
@@ -181,17 +188,19 @@ def round2(binary, folder, threads, small_runs):
             subprocess.run([binary, "generate", "--tokens", str(n), "--dim", str(d), "-o", path], check=True)
             for mode in ("self", "causal"):
                 for dtype in ("float32", "float64"):
-                    bound = bound_seconds(rates, n, d, mode, dtype)
+                    gemm, bound = bound_seconds(rates, n, d, mode, dtype)
                     ours = streamed[(n, mode, dtype)]
                     command = [sys.executable, os.path.join(HERE, "baseline.py"), path, "--mode", mode, "--dtype", dtype,
                                "--threads", str(threads), "--warmup", "1", "--repeats", "3", "--backend", "torch",
                                "--format", "json"]
                     base = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
                     torch_s = base["backends"]["torch"]["median_s"]
-                    lines.append(f"| {n} | {d} | {mode} | {dtype} | {bound:.4f} | {ours:.4f} | {bound / ours:.0%} | "
-                                 f"{torch_s:.4f} | {bound / torch_s:.0%} |")
-                    if bound / ours < 0.7:
-                        misses.append(f"streaming, n = {n}, d = {d}, {mode}, {dtype}: {bound / ours:.0%} of the bound < 70%")
+                    lines.append(f"| {n} | {d} | {mode} | {dtype} | {gemm:.4f} | {bound:.4f} | {ours:.4f} | {gemm / ours:.0%} | "
+                                 f"{bound / ours:.0%} | {torch_s:.4f} | {gemm / torch_s:.0%} | {bound / torch_s:.0%} |")
+                    # Checked against the true lower bound, the products alone: stricter than the
+                    # issue's GEMM-and-exp bound, whose exp rate here is torch.exp's.
+                    if gemm / ours < 0.7:
+                        misses.append(f"streaming, n = {n}, d = {d}, {mode}, {dtype}: {gemm / ours:.0%} of the GEMM bound < 70%")
             os.remove(path)
 
     lines += ["", "### 131,072 tokens", "", "| n | mode | dtype | wall (s) | peak (MiB) |", "|---:|---|---|---:|---:|"]
