@@ -128,6 +128,11 @@ def main():
     print()
     print(f"attntrace's peak resident memory (the built-in example, plain, a table): {rss:.1f} MiB")
     print()
+    return verdict(misses)
+
+
+def verdict(misses):
+    """Prints the targets missed, each named, or that every one was met; the exit status."""
     if misses:
         print("missed: " + "; ".join(misses))
         return 1
