@@ -142,7 +142,7 @@ TEST_CASE("usage errors exit 2 with one line on stderr", "[cli][errors]") {
     cli::require_error_line(cli::run({"a.json", "--example", "your_journey"}), 2, "excludes");
     cli::TempFile with_weights(R"({"tokens": ["a"], "embeddings": [[1]], "weights": {"query": [[1]], "key": [[1]], "value": [[1]]}})");
     cli::require_error_line(cli::run({with_weights.path(), "-m", "self", "--dim", "2"}), 2,
-                        "--dim sets the size of generated weights");
+                            "--dim sets the size of generated weights");
 }
 
 TEST_CASE("help and version go to stdout and exit 0", "[cli]") {
@@ -299,7 +299,7 @@ TEST_CASE("inputs that would be silently misread are refused", "[cli][errors]") 
     cli::TempFile duplicate_mode(R"({"mode": "self", "mode": "causal", "sentence": "a", "embeddings": {"a": [1]}})");
     cli::require_error_line(cli::run({duplicate_mode.path()}), 1, "/mode: duplicate key \"mode\"");
     cli::require_error_line(cli::run({"-"}, std::string("{\"sentence\":\"a\",\"embeddings\":{\"a\":[1]}}\0garbage", 47)), 1,
-                        "<stdin>:1:40: invalid JSON: a NUL byte");
+                            "<stdin>:1:40: invalid JSON: a NUL byte");
     cli::TempFile control(R"({"tokens": ["a\nb", "c"], "embeddings": [[1], [2]]})");
     cli::require_error_line(cli::run({control.path()}), 1, "/tokens/0: control or formatting character U+000A");
     cli::TempFile escape(R"({"sentence": "a \u001b[31m b", "embeddings": [[1], [2], [3]]})");
@@ -322,13 +322,13 @@ TEST_CASE("sum normalisation from the command line", "[cli]") {
 
     cli::TempFile overflow(R"({"tokens": ["a", "b"], "embeddings": [[1e154, 0], [1e154, 0]]})");
     cli::require_error_line(cli::run({overflow.path(), "--normalize", "sum"}), 1,
-                        "the scores of \"a\" (row 1) sum to inf, not a finite positive number");
+                            "the scores of \"a\" (row 1) sum to inf, not a finite positive number");
 }
 
 TEST_CASE("an overflow names the stage and the entry", "[cli][errors]") {
     cli::TempFile file(R"({"sentence": "tiny huge", "embeddings": {"tiny": [1e10, 1e10], "huge": [1e300, 1e300]}})");
     cli::require_error_line(cli::run({file.path()}), 1,
-                        "the scores stage overflows: the entry for \"tiny\" (row 1) and \"huge\" (column 2) is inf");
+                            "the scores stage overflows: the entry for \"tiny\" (row 1) and \"huge\" (column 2) is inf");
 }
 
 TEST_CASE("paths that are not UTF-8 still give valid JSON and messages", "[cli][json]") {

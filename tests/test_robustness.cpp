@@ -52,7 +52,7 @@ TEST_CASE("similarity of vectors near the ends of the double range", "[robustnes
     cli::TempFile huge(words_input("[1e300, 1e300]", "[1, 1]"));
     for (const std::string colour : {"never", "always"})
         cli::require_error_line(cli::run({"similarity", huge.path(), "--color", colour}), 1,
-                           "the dot product of \"a\" and \"a\" overflows");
+                                "the dot product of \"a\" and \"a\" overflows");
 
     // 1e-200 vectors: every dot product underflows to 0, yet the cosines are exact.
     const std::vector<double> a{1e-200, 1e-200}, b{2e-200, 1e-200};
@@ -103,7 +103,7 @@ TEST_CASE("compare measures long context vectors without overflow and refuses wh
     // 1.5e308 in both coordinates: the length, 2.1e308, is beyond the double range.
     cli::TempFile c(input("1.5e308")), d(input("1.5e308"));
     cli::require_error_line(cli::run({"compare", c.path(), d.path(), "--token", "a", "-m", "self"}), 1,
-                       "the context vectors of \"a\" are too large to compare");
+                            "the context vectors of \"a\" are too large to compare");
 }
 
 TEST_CASE("running out of memory is one error line, never an abort or partial output", "[robustness][memory][resources]") {
@@ -112,7 +112,7 @@ TEST_CASE("running out of memory is one error line, never an abort or partial ou
     tight.address_space = 400ul << 20;
     // The default limit follows ulimit -v: refused before anything large is made.
     cli::require_error_line(limited::run({input.path(), "-f", "json"}, tight), 1,
-                       "more than the default --max-memory");
+                            "more than the default --max-memory");
     const auto guarded = limited::run({input.path(), "-f", "json"}, tight);
     CHECK_THAT(guarded.err, Contains("what ulimit -v leaves"));
     // With the guard told to allow anything, the allocations themselves fail, wherever the
@@ -149,13 +149,13 @@ TEST_CASE("a mapped input shortened while it is read is an error, not SIGBUS", "
 
 TEST_CASE("what the environment asks of OpenMP is checked before any thread starts", "[robustness][threads]") {
     cli::require_error_line(cli::run({"-s", "weights"}, "", {{"OMP_NUM_THREADS", "65536"}}), 2,
-                       "OMP_NUM_THREADS asks for 65536 threads, more than attntrace runs (1024)");
+                            "OMP_NUM_THREADS asks for 65536 threads, more than attntrace runs (1024)");
     CHECK(cli::run({"-s", "weights", "--threads", "2"}, "", {{"OMP_NUM_THREADS", "65536"}}).exit_code == 0);
     CHECK(cli::run({"-s", "weights"}, "", {{"OMP_NUM_THREADS", "4,2"}}).exit_code == 0);
     cli::require_error_line(cli::run({"-s", "weights"}, "", {{"OMP_STACKSIZE", "32k"}}), 2,
-                       "OMP_STACKSIZE=32k gives each thread less stack than attntrace's kernels need");
+                            "OMP_STACKSIZE=32k gives each thread less stack than attntrace's kernels need");
     cli::require_error_line(cli::run({"similarity", "example:fruit_and_pets"}, "", {{"GOMP_STACKSIZE", "100000B"}}), 2,
-                       "GOMP_STACKSIZE");
+                            "GOMP_STACKSIZE");
     CHECK(cli::run({"-s", "weights"}, "", {{"OMP_STACKSIZE", "2M"}}).exit_code == 0);
 
     // A low soft stack limit is raised (the summary's kernels need ~256 KiB); a low hard one
@@ -285,7 +285,7 @@ TEST_CASE("reading is charged against --max-memory and stays within a small fact
         CHECK(bytes <= bound);
         // A limit below what reading needs stops it while it reads.
         cli::require_error_line(cli::run({input.path(), "--summary", "--max-memory", "4M"}), 1,
-                           "reading it needs more than --max-memory 4.0 MiB");
+                                "reading it needs more than --max-memory 4.0 MiB");
     }
 }
 
