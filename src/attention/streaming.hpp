@@ -56,15 +56,16 @@ template <typename T>
 StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v,
                               const StreamOptions& options);
 
-// Several heads at once: every (head, query block) pair is one piece of parallel work, so the
-// heads run side by side. Each head's matrices are its own (a head's columns of Q, K and V);
-// heads may share K and V (grouped-query attention). Every head's V has the same width.
 template <typename T>
 using RowsView = Eigen::Map<const MatrixT<T>>;  // row-major numbers held elsewhere: a matrix, a mapped file
 template <typename T>
 RowsView<T> rows_view(const MatrixT<T>& m) {
     return RowsView<T>(m.data(), m.rows(), m.cols());
 }
+
+// Several heads at once: every (head, query block) pair is one piece of parallel work, so the
+// heads run side by side. Each head's matrices are its own (a head's columns of Q, K and V);
+// heads may share K and V (grouped-query attention). Every head's V has the same width.
 template <typename T>
 struct StreamHead {
     RowsView<T> q, k, v;
