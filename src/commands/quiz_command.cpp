@@ -100,12 +100,6 @@ std::string trimmed(std::string_view text) {
     return std::string(text.substr(first, last - first + 1));
 }
 
-std::string lowercase(std::string text) {
-    for (char& c : text)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return text;
-}
-
 // "0.25", "-1.5e-3", "+2", "−0.3" (a typographic minus); "-inf", "masked", "−∞" for a hidden
 // score; "?" or nothing to skip.
 Answer read_answer(std::string_view line) {
@@ -114,7 +108,7 @@ Answer read_answer(std::string_view line) {
     if (a.text.empty() || a.text == "?") return a;
     std::string text = a.text;
     for (std::size_t at; (at = text.find("\u2212")) != std::string::npos;) text.replace(at, 3, "-");
-    const std::string lower = lowercase(text);
+    const std::string lower = fold_case(text);
     if (lower == "-inf" || lower == "masked" || lower == "-\u221e") {
         a.form = Answer::Form::masked;
         return a;
@@ -691,12 +685,9 @@ int quiz(const QuizRequest& request, const QuizTerminal& terminal, std::ostream&
         results[i] = grade(run.trace, q, *answer);
         if (!json) write_feedback(run.trace, q, results[i], request.render, out);
     }
-    if (json) {
-        write_json(request, runs, questions, results, out);
-    } else {
-        out << '\n' << score_text(tally(results), questions.size()) << '\n';
-    }
+    if (json) write_json(request, runs, questions, results, out);
     const Tally t = tally(results);
+    if (!json) out << '\n' << score_text(t, questions.size()) << '\n';
     return t.right == static_cast<int>(questions.size()) ? 0 : 1;
 }
 

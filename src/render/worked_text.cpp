@@ -423,10 +423,6 @@ std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
     return out.take();
 }
 
-}  // namespace attntrace
-
-namespace attntrace {
-
 std::vector<std::string> worked_entry_lines(const WorkedExample& w, StageId stage, std::size_t col, int digits) {
     Writer out(digits);
     switch (stage) {
