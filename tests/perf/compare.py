@@ -155,14 +155,6 @@ def streaming_seconds(binary, sizes, d, threads):
     return {(r["n"], r["mode"], r["dtype"]): r["seconds"] for r in out["runs"]}
 
 
-def time_and_peak(command):
-    """Wall seconds and peak MiB of one run, by /usr/bin/time (a small process)."""
-    result = subprocess.run(["/usr/bin/time", "-f", "%e %M"] + command, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, check=True)
-    wall, kib = result.stderr.strip().splitlines()[-1].split()
-    return float(wall), int(kib) / 1024
-
-
 def round2(binary, folder, threads, small_runs):
     """Issue 18's report: markdown lines and the thresholds missed."""
     lines, misses = [], []
@@ -207,7 +199,7 @@ def round2(binary, folder, threads, small_runs):
     long_path = os.path.join(folder, "long.json")
     subprocess.run([binary, "generate", "--tokens", "131072", "--dim", "64", "-o", long_path], check=True)
     for dtype in ("float64", "float32"):
-        wall, peak = time_and_peak([binary, long_path, "--summary", "-m", "causal", "--dtype", dtype, "--threads",
+        wall, peak = small.time_and_peak([binary, long_path, "--summary", "-m", "causal", "--dtype", dtype, "--threads",
                                     str(threads)])
         lines.append(f"| 131072 | causal | {dtype} | {wall:.1f} | {peak:.0f} |")
         if wall > 30:
@@ -222,7 +214,7 @@ def round2(binary, folder, threads, small_runs):
     subprocess.run([binary, "generate", "--tokens", "2048", "--dim", "64", "-o", trace_path], check=True)
     out_path = os.path.join(folder, "out.json")
     for label, extra in (("every stage", []), ("the context only", ["-s", "context"])):
-        wall, peak = time_and_peak([binary, trace_path, "-m", "causal", "-f", "json", "--threads", str(threads),
+        wall, peak = small.time_and_peak([binary, trace_path, "-m", "causal", "-f", "json", "--threads", str(threads),
                                     "-o", out_path] + extra)
         size = os.path.getsize(out_path) / 1e6
         lines.append(f"| 2048 | causal | {label} | {wall:.2f} | {size:.1f} | {size / wall:.0f} | {peak:.0f} |")

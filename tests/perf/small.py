@@ -59,12 +59,14 @@ def hyperfine(commands, runs, warmup):
     return {tuple(c): (r["mean"] * 1000, max(r["times"]) * 1000) for c, r in zip(commands, results)}
 
 
-def peak_mib(command):
-    """Peak resident memory of `command` by /usr/bin/time, a small process: a child of this
-    Python would count the pages it shared with it before exec."""
-    result = subprocess.run(["/usr/bin/time", "-f", "%M"] + command, check=True, stdout=subprocess.DEVNULL,
+def time_and_peak(command):
+    """Wall seconds and peak resident MiB of one run of `command` (its output discarded), by
+    /usr/bin/time, a small process: a child of this Python would count the pages it shared
+    with it before exec."""
+    result = subprocess.run(["/usr/bin/time", "-f", "%e %M"] + command, check=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
-    return int(result.stderr.strip().splitlines()[-1]) / 1024
+    wall, kib = result.stderr.strip().splitlines()[-1].split()
+    return float(wall), int(kib) / 1024
 
 
 def small_report(binary, runs, python_runs, busy_process=True):
@@ -92,7 +94,7 @@ def small_report(binary, runs, python_runs, busy_process=True):
         if busy:
             busy.kill()
         svg.cleanup()
-    rss = peak_mib([binary])
+    rss = time_and_peak([binary])[1]
 
     load = "one busy process beside it" if busy else "nothing else started"
     lines = [f"| run ({load}) | mean (ms) | max (ms) | --threads 1: mean (ms) | max (ms) | ratio of means |",
