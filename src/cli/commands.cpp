@@ -511,9 +511,7 @@ Command add_quiz(CLI::App& app) {
                         request.stages = parsed<StageId>(s->stages);
                         request.render.format = *parse_enum<Format>(s->format);
                         const Output& main = outputs.main_output();
-                        request.render.width =
-                            s->width >= 0 ? static_cast<std::size_t>(s->width) : output_width(main.descriptor(), main.is_stdout());
-                        request.render.color = s->color == "always" || (s->color == "auto" && color_wanted(main.descriptor()));
+                        fit_to_destination(request.render, s->width, s->color, main);
                         QuizTerminal terminal;
                         terminal.answers_typed = is_terminal(STDIN_FILENO);
                         terminal.echo = !(terminal.answers_typed && is_terminal(main.descriptor()));

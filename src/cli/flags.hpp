@@ -223,11 +223,17 @@ inline void OutputFlags::add_to(CLI::App& app, bool lines) {
     add_output_path(app, path);
 }
 
+// --width and --color as given (`width` < 0: not given; `color` auto, always or never), else
+// decided by where the output goes (`main`): a terminal's width and colour, none in a file.
+inline void fit_to_destination(RenderOptions& render, int width, const std::string& color, const Output& main) {
+    render.width = width >= 0 ? static_cast<std::size_t>(width) : output_width(main.descriptor(), main.is_stdout());
+    render.color = color == "always" || (color == "auto" && color_wanted(main.descriptor()));
+}
+
 inline void OutputFlags::apply(RenderOptions& render, const Output& main) const {
     render.format = *parse_enum<Format>(format);
     render.digits = digits;
-    render.width = width >= 0 ? static_cast<std::size_t>(width) : output_width(main.descriptor(), main.is_stdout());
-    render.color = color == "always" || (color == "auto" && color_wanted(main.descriptor()));
+    fit_to_destination(render, width, color, main);
     render.shade = *parse_enum<Shade>(shade);
 }
 
