@@ -17,7 +17,6 @@ using Catch::Contains;
 using Catch::StartsWith;
 using nlohmann::json;
 
-
 TEST_CASE("with no arguments attntrace traces the journey example", "[cli]") {
     const auto r = cli::run({});
     REQUIRE(r.exit_code == 0);
