@@ -228,7 +228,7 @@ TEST_CASE("JSON Lines are refused without --summary and in the other commands", 
 
 TEST_CASE("JSON Lines: the first line arrives long before the run ends", "[notebooks][jsonl][timing]") {
     // 20,000 tokens of 64 numbers on one thread, causal (whose blocks were handed out last
-    // first): about a second of work, of which the first line needs one block of 64 queries.
+    // first): about a second of work, of which the first line needs one block of 256 queries.
     const cli::TempDir folder;
     const std::string input = folder / "long.json";
     REQUIRE(cli::run({"generate", "-n", "20000", "-d", "64", "-o", input}).exit_code == 0);

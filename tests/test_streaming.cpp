@@ -78,8 +78,9 @@ void require_same_summary(const Summary& streamed, const Summary& reference, dou
 }  // namespace
 
 TEST_CASE("streaming equals the trace path on many shapes", "[streaming]") {
-    // n = 1, 2, around the query block (64) and the key block (256), and primes.
-    const std::vector<Eigen::Index> sizes{1, 2, 3, 63, 64, 65, 97, 255, 256, 257, 331};
+    // n = 1, 2, around a vector's width (4, 8 and 16 numbers), around the query and key
+    // blocks (256 each) and two of them, and primes.
+    const std::vector<Eigen::Index> sizes{1, 2, 3, 7, 9, 17, 63, 97, 255, 256, 257, 331, 511, 512, 513};
     SummaryOptions options;
     options.top = 4;
     options.context = true;
@@ -213,7 +214,7 @@ TEST_CASE("summary JSON holds every field and, on request, the context", "[strea
 }
 
 TEST_CASE("summary bytes do not depend on the thread count", "[streaming][threads]") {
-    cli::TempFile file(cli::run({"generate", "--tokens", "300", "--dim", "16"}).out);
+    cli::TempFile file(cli::run({"generate", "--tokens", "600", "--dim", "16"}).out);  // 3 query blocks
     // One head; then 4 heads with a window and RoPE, whose (head, query block) pairs are handed
     // out to the threads together.
     const std::vector<std::vector<std::string>> variants{

@@ -83,8 +83,9 @@ void scan_top_keys(std::vector<std::pair<T, Eigen::Index>>& best, std::size_t to
 template <typename T>
 void block_scores(const RowsView<T>& q, const RowsView<T>& k, const StreamOptions& options, Eigen::Index first,
                   Eigen::Index rows, Eigen::Index key, Eigen::Index cols, Eigen::Ref<MatrixT<T>> scores, T lowest) {
-    scores.noalias() = q.middleRows(first, rows) * k.middleRows(key, cols).transpose();
-    scores *= static_cast<T>(options.scale);
+    // The scale rides in the product: Eigen multiplies each finished dot product by it as it
+    // stores it, the same rounding as scaling afterwards, without another pass over the block.
+    scores.noalias() = static_cast<T>(options.scale) * (q.middleRows(first, rows) * k.middleRows(key, cols).transpose());
     if (options.causal && key + cols - 1 > first)
         for (Eigen::Index r = 0; r < rows; ++r)
             for (Eigen::Index c = std::max<Eigen::Index>(0, first + r + 1 - key); c < cols; ++c) scores(r, c) = lowest;
@@ -106,16 +107,48 @@ void block_scores(const RowsView<T>& q, const RowsView<T>& k, const StreamOption
 // only hidden keys: it is dropped, not rescaled (the rescaling would multiply 0 by an overflow).
 template <typename T>
 T online_softmax_row(Scratch<T>& s, Eigen::Index r, Eigen::Index cols, T lowest) {
-    auto scores = s.scores.row(r).head(cols);
-    auto probs = s.probs.row(r).head(cols);
-    const T block_max = scores.maxCoeff();
+    namespace ei = Eigen::internal;
+    using Packet = typename ei::packet_traits<T>::type;  // one vector register of T
+    constexpr Eigen::Index lanes = ei::packet_traits<T>::size;
+    const T* scores = &s.scores(r, 0);
+    T* probs = &s.probs(r, 0);
+    const Eigen::Index whole = cols - cols % lanes;
+    // The block's max: one pass, a lane-wise max and then across the lanes.
+    T block_max = lowest;
+    if (whole > 0) {
+        Packet m = ei::ploadu<Packet>(scores);
+        for (Eigen::Index c = lanes; c < whole; c += lanes) m = ei::pmax(m, ei::ploadu<Packet>(scores + c));
+        block_max = ei::predux_max(m);
+    }
+    for (Eigen::Index c = whole; c < cols; ++c) block_max = std::max(block_max, scores[c]);
     const T old_max = s.max(r);
     const T new_max = std::max(old_max, block_max);
     const bool fresh = !(old_max > lowest);  // the first block, or nothing seen before
     const T rescale = fresh ? T(0) : std::exp(old_max - new_max);
-    probs = (scores.array() - new_max).exp().matrix();
-    const T block_sum = probs.sum();
-    const T block_spread = (probs.array() * (scores.array() - new_max)).sum();
+    // The second pass: p = e^(s − m) is stored for the values' product, and the block's Σ p and
+    // Σ p·(s − m) are summed as it goes, lane by lane, then across the lanes. The last
+    // cols % lanes go through the same vector exp, padded, so that a score gives the same
+    // weight wherever it falls in the block.
+    const Packet shift = ei::pset1<Packet>(new_max);
+    Packet sum = ei::pset1<Packet>(T(0)), spread = ei::pset1<Packet>(T(0));
+    for (Eigen::Index c = 0; c < whole; c += lanes) {
+        const Packet x = ei::psub(ei::ploadu<Packet>(scores + c), shift);
+        const Packet p = ei::pexp(x);
+        ei::pstoreu(probs + c, p);
+        sum = ei::padd(sum, p);
+        spread = ei::padd(spread, ei::pmul(p, x));
+    }
+    T block_sum = ei::predux(sum), block_spread = ei::predux(spread);
+    if (whole < cols) {
+        alignas(64) T x[lanes] = {}, p[lanes];
+        for (Eigen::Index c = whole; c < cols; ++c) x[c - whole] = scores[c] - new_max;
+        ei::pstoreu(p, ei::pexp(ei::ploadu<Packet>(x)));
+        for (Eigen::Index c = whole; c < cols; ++c) {
+            probs[c] = p[c - whole];
+            block_sum += probs[c];
+            block_spread += probs[c] * x[c - whole];
+        }
+    }
     const T old_sum = s.sum(r);
     // Σ e^(s−m_old)(s − m_old) becomes Σ e^(s−m_new)(s − m_new) = rescale·(that − Δm·l)
     s.spread(r) = fresh ? block_spread : rescale * (s.spread(r) - (new_max - old_max) * old_sum) + block_spread;

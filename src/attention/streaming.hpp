@@ -73,7 +73,7 @@ struct StreamHead {
 template <typename T>
 std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, const StreamOptions& options);
 
-inline constexpr Eigen::Index stream_query_block = 64;
+inline constexpr Eigen::Index stream_query_block = 256;
 inline constexpr Eigen::Index stream_key_block = 256;
 
 }  // namespace attntrace
