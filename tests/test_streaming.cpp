@@ -1,5 +1,6 @@
 // The streaming path (--summary) against the trace path, the summary outputs, the memory
 // guard, generated inputs and the benchmark's output shape (it is run tiny: not a timed test).
+#include "attention/packet_exp.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
 #include "core/generator.hpp"
@@ -15,6 +16,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <filesystem>
 #include <fstream>
@@ -386,6 +388,48 @@ TEST_CASE("a progress bar shows on a terminal for long work, and only there", "[
     const auto piped = cli::run(args);
     CHECK(piped.exit_code == 0);
     CHECK(piped.err.empty());
+}
+
+// The float64 summary's exp (packet_exp.hpp), for the vector width this test binary is built
+// with (a native build: the machine's widest; a portable one: SSE2, which the baseline kernels
+// use), against the C library's exp, a number at a time.
+TEST_CASE("the division-free exp of doubles is within 2 ulps of std::exp", "[streaming][exp]") {
+    namespace ei = Eigen::internal;
+    using Packet = ei::packet_traits<double>::type;
+    constexpr int lanes = ei::packet_traits<double>::size;
+    auto exp_of = [](double x) {
+        alignas(64) double in[lanes], out[lanes];
+        for (double& v : in) v = x;
+        ei::pstoreu(out, ATTNTRACE_ISA::exp_without_division(ei::ploadu<Packet>(in)));
+        for (int l = 1; l < lanes; ++l) REQUIRE(out[l] == out[0]);
+        return out[0];
+    };
+    std::vector<double> xs{0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 709.0, -708.39, 1e-300, -1e-300};
+    const double ln2 = std::log(2.0);
+    for (int k = -1021; k <= 1022; k += 7)  // either side of each rounding point of k = x / ln 2
+        for (const double half : {-0.5, 0.5})
+            for (const double nudge : {-1e-12, 0.0, 1e-12}) xs.push_back((k + half) * ln2 + nudge);
+    for (int i = 0; i <= 200000; ++i) xs.push_back(-708.39 + (708.39 + 709.0) * i / 200000.0);  // the whole range
+    for (int i = 0; i <= 20000; ++i) xs.push_back(-40.0 * i / 20000.0);  // where the weights are
+    std::size_t checked = 0;
+    for (const double x : xs) {
+        if (x < -708.39 || x > 709) continue;
+        const double want = std::exp(x);
+        const double got = exp_of(x);
+        const double ulp = std::nextafter(want, std::numeric_limits<double>::infinity()) - want;
+        INFO("x = " << x << ": " << got << " against " << want);
+        REQUIRE(std::abs(got - want) <= 2 * ulp);
+        ++checked;
+    }
+    CHECK(checked > 220000);
+    CHECK(exp_of(0.0) == 1.0);
+    // Below −708.39 (e^x subnormal or 0), the result is exactly 0, down to −∞ and the lowest
+    // double, which the streaming path gives a masked score.
+    for (const double x : {-708.4, -709.0, -745.2, -1e4, -std::numeric_limits<double>::max(),
+                           -std::numeric_limits<double>::infinity()}) {
+        INFO("x = " << x);
+        CHECK(exp_of(x) == 0.0);
+    }
 }
 
 TEST_CASE("equal scores rank the earlier key first across key blocks in the streaming path", "[streaming]") {

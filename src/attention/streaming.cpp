@@ -1,6 +1,7 @@
 #include "attention/streaming.hpp"
 
 #include "attention/isa.hpp"
+#include "attention/packet_exp.hpp"
 #include "util/parallel.hpp"
 
 #include <algorithm>
@@ -100,6 +101,16 @@ void block_scores(const RowsView<T>& q, const RowsView<T>& k, const StreamOption
             if ((*options.padding)[static_cast<std::size_t>(key + c)]) scores.col(c).setConstant(lowest);
 }
 
+// e^x for a vector register of T: Eigen's for floats, ours without a division for doubles
+// (packet_exp.hpp).
+template <typename Packet>
+Packet packet_exp(const Packet& x) {
+    if constexpr (sizeof(typename Eigen::internal::unpacket_traits<Packet>::type) == 8)
+        return exp_without_division(x);
+    else
+        return Eigen::internal::pexp(x);
+}
+
 // passes 2 and 3 for row r of a block: the running max m grows to the block's, what came
 // before is rescaled by e^(m_old − m_new), and the block's e^(s − m) join the running sum l,
 // the accumulated values (pass 4) and Σ e^(s − m)(s − m), which gives the entropy.
@@ -133,7 +144,7 @@ T online_softmax_row(Scratch<T>& s, Eigen::Index r, Eigen::Index cols, T lowest)
     Packet sum = ei::pset1<Packet>(T(0)), spread = ei::pset1<Packet>(T(0));
     for (Eigen::Index c = 0; c < whole; c += lanes) {
         const Packet x = ei::psub(ei::ploadu<Packet>(scores + c), shift);
-        const Packet p = ei::pexp(x);
+        const Packet p = packet_exp(x);
         ei::pstoreu(probs + c, p);
         sum = ei::padd(sum, p);
         spread = ei::padd(spread, ei::pmul(p, x));
@@ -142,7 +153,7 @@ T online_softmax_row(Scratch<T>& s, Eigen::Index r, Eigen::Index cols, T lowest)
     if (whole < cols) {
         alignas(64) T x[lanes] = {}, p[lanes];
         for (Eigen::Index c = whole; c < cols; ++c) x[c - whole] = scores[c] - new_max;
-        ei::pstoreu(p, ei::pexp(ei::ploadu<Packet>(x)));
+        ei::pstoreu(p, packet_exp(ei::ploadu<Packet>(x)));
         for (Eigen::Index c = whole; c < cols; ++c) {
             probs[c] = p[c - whole];
             block_sum += probs[c];
