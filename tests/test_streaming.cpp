@@ -280,12 +280,13 @@ TEST_CASE("summary refuses what needs the full matrices", "[streaming][cli][erro
 
 TEST_CASE("a full trace too large for --max-memory is refused before it starts", "[streaming][memory]") {
     cli::TempFile file(cli::run({"generate", "--tokens", "600", "--dim", "8"}).out);
-    const auto r = cli::run({file.path(), "-f", "json", "--max-memory", "1M"});
+    const auto r = cli::run({file.path(), "-f", "json", "--max-memory", "4M"});
     CHECK(r.exit_code == 1);
     CHECK(r.out.empty());
-    CHECK_THAT(r.err, Contains("a full trace of this input needs about") && Contains("MiB, more than --max-memory 1.0 MiB") &&
+    CHECK_THAT(r.err, Contains("a full trace of this input needs about") && Contains("MiB, more than --max-memory 4.0 MiB") &&
                           Contains("--summary"));
-    CHECK(cli::run({file.path(), "--summary", "--max-memory", "2M"}).exit_code == 0);  // O(n): a few blocks of scratch
+    // The same limit lets the summary run: O(n), and per thread one block of scratch (1 MiB).
+    CHECK(cli::run({file.path(), "--summary", "--max-memory", "4M", "--threads", "2"}).exit_code == 0);
     CHECK(cli::run({file.path(), "-f", "json", "--max-memory", "1G"}).exit_code == 0);
     CHECK(cli::run({"--max-memory", "lots"}).exit_code == 2);
     // 2¹⁶ tokens: refused at once under the default limit, before any n×n allocation.
@@ -393,6 +394,56 @@ TEST_CASE("a progress bar shows on a terminal for long work, and only there", "[
 // The float64 summary's exp (packet_exp.hpp), for the vector width this test binary is built
 // with (a native build: the machine's widest; a portable one: SSE2, which the baseline kernels
 // use), against the C library's exp, a number at a time.
+// The streaming path computes the scores and P·V with kernels of its own where the CPU has
+// 32 vector registers (AVX-512): the scores from a transposed copy of K for inputs without a
+// window or with one of 512 keys or more (whose first key block then starts before the
+// window), P·V when d_v is a whole number of registers (16 floats, 8 doubles). These shapes
+// reach every branch of them on such a CPU (tiles of 6 rows and the 1 to 5 left, 4, 2 and 1
+// registers of columns, a last key block cut short, grouped heads sharing one K); elsewhere
+// they run Eigen's products, and the same comparison holds.
+TEST_CASE("streaming equals the trace path with vector-wide values and long windows", "[summary][kernels]") {
+    SummaryOptions options;
+    options.top = 3;
+    options.context = true;
+    std::uint64_t seed = 500;
+    struct Shape {
+        Eigen::Index n, d_head, d_v, heads, kv_heads, window;
+    };
+    const Shape shapes[] = {
+        {5, 16, 16, 1, 1, 0},      {300, 16, 48, 1, 1, 0},   {517, 64, 64, 1, 1, 0},    {517, 8, 128, 2, 1, 0},
+        {1100, 16, 24, 2, 2, 600}, {700, 16, 32, 4, 2, 513}, {700, 16, 16, 1, 1, 100},  {263, 16, 112, 1, 1, 0}};
+    for (const Shape& shape : shapes)
+        for (const Mode mode : {Mode::self, Mode::causal})
+            for (const Dtype dtype : {Dtype::float64, Dtype::float32}) {
+                INFO("n " << shape.n << ", d_head " << shape.d_head << ", d_v " << shape.d_v << ", " << shape.heads
+                          << " heads, " << shape.kv_heads << " kv heads, window " << shape.window << ", "
+                          << to_string(mode) << ", " << to_string(dtype));
+                SplitMix64 rng(seed++);
+                SingleSequenceInput input;
+                const Eigen::Index d_in = 12;
+                input.sequence.vectors = random_matrix(rng, shape.n, d_in, 1.5);
+                for (Eigen::Index i = 0; i < shape.n; ++i)
+                    input.sequence.tokens.push_back(i % 11 == 3 ? "<pad>" : fmt::format("t{}", i + 1));
+                Projections w;
+                w.query = random_matrix(rng, d_in, shape.d_head * shape.heads, 1.0);
+                w.key = random_matrix(rng, d_in, shape.d_head * shape.kv_heads, 1.0);
+                w.value = random_matrix(rng, d_in, shape.d_v * shape.kv_heads, 1.0);
+                input.weights = w;
+                input.heads = static_cast<int>(shape.heads);
+                input.kv_heads = static_cast<int>(shape.kv_heads);
+                Problem problem;
+                problem.origin = "random";
+                problem.input = std::move(input);
+                TraceOptions trace_options;
+                trace_options.mode = mode;
+                trace_options.dtype = dtype;
+                if (shape.window > 0) trace_options.window = shape.window;
+                const Summary streamed = summarize(problem, trace_options, options);
+                const Summary reference = summarize_trace(trace(problem, trace_options), options);
+                require_same_summary(streamed, reference, dtype == Dtype::float64 ? 1e-10 : 1e-4);
+            }
+}
+
 TEST_CASE("the division-free exp of doubles is within 2 ulps of std::exp", "[streaming][exp]") {
     namespace ei = Eigen::internal;
     using Packet = ei::packet_traits<double>::type;

@@ -79,14 +79,129 @@ void scan_top_keys(std::vector<std::pair<T, Eigen::Index>>& best, std::size_t to
     }
 }
 
-// pass 1: S = Q_block·K_blockᵀ / √d_k, with the keys a query may not see (after it when
-// causal, outside its window, padding) set to `lowest`, whose exp(lowest − m) is 0.
+// The two products of a block pair without Eigen's copies. Eigen's product first copies
+// ("packs") both operands into its own layout, every block pair: Q's and K's blocks for the
+// scores, and P (as large as the scores) and V's block for the values. These kernels read
+// row-major operands where they are: out (rows × width) = or += alpha·A·B with A (rows ×
+// depth) and B (depth × width), row strides ld_a, ld_b, ld_out. A tile of R rows × C vector
+// registers of out stays in registers while the depth is walked: each step loads C registers
+// of one row of B, broadcasts one number of A per row, and does R·C fused multiply-adds.
+// R = 6 and C = 4 fill a CPU with 32 vector registers (AVX-512); with 16 (AVX2, SSE2) tiles
+// that fit do not beat Eigen, which is used there. Each entry is summed over the depth in
+// order, by one thread: the same bytes for any thread count. A score is its summed dot
+// product times alpha = 1/√d_k, as Eigen's product scales it.
+template <typename T, int R, int C, bool Accumulate>
+void product_tile(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, T* out, Eigen::Index ld_out,
+                  Eigen::Index depth, T alpha) {
+    namespace ei = Eigen::internal;
+    using Packet = typename ei::packet_traits<T>::type;
+    constexpr Eigen::Index lanes = ei::packet_traits<T>::size;
+    Packet sum[R][C];
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c)
+            sum[r][c] = Accumulate ? ei::ploadu<Packet>(out + r * ld_out + c * lanes) : ei::pset1<Packet>(T(0));
+    for (Eigen::Index j = 0; j < depth; ++j) {
+        Packet row[C];
+        for (int c = 0; c < C; ++c) row[c] = ei::ploadu<Packet>(b + j * ld_b + c * lanes);
+        for (int r = 0; r < R; ++r) {
+            const Packet weight = ei::pset1<Packet>(a[r * ld_a + j]);
+            for (int c = 0; c < C; ++c) sum[r][c] = ei::pmadd(weight, row[c], sum[r][c]);
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c)
+            ei::pstoreu(out + r * ld_out + c * lanes, Accumulate ? sum[r][c] : ei::pmul(sum[r][c], ei::pset1<Packet>(alpha)));
+}
+
+// Rows in tiles of 6, then the 1 to 5 left.
+template <typename T, int C, bool Accumulate>
+void product_rows(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, T* out, Eigen::Index ld_out,
+                  Eigen::Index rows, Eigen::Index depth, T alpha) {
+    Eigen::Index r = 0;
+    for (; r + 6 <= rows; r += 6)
+        product_tile<T, 6, C, Accumulate>(a + r * ld_a, ld_a, b, ld_b, out + r * ld_out, ld_out, depth, alpha);
+    a += r * ld_a;
+    out += r * ld_out;
+    switch (rows - r) {
+        case 5: product_tile<T, 5, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
+        case 4: product_tile<T, 4, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
+        case 3: product_tile<T, 3, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
+        case 2: product_tile<T, 2, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
+        case 1: product_tile<T, 1, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
+        default: break;
+    }
+}
+
+// Whether this copy of the kernels has them, and for which widths: whole vector registers.
 template <typename T>
-void block_scores(const RowsView<T>& q, const RowsView<T>& k, const StreamOptions& options, Eigen::Index first,
-                  Eigen::Index rows, Eigen::Index key, Eigen::Index cols, Eigen::Ref<MatrixT<T>> scores, T lowest) {
-    // The scale rides in the product: Eigen multiplies each finished dot product by it as it
-    // stores it, the same rounding as scaling afterwards, without another pass over the block.
-    scores.noalias() = static_cast<T>(options.scale) * (q.middleRows(first, rows) * k.middleRows(key, cols).transpose());
+constexpr bool own_products = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32 && Eigen::internal::packet_traits<T>::size > 1;
+template <typename T>
+bool whole_registers(Eigen::Index width) {
+    return width % Eigen::internal::packet_traits<T>::size == 0;
+}
+
+// The columns of out: 4 registers at a time, then 2, then 1 (width is whole registers).
+template <typename T, bool Accumulate>
+void own_product(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, T* out, Eigen::Index ld_out,
+                 Eigen::Index rows, Eigen::Index width, Eigen::Index depth, T alpha) {
+    constexpr Eigen::Index lanes = Eigen::internal::packet_traits<T>::size;
+    Eigen::Index c = 0;
+    for (; c + 4 * lanes <= width; c += 4 * lanes)
+        product_rows<T, 4, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, rows, depth, alpha);
+    for (; c + 2 * lanes <= width; c += 2 * lanes)
+        product_rows<T, 2, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, rows, depth, alpha);
+    for (; c < width; c += lanes) product_rows<T, 1, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, rows, depth, alpha);
+}
+
+// K laid out for the scores' product: per key block of stream_key_block keys, its d_k ×
+// stream_key_block transpose (the last block's missing keys are 0), so that a row of the
+// block's Kᵀ is a row in memory. Made once per key matrix, it is read by every query block
+// (Eigen would copy each key block again for each). Its n·d_k numbers are the price; with a
+// window narrower than two key blocks a block is read by one or two query blocks, and Eigen
+// is used instead.
+template <typename T>
+MatrixT<T> make_key_panels(const RowsView<T>& k) {
+    const Eigen::Index blocks = (k.rows() + stream_key_block - 1) / stream_key_block, d_k = k.cols();
+    MatrixT<T> panels = MatrixT<T>::Zero(blocks * d_k, stream_key_block);
+    for (Eigen::Index b = 0; b < blocks; ++b) {
+        const Eigen::Index keys = std::min(stream_key_block, k.rows() - b * stream_key_block);
+        panels.block(b * d_k, 0, d_k, keys) = k.middleRows(b * stream_key_block, keys).transpose();
+    }
+    return panels;
+}
+
+// The kernels are for long inputs. Below one key block of keys Eigen's products are kept:
+// there the products take little of the time, and Eigen, which sums tiny products
+// coefficient by coefficient, gives the numbers the docs show. The kernels' fused
+// multiply-adds round some dot products differently, which can swap two keys whose weights
+// are equal on paper (example:two_heads, in docs/multi-head.md).
+template <typename T>
+bool uses_own_products(Eigen::Index keys) {
+    return own_products<T> && keys >= stream_key_block;
+}
+template <typename T>
+bool wants_panels(const StreamOptions& options, Eigen::Index keys) {
+    return uses_own_products<T>(keys) && (options.window == 0 || options.window >= 2 * stream_key_block);
+}
+
+// pass 1: S = Q_block·K_blockᵀ / √d_k, with the keys a query may not see (after it when
+// causal, outside its window, padding) set to `lowest`, whose exp(lowest − m) is 0. With
+// key panels (key % stream_key_block == 0), all stream_key_block columns of the block's panel
+// are computed; those past `cols` are never read.
+template <typename T>
+void block_scores(const RowsView<T>& q, const RowsView<T>& k, const T* panels, const StreamOptions& options,
+                  Eigen::Index first, Eigen::Index rows, Eigen::Index key, Eigen::Index cols, MatrixT<T>& block, T lowest) {
+    const T scale = static_cast<T>(options.scale);
+    auto scores = block.topLeftCorner(rows, cols);
+    if (panels) {
+        const Eigen::Index d_k = q.cols();
+        own_product<T, false>(q.data() + first * d_k, d_k, panels + (key / stream_key_block) * d_k * stream_key_block,
+                              stream_key_block, block.data(), block.cols(), rows, stream_key_block, d_k, scale);
+    } else {
+        // The scale rides in the product: Eigen multiplies each finished dot product by it as
+        // it stores it, the same rounding as scaling afterwards, without another pass.
+        scores.noalias() = scale * (q.middleRows(first, rows) * k.middleRows(key, cols).transpose());
+    }
     if (options.causal && key + cols - 1 > first)
         for (Eigen::Index r = 0; r < rows; ++r)
             for (Eigen::Index c = std::max<Eigen::Index>(0, first + r + 1 - key); c < cols; ++c) scores(r, c) = lowest;
@@ -195,10 +310,21 @@ void finish_block(const Scratch<T>& s, const StreamOptions& options, Eigen::Inde
     }
 }
 
+// pass 4: acc += P·V for the block's rows and keys.
+template <typename T>
+void add_weighted_values(Scratch<T>& s, const RowsView<T>& v, Eigen::Index rows, Eigen::Index key, Eigen::Index cols) {
+    const Eigen::Index width = v.cols();
+    if (uses_own_products<T>(v.rows()) && whole_registers<T>(width))
+        own_product<T, true>(s.probs.data(), s.probs.cols(), v.data() + key * width, width, s.acc.data(), s.acc.cols(), rows,
+                             width, cols, T(1));
+    else
+        s.acc.topRows(rows).noalias() += s.probs.topLeftCorner(rows, cols) * v.middleRows(key, cols);
+}
+
 // One query block [first, first + rows) against every key it may see, one key block at a time.
 template <typename T>
-void query_block(const RowsView<T>& q, const RowsView<T>& k, const RowsView<T>& v, const StreamOptions& options,
-                 Eigen::Index first, Eigen::Index rows, Scratch<T>& s, StreamResult& result) {
+void query_block(const RowsView<T>& q, const RowsView<T>& k, const T* panels, const RowsView<T>& v,
+                 const StreamOptions& options, Eigen::Index first, Eigen::Index rows, Scratch<T>& s, StreamResult& result) {
     constexpr T lowest = -std::numeric_limits<T>::max();  // a masked score: exp(lowest − m) = 0
     // Causal: keys after the block's last query are never seen, so their blocks are skipped;
     // a window skips the keys further than W from every query of the block.
@@ -207,6 +333,9 @@ void query_block(const RowsView<T>& q, const RowsView<T>& k, const RowsView<T>& 
         key_begin = std::max<Eigen::Index>(0, first - options.window + 1);
         if (!options.causal) key_end = std::min(k.rows(), first + rows + options.window - 1);
     }
+    // Key panels go by whole key blocks; the keys before the window in the first one are
+    // masked like the others outside it.
+    if (panels) key_begin -= key_begin % stream_key_block;
     s.max.head(rows).setConstant(-std::numeric_limits<T>::infinity());
     s.sum.head(rows).setZero();
     s.spread.head(rows).setZero();
@@ -215,13 +344,13 @@ void query_block(const RowsView<T>& q, const RowsView<T>& k, const RowsView<T>& 
 
     for (Eigen::Index key = key_begin; key < key_end; key += stream_key_block) {
         const Eigen::Index cols = std::min(stream_key_block, key_end - key);
-        block_scores<T>(q, k, options, first, rows, key, cols, s.scores.topLeftCorner(rows, cols), lowest);
+        block_scores<T>(q, k, panels, options, first, rows, key, cols, s.scores, lowest);
         for (Eigen::Index r = 0; r < rows; ++r) {
             const T block_max = online_softmax_row(s, r, cols, lowest);
             scan_top_keys(s.best[static_cast<std::size_t>(r)], options.top, &s.scores(r, 0), cols, key, block_max, lowest);
         }
         // pass 4: the weighted sum of this block's values
-        s.acc.topRows(rows).noalias() += s.probs.topLeftCorner(rows, cols) * v.middleRows(key, cols);
+        add_weighted_values(s, v, rows, key, cols);
     }
     finish_block(s, options, first, rows, result, lowest);
 }
@@ -253,6 +382,22 @@ std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, 
     const double d_k = h_count == 0 ? 0 : static_cast<double>(heads.front().q.cols());
     const double work = static_cast<double>(h_count) * static_cast<double>(n) * static_cast<double>(n) *
                         (options.causal ? 0.5 : 1.0) * (2.0 * d_k + 2.0 * static_cast<double>(d_v) + 10.0);
+    // K's panels, one per distinct key matrix (heads may share one), when this copy of the
+    // kernels computes the scores itself.
+    std::vector<MatrixT<T>> key_panels;
+    std::vector<std::size_t> panel_of(heads.size(), 0);
+    if (h_count > 0 && wants_panels<T>(options, heads.front().k.rows()))
+        for (std::size_t head = 0; head < heads.size(); ++head) {
+            const auto& k = heads[head].k;
+            std::size_t same = 0;
+            while (same < head && heads[same].k.data() != k.data()) ++same;
+            if (same < head) {
+                panel_of[head] = panel_of[same];
+            } else {
+                panel_of[head] = key_panels.size();
+                key_panels.push_back(make_key_panels(k));
+            }
+        }
 #pragma omp parallel if (worth_threads(work))
     {
         const FlushDenormals flush;
@@ -271,7 +416,8 @@ std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, 
                 const Eigen::Index first = block * stream_query_block;
                 const Eigen::Index rows = std::min(stream_query_block, n - first);
                 const StreamHead<T>& h = heads[static_cast<std::size_t>(head)];
-                query_block(h.q, h.k, h.v, options, first, rows, *scratch, results[static_cast<std::size_t>(head)]);
+                const T* panels = key_panels.empty() ? nullptr : key_panels[panel_of[static_cast<std::size_t>(head)]].data();
+                query_block(h.q, h.k, panels, h.v, options, first, rows, *scratch, results[static_cast<std::size_t>(head)]);
                 const std::size_t now = done += static_cast<std::size_t>(rows);
                 if (options.progress && omp_get_thread_num() == 0) options.progress(now, all_rows);
                 if (in_order) {

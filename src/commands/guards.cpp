@@ -1,6 +1,7 @@
 #include "commands/guards.hpp"
 
 #include "attention/modes.hpp"
+#include "attention/streaming.hpp"
 #include "core/error.hpp"
 #include "util/duration.hpp"
 
@@ -98,12 +99,14 @@ std::uint64_t summary_bytes(const WorkShape& s, Dtype dtype, bool context, std::
     // head has its own top keys, and the context is each head's, side by side, and mixed by W_o.
     const double t = element_size(dtype), h = s.heads;
     const double per_query = h * (64 + static_cast<double>(top) * 16) + (context ? s.d_v * 8 * (h > 1 ? 3 : 1) : 0);
-    const double scratch = static_cast<double>(omp_get_max_threads()) * (2 * 64 * 256 + 64 * s.d_v / h) * t;
+    const double block = static_cast<double>(stream_query_block), keys = static_cast<double>(stream_key_block);
+    const double scratch = static_cast<double>(omp_get_max_threads()) * (2 * block * keys + block * s.d_v / h) * t;
+    const double key_panels = (s.cols + keys) * s.d_k * t;  // K transposed by key block (streaming.cpp)
     const double weights = 4 * s.d_in * std::max(s.d_k, s.d_v) * 8 * 2;
     const double copies = h > 1 ? (s.d_k * 2 + s.d_v) * t : 0;
     const double text = s.rows * (h * (100 + static_cast<double>(top) * 40) + (context ? s.d_v * 26 : 0));
     return static_cast<std::uint64_t>(s.rows * (s.d_in * (8 + t) + (s.d_k * 2 + s.d_v) * t + copies + per_query) + scratch +
-                                      weights + s.label_bytes * label_copies + std::min(held_output, text));
+                                      key_panels + weights + s.label_bytes * label_copies + std::min(held_output, text));
 }
 
 std::uint64_t similarity_bytes(std::size_t words, double d, const RenderOptions& render) {
