@@ -13,6 +13,13 @@
 #include <optional>
 #include <xmmintrin.h>
 
+// GCC 12's false alarm on AVX-512 intrinsics inlined here (Eigen's predux of 8 doubles):
+// packet_exp.hpp says more.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
 namespace attntrace {
 namespace ATTNTRACE_ISA {  // one copy per instruction set: attention/isa.hpp
 namespace {
@@ -60,23 +67,27 @@ void offer(std::vector<std::pair<T, Eigen::Index>>& best, std::size_t top, T sco
 
 // The highest scores of a row are its highest weights. Most key blocks hold none of the
 // current top scores, so a block is scanned only when its max beats the threshold (the
-// lowest score kept, once `top` are kept; a masked score, `lowest`, never does), and then in
-// chunks of 32, a vectorised max skipping the chunks with nothing above it.
+// lowest score kept, once `top` are kept; a masked score, `lowest`, never does), and then a
+// vector register at a time, skipping the registers whose max is not above it.
 template <typename T>
 void scan_top_keys(std::vector<std::pair<T, Eigen::Index>>& best, std::size_t top, const T* row, Eigen::Index cols,
                    Eigen::Index first_key, T block_max, T lowest) {
+    namespace ei = Eigen::internal;
+    using Packet = typename ei::packet_traits<T>::type;
+    constexpr Eigen::Index lanes = ei::packet_traits<T>::size;
     T threshold = best.size() < top ? lowest : best.back().first;
     if (!(block_max > threshold)) return;
-    constexpr Eigen::Index chunk = 32;
-    for (Eigen::Index from = 0; from < cols; from += chunk) {
-        const Eigen::Index end = std::min(cols, from + chunk);
-        if (!(Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row + from, end - from).maxCoeff() > threshold)) continue;
-        for (Eigen::Index c = from; c < end; ++c)
+    const auto scan = [&](Eigen::Index from, Eigen::Index to) {
+        for (Eigen::Index c = from; c < to; ++c)
             if (row[c] > threshold) {
                 offer(best, top, row[c], first_key + c);
                 if (best.size() == top) threshold = best.back().first;
             }
-    }
+    };
+    Eigen::Index c = 0;
+    for (; c + lanes <= cols; c += lanes)
+        if (ei::predux_max(ei::ploadu<Packet>(row + c)) > threshold) scan(c, c + lanes);
+    scan(c, cols);
 }
 
 // The two products of a block pair without Eigen's copies. Eigen's product first copies
@@ -240,31 +251,48 @@ T online_softmax_row(Scratch<T>& s, Eigen::Index r, Eigen::Index cols, T lowest)
     T* probs = &s.probs(r, 0);
     const Eigen::Index whole = cols - cols % lanes;
     // The block's max: one pass, a lane-wise max and then across the lanes.
+    // Two registers of maxima (and of sums below) take turns, so that each step need not wait
+    // for the one before it.
     T block_max = lowest;
     if (whole > 0) {
-        Packet m = ei::ploadu<Packet>(scores);
-        for (Eigen::Index c = lanes; c < whole; c += lanes) m = ei::pmax(m, ei::ploadu<Packet>(scores + c));
-        block_max = ei::predux_max(m);
+        Packet m0 = ei::ploadu<Packet>(scores), m1 = m0;
+        Eigen::Index c = lanes;
+        for (; c + lanes < whole; c += 2 * lanes) {
+            m0 = ei::pmax(m0, ei::ploadu<Packet>(scores + c));
+            m1 = ei::pmax(m1, ei::ploadu<Packet>(scores + c + lanes));
+        }
+        if (c < whole) m0 = ei::pmax(m0, ei::ploadu<Packet>(scores + c));
+        block_max = ei::predux_max(ei::pmax(m0, m1));
     }
     for (Eigen::Index c = whole; c < cols; ++c) block_max = std::max(block_max, scores[c]);
     const T old_max = s.max(r);
     const T new_max = std::max(old_max, block_max);
     const bool fresh = !(old_max > lowest);  // the first block, or nothing seen before
-    const T rescale = fresh ? T(0) : std::exp(old_max - new_max);
+    // Once a row's max stops growing (most blocks), e^(m_old − m_new) = e^0 = 1 and there is
+    // nothing to rescale.
+    const bool same_max = !fresh && new_max == old_max;
+    const T rescale = fresh ? T(0) : same_max ? T(1) : std::exp(old_max - new_max);
     // The second pass: p = e^(s − m) is stored for the values' product, and the block's Σ p and
     // Σ p·(s − m) are summed as it goes, lane by lane, then across the lanes. The last
     // cols % lanes go through the same vector exp, padded, so that a score gives the same
     // weight wherever it falls in the block.
     const Packet shift = ei::pset1<Packet>(new_max);
-    Packet sum = ei::pset1<Packet>(T(0)), spread = ei::pset1<Packet>(T(0));
-    for (Eigen::Index c = 0; c < whole; c += lanes) {
+    const Packet zero = ei::pset1<Packet>(T(0));
+    Packet sum0 = zero, sum1 = zero, spread0 = zero, spread1 = zero;
+    const auto step = [&](Eigen::Index c, Packet& sum, Packet& spread) {
         const Packet x = ei::psub(ei::ploadu<Packet>(scores + c), shift);
         const Packet p = packet_exp(x);
         ei::pstoreu(probs + c, p);
         sum = ei::padd(sum, p);
         spread = ei::padd(spread, ei::pmul(p, x));
+    };
+    Eigen::Index c = 0;
+    for (; c + lanes < whole; c += 2 * lanes) {
+        step(c, sum0, spread0);
+        step(c + lanes, sum1, spread1);
     }
-    T block_sum = ei::predux(sum), block_spread = ei::predux(spread);
+    if (c < whole) step(c, sum0, spread0);
+    T block_sum = ei::predux(ei::padd(sum0, sum1)), block_spread = ei::predux(ei::padd(spread0, spread1));
     if (whole < cols) {
         alignas(64) T x[lanes] = {}, p[lanes];
         for (Eigen::Index c = whole; c < cols; ++c) x[c - whole] = scores[c] - new_max;
@@ -277,6 +305,11 @@ T online_softmax_row(Scratch<T>& s, Eigen::Index r, Eigen::Index cols, T lowest)
     }
     const T old_sum = s.sum(r);
     // Σ e^(s−m_old)(s − m_old) becomes Σ e^(s−m_new)(s − m_new) = rescale·(that − Δm·l)
+    if (same_max) {
+        s.spread(r) += block_spread;
+        s.sum(r) = old_sum + block_sum;
+        return block_max;
+    }
     s.spread(r) = fresh ? block_spread : rescale * (s.spread(r) - (new_max - old_max) * old_sum) + block_spread;
     s.sum(r) = fresh ? block_sum : rescale * old_sum + block_sum;
     s.max(r) = new_max;
@@ -346,8 +379,14 @@ void query_block(const RowsView<T>& q, const RowsView<T>& k, const T* panels, co
         const Eigen::Index cols = std::min(stream_key_block, key_end - key);
         block_scores<T>(q, k, panels, options, first, rows, key, cols, s.scores, lowest);
         for (Eigen::Index r = 0; r < rows; ++r) {
-            const T block_max = online_softmax_row(s, r, cols, lowest);
-            scan_top_keys(s.best[static_cast<std::size_t>(r)], options.top, &s.scores(r, 0), cols, key, block_max, lowest);
+            // Causal: the keys after the query are hidden; on the diagonal block a row takes
+            // the exps of the keys up to its own only, and the rest of its weights are 0.
+            const Eigen::Index visible =
+                options.causal ? std::clamp<Eigen::Index>(first + r + 1 - key, 0, cols) : cols;
+            if (visible < cols) std::fill(&s.probs(r, visible), &s.probs(r, 0) + cols, T(0));
+            const T block_max = online_softmax_row(s, r, visible, lowest);
+            scan_top_keys(s.best[static_cast<std::size_t>(r)], options.top, &s.scores(r, 0), visible, key, block_max,
+                          lowest);
         }
         // pass 4: the weighted sum of this block's values
         add_weighted_values(s, v, rows, key, cols);
@@ -454,3 +493,7 @@ template StreamResult stream_attention<double>(const MatrixT<double>&, const Mat
 
 }  // namespace ATTNTRACE_ISA
 }  // namespace attntrace
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
