@@ -1,5 +1,6 @@
 // The streaming path (--summary) against the trace path, the summary outputs, the memory
 // guard, generated inputs and the benchmark's output shape (it is run tiny: not a timed test).
+#include "attention/kernels.hpp"
 #include "attention/packet_exp.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
@@ -441,6 +442,39 @@ TEST_CASE("streaming equals the trace path with vector-wide values and long wind
                 const Summary streamed = summarize(problem, trace_options, options);
                 const Summary reference = summarize_trace(trace(problem, trace_options), options);
                 require_same_summary(streamed, reference, dtype == Dtype::float64 ? 1e-10 : 1e-4);
+            }
+}
+
+// The trace's products by a row-major matrix (X·W, A·V) go through the same kernel for
+// inputs of 256 rows or more (kernels.cpp, own_product.hpp), where the CPU has 32 vector
+// registers: against plain loops here, since the streaming path, compared with the trace
+// above, shares them.
+TEST_CASE("the kernels' products of long inputs equal plain loops", "[kernels]") {
+    SplitMix64 rng(77);
+    for (const Eigen::Index rows : {255, 256, 300, 517})
+        for (const Eigen::Index depth : {7, 64})
+            for (const Eigen::Index width : {8, 16, 40, 48, 64, 128}) {
+                INFO(rows << " × " << depth << " times " << depth << " × " << width);
+                const Matrix a = random_matrix(rng, rows, depth, 1.0), b = random_matrix(rng, depth, width, 1.0);
+                const MatrixT<float> a32 = a.cast<float>(), b32 = b.cast<float>();
+                const Matrix y64 = project<double>(a, b), z64 = weighted_sum<double>(a, b);
+                const MatrixT<float> y32 = project<float>(a32, b32);
+                REQUIRE(y64.rows() == rows);
+                REQUIRE(y64.cols() == width);
+                double worst64 = 0, worst32 = 0;
+                for (Eigen::Index i = 0; i < rows; ++i)
+                    for (Eigen::Index j = 0; j < width; ++j) {
+                        double exact = 0, size = 0, exact32 = 0;
+                        for (Eigen::Index k = 0; k < depth; ++k) {
+                            exact += a(i, k) * b(k, j);
+                            size += std::abs(a(i, k) * b(k, j));
+                            exact32 += static_cast<double>(a32(i, k)) * static_cast<double>(b32(k, j));
+                        }
+                        worst64 = std::max({worst64, std::abs(y64(i, j) - exact) / size, std::abs(z64(i, j) - exact) / size});
+                        worst32 = std::max(worst32, std::abs(static_cast<double>(y32(i, j)) - exact32) / size);
+                    }
+                CHECK(worst64 < 1e-14);
+                CHECK(worst32 < 1e-6);
             }
 }
 

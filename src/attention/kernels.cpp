@@ -1,23 +1,29 @@
 #include "attention/kernels.hpp"
 
 #include "attention/isa.hpp"
+#include "attention/own_product.hpp"
 #include "util/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace attntrace {
 namespace ATTNTRACE_ISA {  // one copy per instruction set: attention/isa.hpp
 namespace {
 
-// out(rows of A) = A·B for each fixed block of rows of A. A: m×k, B: k×n → m×n.
+// out(rows of A) = A·B for each fixed block of rows of A. A: m×k, B: k×n → m×n. A product
+// by a matrix held row by row (a projection's W) with a long A goes through own_product.hpp's
+// kernel where this copy has it; the rest through Eigen.
 // Eigen's product may allocate its packing buffers, so a failed allocation is carried out of
 // the parallel region (RegionErrors) and thrown after it.
 template <typename T, typename Rhs>
 MatrixT<T> multiply_by_row_blocks(const MatrixT<T>& a, const Rhs& b) {
     MatrixT<T> out(a.rows(), b.cols());
     const Eigen::Index blocks = (a.rows() + kernel_row_block - 1) / kernel_row_block;
+    bool own = false;
+    if constexpr (std::is_same_v<Rhs, MatrixT<T>>) own = own_products_for<T>(a.rows()) && whole_registers<T>(b.cols());
     RegionErrors errors;
     const double work = static_cast<double>(a.rows()) * static_cast<double>(a.cols()) * static_cast<double>(b.cols());
 #pragma omp parallel for schedule(static) if (worth_threads(work))
@@ -25,6 +31,12 @@ MatrixT<T> multiply_by_row_blocks(const MatrixT<T>& a, const Rhs& b) {
         errors.run([&] {
             const Eigen::Index first = block * kernel_row_block;
             const Eigen::Index count = std::min(kernel_row_block, a.rows() - first);
+            if constexpr (std::is_same_v<Rhs, MatrixT<T>>)
+                if (own) {
+                    own_product<T, false>(a.data() + first * a.cols(), a.cols(), b.data(), b.cols(),
+                                          out.data() + first * out.cols(), out.cols(), count, b.cols(), a.cols(), T(1));
+                    return;
+                }
             out.middleRows(first, count).noalias() = a.middleRows(first, count) * b;
         });
     errors.rethrow();

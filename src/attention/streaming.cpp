@@ -1,6 +1,7 @@
 #include "attention/streaming.hpp"
 
 #include "attention/isa.hpp"
+#include "attention/own_product.hpp"
 #include "attention/packet_exp.hpp"
 #include "util/parallel.hpp"
 
@@ -90,80 +91,6 @@ void scan_top_keys(std::vector<std::pair<T, Eigen::Index>>& best, std::size_t to
     scan(c, cols);
 }
 
-// The two products of a block pair without Eigen's copies. Eigen's product first copies
-// ("packs") both operands into its own layout, every block pair: Q's and K's blocks for the
-// scores, and P (as large as the scores) and V's block for the values. These kernels read
-// row-major operands where they are: out (rows × width) = or += alpha·A·B with A (rows ×
-// depth) and B (depth × width), row strides ld_a, ld_b, ld_out. A tile of R rows × C vector
-// registers of out stays in registers while the depth is walked: each step loads C registers
-// of one row of B, broadcasts one number of A per row, and does R·C fused multiply-adds.
-// R = 6 and C = 4 fill a CPU with 32 vector registers (AVX-512); with 16 (AVX2, SSE2) tiles
-// that fit do not beat Eigen, which is used there. Each entry is summed over the depth in
-// order, by one thread: the same bytes for any thread count. A score is its summed dot
-// product times alpha = 1/√d_k, as Eigen's product scales it.
-template <typename T, int R, int C, bool Accumulate>
-void product_tile(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, T* out, Eigen::Index ld_out,
-                  Eigen::Index depth, T alpha) {
-    namespace ei = Eigen::internal;
-    using Packet = typename ei::packet_traits<T>::type;
-    constexpr Eigen::Index lanes = ei::packet_traits<T>::size;
-    Packet sum[R][C];
-    for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c)
-            sum[r][c] = Accumulate ? ei::ploadu<Packet>(out + r * ld_out + c * lanes) : ei::pset1<Packet>(T(0));
-    for (Eigen::Index j = 0; j < depth; ++j) {
-        Packet row[C];
-        for (int c = 0; c < C; ++c) row[c] = ei::ploadu<Packet>(b + j * ld_b + c * lanes);
-        for (int r = 0; r < R; ++r) {
-            const Packet weight = ei::pset1<Packet>(a[r * ld_a + j]);
-            for (int c = 0; c < C; ++c) sum[r][c] = ei::pmadd(weight, row[c], sum[r][c]);
-        }
-    }
-    for (int r = 0; r < R; ++r)
-        for (int c = 0; c < C; ++c)
-            ei::pstoreu(out + r * ld_out + c * lanes, Accumulate ? sum[r][c] : ei::pmul(sum[r][c], ei::pset1<Packet>(alpha)));
-}
-
-// Rows in tiles of 6, then the 1 to 5 left.
-template <typename T, int C, bool Accumulate>
-void product_rows(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, T* out, Eigen::Index ld_out,
-                  Eigen::Index rows, Eigen::Index depth, T alpha) {
-    Eigen::Index r = 0;
-    for (; r + 6 <= rows; r += 6)
-        product_tile<T, 6, C, Accumulate>(a + r * ld_a, ld_a, b, ld_b, out + r * ld_out, ld_out, depth, alpha);
-    a += r * ld_a;
-    out += r * ld_out;
-    switch (rows - r) {
-        case 5: product_tile<T, 5, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
-        case 4: product_tile<T, 4, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
-        case 3: product_tile<T, 3, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
-        case 2: product_tile<T, 2, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
-        case 1: product_tile<T, 1, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
-        default: break;
-    }
-}
-
-// Whether this copy of the kernels has them, and for which widths: whole vector registers.
-template <typename T>
-constexpr bool own_products = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32 && Eigen::internal::packet_traits<T>::size > 1;
-template <typename T>
-bool whole_registers(Eigen::Index width) {
-    return width % Eigen::internal::packet_traits<T>::size == 0;
-}
-
-// The columns of out: 4 registers at a time, then 2, then 1 (width is whole registers).
-template <typename T, bool Accumulate>
-void own_product(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, T* out, Eigen::Index ld_out,
-                 Eigen::Index rows, Eigen::Index width, Eigen::Index depth, T alpha) {
-    constexpr Eigen::Index lanes = Eigen::internal::packet_traits<T>::size;
-    Eigen::Index c = 0;
-    for (; c + 4 * lanes <= width; c += 4 * lanes)
-        product_rows<T, 4, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, rows, depth, alpha);
-    for (; c + 2 * lanes <= width; c += 2 * lanes)
-        product_rows<T, 2, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, rows, depth, alpha);
-    for (; c < width; c += lanes) product_rows<T, 1, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, rows, depth, alpha);
-}
-
 // K laid out for the scores' product: per key block of stream_key_block keys, its d_k ×
 // stream_key_block transpose (the last block's missing keys are 0), so that a row of the
 // block's Kᵀ is a row in memory. Made once per key matrix, it is read by every query block
@@ -181,18 +108,9 @@ MatrixT<T> make_key_panels(const RowsView<T>& k) {
     return panels;
 }
 
-// The kernels are for long inputs. Below one key block of keys Eigen's products are kept:
-// there the products take little of the time, and Eigen, which sums tiny products
-// coefficient by coefficient, gives the numbers the docs show. The kernels' fused
-// multiply-adds round some dot products differently, which can swap two keys whose weights
-// are equal on paper (example:two_heads, in docs/multi-head.md).
-template <typename T>
-bool uses_own_products(Eigen::Index keys) {
-    return own_products<T> && keys >= stream_key_block;
-}
 template <typename T>
 bool wants_panels(const StreamOptions& options, Eigen::Index keys) {
-    return uses_own_products<T>(keys) && (options.window == 0 || options.window >= 2 * stream_key_block);
+    return own_products_for<T>(keys) && (options.window == 0 || options.window >= 2 * stream_key_block);
 }
 
 // pass 1: S = Q_block·K_blockᵀ / √d_k, with the keys a query may not see (after it when
@@ -347,7 +265,7 @@ void finish_block(const Scratch<T>& s, const StreamOptions& options, Eigen::Inde
 template <typename T>
 void add_weighted_values(Scratch<T>& s, const RowsView<T>& v, Eigen::Index rows, Eigen::Index key, Eigen::Index cols) {
     const Eigen::Index width = v.cols();
-    if (uses_own_products<T>(v.rows()) && whole_registers<T>(width))
+    if (own_products_for<T>(v.rows()) && whole_registers<T>(width))
         own_product<T, true>(s.probs.data(), s.probs.cols(), v.data() + key * width, width, s.acc.data(), s.acc.cols(), rows,
                              width, cols, T(1));
     else
