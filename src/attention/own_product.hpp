@@ -9,6 +9,8 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
+
 namespace attntrace {
 namespace ATTNTRACE_ISA {
 
@@ -48,21 +50,32 @@ void product_tile(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, 
             ei::pstoreu(out + r * ld_out + c * lanes, Accumulate ? sum[r][c] : ei::pmul(sum[r][c], ei::pset1<Packet>(alpha)));
 }
 
-// Rows in tiles of 6, then the 1 to 5 left.
+// A causal block's triangle: row r of out needs only the columns (of the scores) or the
+// depth (of P·V) up to r + diagonal, where diagonal = first query − first key; the rest is
+// masked, or weighs 0. `anywhere` when there is no such limit.
+inline constexpr Eigen::Index anywhere = Eigen::Index(1) << 60;
+
+// Rows [from, rows) in tiles of 6, then the 1 to 5 left. With Accumulate (P·V), a tile's
+// depth stops after the last key its rows may see: the weights after it are 0, so the sums
+// are the same.
 template <typename T, int C, bool Accumulate>
 void product_rows(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, T* out, Eigen::Index ld_out,
-                  Eigen::Index rows, Eigen::Index depth, T alpha) {
-    Eigen::Index r = 0;
+                  Eigen::Index from, Eigen::Index rows, Eigen::Index depth, T alpha, Eigen::Index diagonal) {
+    const auto tile_depth = [&](Eigen::Index r, Eigen::Index tile_rows) {
+        return Accumulate && diagonal != anywhere ? std::clamp<Eigen::Index>(r + tile_rows + diagonal, 0, depth) : depth;
+    };
+    Eigen::Index r = from;
     for (; r + 6 <= rows; r += 6)
-        product_tile<T, 6, C, Accumulate>(a + r * ld_a, ld_a, b, ld_b, out + r * ld_out, ld_out, depth, alpha);
+        product_tile<T, 6, C, Accumulate>(a + r * ld_a, ld_a, b, ld_b, out + r * ld_out, ld_out, tile_depth(r, 6), alpha);
+    const Eigen::Index d = tile_depth(r, rows - r);
     a += r * ld_a;
     out += r * ld_out;
     switch (rows - r) {
-        case 5: product_tile<T, 5, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
-        case 4: product_tile<T, 4, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
-        case 3: product_tile<T, 3, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
-        case 2: product_tile<T, 2, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
-        case 1: product_tile<T, 1, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, depth, alpha); break;
+        case 5: product_tile<T, 5, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
+        case 4: product_tile<T, 4, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
+        case 3: product_tile<T, 3, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
+        case 2: product_tile<T, 2, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
+        case 1: product_tile<T, 1, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
         default: break;
     }
 }
@@ -85,16 +98,22 @@ bool own_products_for(Eigen::Index rows) {
 }
 
 // The columns of out: 4 registers at a time, then 2, then 1 (width is whole registers).
+// Without Accumulate (the scores) and with a diagonal, a group of columns skips the rows that
+// see none of its columns: what they would hold is masked afterwards.
 template <typename T, bool Accumulate>
 void own_product(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, T* out, Eigen::Index ld_out,
-                 Eigen::Index rows, Eigen::Index width, Eigen::Index depth, T alpha) {
+                 Eigen::Index rows, Eigen::Index width, Eigen::Index depth, T alpha, Eigen::Index diagonal = anywhere) {
     constexpr Eigen::Index lanes = Eigen::internal::packet_traits<T>::size;
+    const auto first_row = [&](Eigen::Index c) {
+        return !Accumulate && diagonal != anywhere ? std::clamp<Eigen::Index>(c - diagonal, 0, rows) : 0;
+    };
     Eigen::Index c = 0;
     for (; c + 4 * lanes <= width; c += 4 * lanes)
-        product_rows<T, 4, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, rows, depth, alpha);
+        product_rows<T, 4, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, first_row(c), rows, depth, alpha, diagonal);
     for (; c + 2 * lanes <= width; c += 2 * lanes)
-        product_rows<T, 2, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, rows, depth, alpha);
-    for (; c < width; c += lanes) product_rows<T, 1, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, rows, depth, alpha);
+        product_rows<T, 2, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, first_row(c), rows, depth, alpha, diagonal);
+    for (; c < width; c += lanes)
+        product_rows<T, 1, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, first_row(c), rows, depth, alpha, diagonal);
 }
 
 }  // namespace ATTNTRACE_ISA

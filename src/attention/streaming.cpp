@@ -125,7 +125,8 @@ void block_scores(const RowsView<T>& q, const RowsView<T>& k, const T* panels, c
     if (panels) {
         const Eigen::Index d_k = q.cols();
         own_product<T, false>(q.data() + first * d_k, d_k, panels + (key / stream_key_block) * d_k * stream_key_block,
-                              stream_key_block, block.data(), block.cols(), rows, stream_key_block, d_k, scale);
+                              stream_key_block, block.data(), block.cols(), rows, stream_key_block, d_k, scale,
+                              options.causal ? first - key : anywhere);
     } else {
         // The scale rides in the product: Eigen multiplies each finished dot product by it as
         // it stores it, the same rounding as scaling afterwards, without another pass.
@@ -263,11 +264,12 @@ void finish_block(const Scratch<T>& s, const StreamOptions& options, Eigen::Inde
 
 // pass 4: acc += P·V for the block's rows and keys.
 template <typename T>
-void add_weighted_values(Scratch<T>& s, const RowsView<T>& v, Eigen::Index rows, Eigen::Index key, Eigen::Index cols) {
+void add_weighted_values(Scratch<T>& s, const RowsView<T>& v, const StreamOptions& options, Eigen::Index first,
+                         Eigen::Index rows, Eigen::Index key, Eigen::Index cols) {
     const Eigen::Index width = v.cols();
     if (own_products_for<T>(v.rows()) && whole_registers<T>(width))
         own_product<T, true>(s.probs.data(), s.probs.cols(), v.data() + key * width, width, s.acc.data(), s.acc.cols(), rows,
-                             width, cols, T(1));
+                             width, cols, T(1), options.causal ? first - key : anywhere);
     else
         s.acc.topRows(rows).noalias() += s.probs.topLeftCorner(rows, cols) * v.middleRows(key, cols);
 }
@@ -307,7 +309,7 @@ void query_block(const RowsView<T>& q, const RowsView<T>& k, const T* panels, co
                           lowest);
         }
         // pass 4: the weighted sum of this block's values
-        add_weighted_values(s, v, rows, key, cols);
+        add_weighted_values(s, v, options, first, rows, key, cols);
     }
     finish_block(s, options, first, rows, result, lowest);
 }
