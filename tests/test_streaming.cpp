@@ -335,6 +335,10 @@ TEST_CASE("the benchmark reports every configuration it ran", "[streaming][bench
     CHECK(doc["schema"] == "attntrace.bench/1");
     CHECK(doc["gemm"].size() == 1);
     CHECK(doc["gemm"][0]["gflops"].get<double>() > 0);
+    REQUIRE(doc["exp"].size() == 1);  // the streaming path's exp rate, per dtype and thread count
+    CHECK(doc["exp"][0]["dtype"] == "float32");
+    CHECK(doc["exp"][0]["threads"] == 1);
+    CHECK(doc["exp"][0]["g_per_s"].get<double>() > 0);
     REQUIRE(doc["runs"].size() == 3 * 2 * 2);  // sizes × paths × modes
     for (const auto& run : doc["runs"]) {
         CHECK(run["seconds"].get<double>() > 0);

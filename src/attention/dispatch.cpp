@@ -27,7 +27,9 @@ namespace attntrace {
     template <typename T>                                                                               \
     StreamResult stream_attention(const MatrixT<T>&, const MatrixT<T>&, const MatrixT<T>&, const StreamOptions&); \
     template <typename T>                                                                               \
-    std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>&, const StreamOptions&);
+    std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>&, const StreamOptions&);             \
+    template <typename T>                                                                               \
+    double stream_exp_rate(int);
 
 namespace isa_baseline {
 ATTNTRACE_HOT_FUNCTIONS
@@ -151,6 +153,11 @@ std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, 
     return ATTNTRACE_CALL(stream_heads<T>(heads, options));
 }
 
+template <typename T>
+double stream_exp_rate(int threads) {
+    return ATTNTRACE_CALL(stream_exp_rate<T>(threads));
+}
+
 #define ATTNTRACE_INSTANTIATE(T)                                                                         \
     template MatrixT<T> project<T>(const MatrixT<T>&, const MatrixT<T>&);                               \
     template MatrixT<T> dot_scores<T>(const MatrixT<T>&, const MatrixT<T>&);                            \
@@ -162,7 +169,8 @@ std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, 
     template MatrixT<T> weighted_sum<T>(const MatrixT<T>&, const MatrixT<T>&);                          \
     template StreamResult stream_attention<T>(const MatrixT<T>&, const MatrixT<T>&, const MatrixT<T>&,  \
                                               const StreamOptions&);                                    \
-    template std::vector<StreamResult> stream_heads<T>(const std::vector<StreamHead<T>>&, const StreamOptions&);
+    template std::vector<StreamResult> stream_heads<T>(const std::vector<StreamHead<T>>&, const StreamOptions&); \
+    template double stream_exp_rate<T>(int);
 ATTNTRACE_INSTANTIATE(float)
 ATTNTRACE_INSTANTIATE(double)
 

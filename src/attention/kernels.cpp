@@ -13,9 +13,10 @@ namespace attntrace {
 namespace ATTNTRACE_ISA {  // one copy per instruction set: attention/isa.hpp
 namespace {
 
-// out(rows of A) = A·B for each fixed block of rows of A. A: m×k, B: k×n → m×n. A product
-// by a matrix held row by row (a projection's W) with a long A goes through own_product.hpp's
-// kernel where this copy has it; the rest through Eigen.
+// out(rows of A) = A·B for each fixed block of rows of A. A: m×k, B: k×n → m×n. A long A
+// times a small matrix held row by row (a projection's W) goes through own_product.hpp's
+// kernel where this copy has it: it reads all of B for every 6 rows, so B must stay in the
+// core's cache (64K numbers at most); the rest goes through Eigen, which blocks for the cache.
 // Eigen's product may allocate its packing buffers, so a failed allocation is carried out of
 // the parallel region (RegionErrors) and thrown after it.
 template <typename T, typename Rhs>
@@ -23,7 +24,8 @@ MatrixT<T> multiply_by_row_blocks(const MatrixT<T>& a, const Rhs& b) {
     MatrixT<T> out(a.rows(), b.cols());
     const Eigen::Index blocks = (a.rows() + kernel_row_block - 1) / kernel_row_block;
     bool own = false;
-    if constexpr (std::is_same_v<Rhs, MatrixT<T>>) own = own_products_for<T>(a.rows()) && whole_registers<T>(b.cols());
+    if constexpr (std::is_same_v<Rhs, MatrixT<T>>)
+        own = own_products_for<T>(a.rows()) && whole_registers<T>(b.cols()) && b.size() <= 65536;
     RegionErrors errors;
     const double work = static_cast<double>(a.rows()) * static_cast<double>(a.cols()) * static_cast<double>(b.cols());
 #pragma omp parallel for schedule(static) if (worth_threads(work))

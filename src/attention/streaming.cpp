@@ -404,6 +404,34 @@ StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const Ma
     return std::move(ATTNTRACE_ISA::stream_heads<T>({StreamHead<T>{rows_view(q), rows_view(k), rows_view(v)}}, options).front());
 }
 
+template <typename T>
+double stream_exp_rate(int threads) {
+    namespace ei = Eigen::internal;
+    using Packet = typename ei::packet_traits<T>::type;
+    constexpr Eigen::Index lanes = ei::packet_traits<T>::size, size = 4096, rounds = 2000;
+    double best = 0;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        std::atomic<std::size_t> kept{0};  // a count the compiler cannot drop
+        const double start = omp_get_wtime();
+#pragma omp parallel num_threads(threads)
+        {
+            std::vector<T> x(size), y(size);
+            for (Eigen::Index i = 0; i < size; ++i) x[static_cast<std::size_t>(i)] = T(-20) * T(i) / T(size);  // e^-20 … 1
+            for (Eigen::Index round = 0; round < rounds; ++round) {
+                for (Eigen::Index i = 0; i + lanes <= size; i += lanes)
+                    ei::pstoreu(y.data() + i, packet_exp(ei::ploadu<Packet>(x.data() + i)));
+                asm volatile("" ::: "memory");  // every round is done: x and y may have changed
+            }
+            kept += static_cast<std::size_t>(y[size / 2] > T(0));
+        }
+        const double seconds = omp_get_wtime() - start;
+        if (kept > 0) best = std::max(best, static_cast<double>(threads) * size * rounds / seconds);
+    }
+    return best;
+}
+
+template double stream_exp_rate<float>(int);
+template double stream_exp_rate<double>(int);
 template std::vector<StreamResult> stream_heads<float>(const std::vector<StreamHead<float>>&, const StreamOptions&);
 template std::vector<StreamResult> stream_heads<double>(const std::vector<StreamHead<double>>&, const StreamOptions&);
 template StreamResult stream_attention<float>(const MatrixT<float>&, const MatrixT<float>&,

@@ -73,6 +73,12 @@ struct StreamHead {
 template <typename T>
 std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, const StreamOptions& options);
 
+// e^x per second on `threads` threads through the streaming path's vectorised exp (Eigen's
+// for floats, packet_exp.hpp's for doubles), each thread over 4096 numbers of its own kept in
+// cache: the exp part of the machine's bound that `attntrace bench` reports.
+template <typename T>
+double stream_exp_rate(int threads);
+
 inline constexpr Eigen::Index stream_query_block = 256;
 inline constexpr Eigen::Index stream_key_block = 256;
 

@@ -2,6 +2,7 @@
 
 #include "attention/kernels.hpp"
 #include "attention/modes.hpp"
+#include "attention/streaming.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
 #include "commands/guards.hpp"
@@ -131,6 +132,17 @@ GemmRates measure_gemm(const BenchRequest& request) {
     return gemm;
 }
 
+// The streaming path's exp rate (streaming.hpp), in G/s, by the same keys: the other part of
+// the machine's bound for attention (tests/perf/compare.py; docs/performance.md).
+GemmRates measure_exp(const BenchRequest& request) {
+    GemmRates exp;
+    for (const Dtype dtype : request.dtypes)
+        for (const int t : thread_counts(request))
+            exp[{to_string(dtype), t}] =
+                (dtype == Dtype::float32 ? stream_exp_rate<float>(t) : stream_exp_rate<double>(t)) / 1e9;
+    return exp;
+}
+
 // One configuration, timed; its rate against the GEMM reference.
 Run time_run(const BenchRequest& request, const Problem& problem, Run run, const GemmRates& gemm) {
     omp_set_num_threads(run.threads);
@@ -170,7 +182,8 @@ std::vector<Run> run_grid(const BenchRequest& request, const GemmRates& gemm) {
     return runs;
 }
 
-void write_json(const BenchRequest& request, const GemmRates& gemm, const std::vector<Run>& runs, std::ostream& os) {
+void write_json(const BenchRequest& request, const GemmRates& gemm, const GemmRates& exp, const std::vector<Run>& runs,
+                std::ostream& os) {
     using Layout = JsonWriter::Layout;
     fmt::memory_buffer out;
     JsonWriter json(out);
@@ -183,6 +196,13 @@ void write_json(const BenchRequest& request, const GemmRates& gemm, const std::v
             .key("dtype").string(key.first)
             .key("threads").integer(key.second)
             .key("gflops").literal(fmt::format("{:.2f}", rate))
+            .end();
+    json.end().key("exp").array();
+    for (const auto& [key, rate] : exp)
+        json.object(Layout::inline_)
+            .key("dtype").string(key.first)
+            .key("threads").integer(key.second)
+            .key("g_per_s").literal(fmt::format("{:.3f}", rate))
             .end();
     json.end().key("runs").array();
     for (const Run& r : runs)
@@ -202,11 +222,15 @@ void write_json(const BenchRequest& request, const GemmRates& gemm, const std::v
     flush(out, os);
 }
 
-void write_table(const BenchRequest& request, const GemmRates& gemm, const std::vector<Run>& runs, std::ostream& out) {
+void write_table(const BenchRequest& request, const GemmRates& gemm, const GemmRates& exp, const std::vector<Run>& runs,
+                 std::ostream& out) {
     out << fmt::format("attntrace bench · {} · {} cores · d = {}\n", machine_text(), omp_get_num_procs(), request.dim);
     out << "GEMM rate (1024³, the trace path's blocked Eigen product):";
     for (const auto& [key, rate] : gemm) out << fmt::format("  {} ×{}: {:.1f}", key.first, key.second, rate);
     out << " GFLOP/s\n";
+    out << "exp rate (the streaming path's vectorised exp, 4096 numbers per thread in cache):";
+    for (const auto& [key, rate] : exp) out << fmt::format("  {} ×{}: {:.2f}", key.first, key.second, rate);
+    out << " G/s\n";
     out << "GFLOP/s counts 4·n²·d (self) and 2·n²·d (causal); ×doubling = time(n) / time(n/2), 4 for a quadratic cost\n\n";
     out << fmt::format("{:<10} {:<7} {:<8} {:>7} {:>6} {:>10} {:>8} {:>8} {:>10}\n", "path", "mode", "dtype", "threads", "n",
                        "seconds", "GFLOP/s", "of GEMM", "×doubling");
@@ -221,9 +245,10 @@ void write_table(const BenchRequest& request, const GemmRates& gemm, const std::
 void run_bench(const BenchRequest& request, std::ostream& out) {
     require_grid_limits(request);
     const GemmRates gemm = measure_gemm(request);
+    const GemmRates exp = measure_exp(request);
     const std::vector<Run> runs = run_grid(request, gemm);
-    if (request.format == Format::json) write_json(request, gemm, runs, out);
-    else write_table(request, gemm, runs, out);
+    if (request.format == Format::json) write_json(request, gemm, exp, runs, out);
+    else write_table(request, gemm, exp, runs, out);
 }
 
 }  // namespace attntrace
