@@ -8,6 +8,7 @@
 #include "input/examples.hpp"
 #include "input/load.hpp"
 #include "support/cli.hpp"
+#include "support/error_line.hpp"
 
 #include "support/catch.hpp"
 #include <fmt/format.h>
@@ -358,6 +359,23 @@ TEST_CASE("the benchmark reports every configuration it ran", "[streaming][bench
             CHECK(run["doubling"].is_null());
         }
     }
+}
+
+TEST_CASE("the benchmark times several heads and refuses heads that do not divide d", "[streaming][bench]") {
+    const auto r = cli::run({"bench", "--sizes", "64", "--dim", "8", "--heads", "2", "--modes", "causal", "--dtypes", "float64",
+                             "--threads", "1", "--repeats", "1", "--paths", "streaming", "-f", "json"});
+    REQUIRE(r.exit_code == 0);
+    const json doc = json::parse(r.out);
+    CHECK(doc["d"] == 8);
+    CHECK(doc["heads"] == 2);
+    REQUIRE(doc["runs"].size() == 1);
+    CHECK(doc["runs"][0]["seconds"].get<double>() > 0);
+    const auto table = cli::run({"bench", "--sizes", "64", "--dim", "8", "--heads", "2", "--threads", "1", "--repeats", "1",
+                                 "--paths", "streaming"});
+    REQUIRE(table.exit_code == 0);
+    CHECK_THAT(table.out, Contains("d = 8, 2 heads of d_head = 4"));
+    cli::require_error_line(cli::run({"bench", "--sizes", "64", "--dim", "8", "--heads", "3"}), 2,
+                            "--heads 3 does not divide --dim 8");
 }
 
 TEST_CASE("float32 traces stay close to float64", "[streaming][dtype]") {

@@ -307,6 +307,10 @@ Command add_bench(CLI::App& app) {
                  ->check(in_range(std::int64_t{1}, std::int64_t{4096}))
                  ->capture_default_str(),
              "Runs", "N");
+    describe(command->add_option("--heads", r.heads, "attention heads, each of d_head = dim / heads (a divisor of --dim)")
+                 ->check(in_range(1, 4096))
+                 ->capture_default_str(),
+             "Runs", "H");
     std::vector<std::string> streaming;  // bench times the modes with a streaming path
     for (const ModeSpec& spec : mode_specs())
         if (spec.streams) streaming.emplace_back(spec.name());

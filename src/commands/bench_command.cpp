@@ -6,6 +6,7 @@
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
 #include "commands/guards.hpp"
+#include "core/error.hpp"
 #include "core/generator.hpp"
 #include "render/json_writer.hpp"
 #include "util/format.hpp"
@@ -71,12 +72,13 @@ struct Run {
 // The rates of the GEMM reference, by (dtype name, threads): listed in the order of the names.
 using GemmRates = std::map<std::pair<std::string_view, int>, double>;
 
-Problem random_problem(std::int64_t n, std::int64_t d) {
+Problem random_problem(std::int64_t n, std::int64_t d, int heads) {
     SplitMix64 rng(42);
     SingleSequenceInput input;
     input.sequence.vectors = random_matrix(rng, n, d, 1.0);
     for (std::int64_t i = 1; i <= n; ++i) input.sequence.tokens.push_back(fmt::format("t{}", i));
     input.weights = generate_projections(43, d, d);
+    if (heads > 1) input.heads = heads;
     Problem problem;
     problem.origin = "bench";
     problem.input = std::move(input);
@@ -100,6 +102,7 @@ void require_grid_limits(const BenchRequest& request) {
             WorkShape shape;
             shape.rows = shape.cols = static_cast<double>(n);
             shape.d_in = shape.d_k = shape.d_v = static_cast<double>(request.dim);
+            shape.heads = request.heads;
             shape.label_bytes = shape.rows * 40;  // "t1" … "t1048576"
             const std::uint64_t need = path == BenchPath::trace ? trace_bytes(shape, Dtype::float64, RenderOptions{}, false)
                                                                 : summary_bytes(shape, Dtype::float64, false, 3);
@@ -165,7 +168,7 @@ std::vector<Run> run_grid(const BenchRequest& request, const GemmRates& gemm) {
     std::vector<Run> runs;
     std::map<std::tuple<BenchPath, Mode, Dtype, int, std::int64_t>, double> measured;  // → seconds
     for (const std::int64_t n : request.sizes) {
-        const Problem problem = random_problem(n, request.dim);
+        const Problem problem = random_problem(n, request.dim, request.heads);
         for (const BenchPath path : request.paths) {
             if (path == BenchPath::trace && n > request.trace_max) continue;
             for (const Mode mode : request.modes)
@@ -190,6 +193,7 @@ void write_json(const BenchRequest& request, const GemmRates& gemm, const GemmRa
     json.object().key("schema").string("attntrace.bench/1");
     json.key("machine").object(Layout::inline_).key("cpu").string(machine_text()).key("cores").integer(omp_get_num_procs()).end();
     json.key("d").integer(request.dim);
+    json.key("heads").integer(request.heads);
     json.key("gemm").array();
     for (const auto& [key, rate] : gemm)
         json.object(Layout::inline_)
@@ -224,7 +228,9 @@ void write_json(const BenchRequest& request, const GemmRates& gemm, const GemmRa
 
 void write_table(const BenchRequest& request, const GemmRates& gemm, const GemmRates& exp, const std::vector<Run>& runs,
                  std::ostream& out) {
-    out << fmt::format("attntrace bench · {} · {} cores · d = {}\n", machine_text(), omp_get_num_procs(), request.dim);
+    out << fmt::format("attntrace bench · {} · {} cores · d = {}{}\n", machine_text(), omp_get_num_procs(), request.dim,
+                       request.heads > 1 ? fmt::format(", {} heads of d_head = {}", request.heads, request.dim / request.heads)
+                                         : "");
     out << "GEMM rate (1024³, the trace path's blocked Eigen product):";
     for (const auto& [key, rate] : gemm) out << fmt::format("  {} ×{}: {:.1f}", key.first, key.second, rate);
     out << " GFLOP/s\n";
@@ -243,6 +249,9 @@ void write_table(const BenchRequest& request, const GemmRates& gemm, const GemmR
 }  // namespace
 
 void run_bench(const BenchRequest& request, std::ostream& out) {
+    if (request.dim % request.heads != 0)
+        throw UsageError(fmt::format("--heads {} does not divide --dim {}: each head takes d_head = dim / heads columns",
+                                     request.heads, request.dim));
     require_grid_limits(request);
     const GemmRates gemm = measure_gemm(request);
     const GemmRates exp = measure_exp(request);

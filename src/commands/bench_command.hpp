@@ -20,6 +20,7 @@ constexpr const auto& names_of(BenchPath) { return bench_path_names; }
 struct BenchRequest {
     std::vector<std::int64_t> sizes{512, 1024, 2048, 4096, 8192, 16384};
     std::int64_t dim = 64;
+    int heads = 1;                         // each of d_head = dim / heads
     std::vector<Mode> modes{Mode::self, Mode::causal};
     std::vector<Dtype> dtypes{Dtype::float32, Dtype::float64};
     std::vector<int> threads;              // empty: 1 … the number of cores
