@@ -78,9 +78,9 @@ bool project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>&
     q = project<T>(x_t, w.query.cast<T>());
     k = project<T>(x_t, w.key.cast<T>());
     v = project<T>(x_t, w.value.cast<T>());
-    if (w.query_bias) q.rowwise() += w.query_bias->cast<T>();  // + b_q
-    if (w.key_bias) k.rowwise() += w.key_bias->cast<T>();
-    if (w.value_bias) v.rowwise() += w.value_bias->cast<T>();
+    add_bias(q, w.query_bias);  // + b_q
+    add_bias(k, w.key_bias);
+    add_bias(v, w.value_bias);
     return finite;
 }
 

@@ -194,21 +194,20 @@ void write_json(const BenchRequest& request, const GemmRates& gemm, const GemmRa
     json.key("machine").object(Layout::inline_).key("cpu").string(machine_text()).key("cores").integer(omp_get_num_procs()).end();
     json.key("d").integer(request.dim);
     json.key("heads").integer(request.heads);
-    json.key("gemm").array();
-    for (const auto& [key, rate] : gemm)
-        json.object(Layout::inline_)
-            .key("dtype").string(key.first)
-            .key("threads").integer(key.second)
-            .key("gflops").literal(fmt::format("{:.2f}", rate))
-            .end();
-    json.end().key("exp").array();
-    for (const auto& [key, rate] : exp)
-        json.object(Layout::inline_)
-            .key("dtype").string(key.first)
-            .key("threads").integer(key.second)
-            .key("g_per_s").literal(fmt::format("{:.3f}", rate))
-            .end();
-    json.end().key("runs").array();
+    // The machine's rates, one object per (dtype, threads).
+    const auto rates = [&](const char* name, const GemmRates& by_key, const char* field, const char* format) {
+        json.key(name).array();
+        for (const auto& [key, rate] : by_key)
+            json.object(Layout::inline_)
+                .key("dtype").string(key.first)
+                .key("threads").integer(key.second)
+                .key(field).literal(fmt::format(fmt::runtime(format), rate))
+                .end();
+        json.end();
+    };
+    rates("gemm", gemm, "gflops", "{:.2f}");
+    rates("exp", exp, "g_per_s", "{:.3f}");
+    json.key("runs").array();
     for (const Run& r : runs)
         json.object(Layout::inline_)
             .key("path").string(to_string(r.path))
