@@ -11,6 +11,8 @@
 #include "support/error_line.hpp"
 
 #include "support/catch.hpp"
+
+#include <array>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -473,31 +475,40 @@ TEST_CASE("streaming equals the trace path with vector-wide values and long wind
 // above, shares them.
 TEST_CASE("the kernels' products of long inputs equal plain loops", "[kernels]") {
     SplitMix64 rng(77);
+    // The own kernels' tile edges (whole registers, 256 rows and more), Eigen's products for
+    // the other widths, and Eigen's blocks of 256 rows for 1024 rows and more (a width that
+    // is not whole registers, or a B of more than 64K numbers).
+    std::vector<std::array<Eigen::Index, 3>> shapes;
     for (const Eigen::Index rows : {255, 256, 300, 517})
         for (const Eigen::Index depth : {7, 64})
-            for (const Eigen::Index width : {8, 16, 40, 48, 64, 128}) {
-                INFO(rows << " × " << depth << " times " << depth << " × " << width);
-                const Matrix a = random_matrix(rng, rows, depth, 1.0), b = random_matrix(rng, depth, width, 1.0);
-                const MatrixT<float> a32 = a.cast<float>(), b32 = b.cast<float>();
-                const Matrix y64 = project<double>(a, b), z64 = weighted_sum<double>(a, b);
-                const MatrixT<float> y32 = project<float>(a32, b32);
-                REQUIRE(y64.rows() == rows);
-                REQUIRE(y64.cols() == width);
-                double worst64 = 0, worst32 = 0;
-                for (Eigen::Index i = 0; i < rows; ++i)
-                    for (Eigen::Index j = 0; j < width; ++j) {
-                        double exact = 0, size = 0, exact32 = 0;
-                        for (Eigen::Index k = 0; k < depth; ++k) {
-                            exact += a(i, k) * b(k, j);
-                            size += std::abs(a(i, k) * b(k, j));
-                            exact32 += static_cast<double>(a32(i, k)) * static_cast<double>(b32(k, j));
-                        }
-                        worst64 = std::max({worst64, std::abs(y64(i, j) - exact) / size, std::abs(z64(i, j) - exact) / size});
-                        worst32 = std::max(worst32, std::abs(static_cast<double>(y32(i, j)) - exact32) / size);
-                    }
-                CHECK(worst64 < 1e-14);
-                CHECK(worst32 < 1e-6);
+            for (const Eigen::Index width : {8, 16, 40, 48, 64, 128}) shapes.push_back({rows, depth, width});
+    for (const Eigen::Index rows : {1024, 1300}) {
+        shapes.push_back({rows, 64, 40});
+        shapes.push_back({rows, 300, 256});
+    }
+    for (const auto& [rows, depth, width] : shapes) {
+        INFO(rows << " × " << depth << " times " << depth << " × " << width);
+        const Matrix a = random_matrix(rng, rows, depth, 1.0), b = random_matrix(rng, depth, width, 1.0);
+        const MatrixT<float> a32 = a.cast<float>(), b32 = b.cast<float>();
+        const Matrix y64 = project<double>(a, b), z64 = weighted_sum<double>(a, b);
+        const MatrixT<float> y32 = project<float>(a32, b32);
+        REQUIRE(y64.rows() == rows);
+        REQUIRE(y64.cols() == width);
+        double worst64 = 0, worst32 = 0;
+        for (Eigen::Index i = 0; i < rows; ++i)
+            for (Eigen::Index j = 0; j < width; ++j) {
+                double exact = 0, size = 0, exact32 = 0;
+                for (Eigen::Index k = 0; k < depth; ++k) {
+                    exact += a(i, k) * b(k, j);
+                    size += std::abs(a(i, k) * b(k, j));
+                    exact32 += static_cast<double>(a32(i, k)) * static_cast<double>(b32(k, j));
+                }
+                worst64 = std::max({worst64, std::abs(y64(i, j) - exact) / size, std::abs(z64(i, j) - exact) / size});
+                worst32 = std::max(worst32, std::abs(static_cast<double>(y32(i, j)) - exact32) / size);
             }
+        CHECK(worst64 < 1e-14);
+        CHECK(worst32 < 1e-6);
+    }
 }
 
 TEST_CASE("the division-free exp of doubles is within 2 ulps of std::exp", "[streaming][exp]") {
