@@ -11,7 +11,6 @@
 #include "support/error_line.hpp"
 
 #include "support/catch.hpp"
-
 #include <array>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
