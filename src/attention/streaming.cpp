@@ -98,14 +98,16 @@ void scan_top_keys(std::vector<std::pair<T, Eigen::Index>>& best, std::size_t to
 // window narrower than two key blocks a block is read by one or two query blocks, and Eigen
 // is used instead.
 template <typename T>
-MatrixT<T> make_key_panels(const RowsView<T>& k) {
-    const Eigen::Index blocks = (k.rows() + stream_key_block - 1) / stream_key_block, d_k = k.cols();
-    MatrixT<T> panels = MatrixT<T>::Zero(blocks * d_k, stream_key_block);
-    for (Eigen::Index b = 0; b < blocks; ++b) {
-        const Eigen::Index keys = std::min(stream_key_block, k.rows() - b * stream_key_block);
-        panels.block(b * d_k, 0, d_k, keys) = k.middleRows(b * stream_key_block, keys).transpose();
-    }
-    return panels;
+MatrixT<T> key_panels_for(const RowsView<T>& k) {
+    const Eigen::Index blocks = (k.rows() + stream_key_block - 1) / stream_key_block;
+    return MatrixT<T>(blocks * k.cols(), stream_key_block);
+}
+// Block b of `panels`: each block is written by one thread, and every number of it is.
+template <typename T>
+void fill_key_panel(const RowsView<T>& k, MatrixT<T>& panels, Eigen::Index b) {
+    const Eigen::Index d_k = k.cols(), keys = std::min(stream_key_block, k.rows() - b * stream_key_block);
+    panels.block(b * d_k, 0, d_k, keys) = k.middleRows(b * stream_key_block, keys).transpose();
+    panels.block(b * d_k, keys, d_k, stream_key_block - keys).setZero();
 }
 
 template <typename T>
@@ -124,7 +126,7 @@ void block_scores(const RowsView<T>& q, const RowsView<T>& k, const T* panels, c
     auto scores = block.topLeftCorner(rows, cols);
     if (panels) {
         const Eigen::Index d_k = q.cols();
-        own_product<T, false>(q.data() + first * d_k, d_k, panels + (key / stream_key_block) * d_k * stream_key_block,
+        own_product<T, false>(q.data() + first * q.outerStride(), q.outerStride(), panels + (key / stream_key_block) * d_k * stream_key_block,
                               stream_key_block, block.data(), block.cols(), rows, stream_key_block, d_k, scale,
                               options.causal ? first - key : anywhere);
     } else {
@@ -268,7 +270,7 @@ void add_weighted_values(Scratch<T>& s, const RowsView<T>& v, const StreamOption
                          Eigen::Index rows, Eigen::Index key, Eigen::Index cols) {
     const Eigen::Index width = v.cols();
     if (own_products_for<T>(v.rows()) && whole_registers<T>(width))
-        own_product<T, true>(s.probs.data(), s.probs.cols(), v.data() + key * width, width, s.acc.data(), s.acc.cols(), rows,
+        own_product<T, true>(s.probs.data(), s.probs.cols(), v.data() + key * v.outerStride(), v.outerStride(), s.acc.data(), s.acc.cols(), rows,
                              width, cols, T(1), options.causal ? first - key : anywhere);
     else
         s.acc.topRows(rows).noalias() += s.probs.topLeftCorner(rows, cols) * v.middleRows(key, cols);
@@ -344,8 +346,8 @@ std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, 
     // K's panels, one per distinct key matrix (heads may share one), when this copy of the
     // kernels computes the scores itself.
     std::vector<MatrixT<T>> key_panels;
-    std::vector<std::size_t> panel_of(heads.size(), 0);
-    if (h_count > 0 && wants_panels<T>(options, heads.front().k.rows()))
+    std::vector<std::size_t> panel_of(heads.size(), 0), panel_head;  // panel_head: a head that reads each panel
+    if (h_count > 0 && wants_panels<T>(options, heads.front().k.rows())) {
         for (std::size_t head = 0; head < heads.size(); ++head) {
             const auto& k = heads[head].k;
             std::size_t same = 0;
@@ -354,9 +356,21 @@ std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, 
                 panel_of[head] = panel_of[same];
             } else {
                 panel_of[head] = key_panels.size();
-                key_panels.push_back(make_key_panels(k));
+                panel_head.push_back(head);
+                key_panels.push_back(key_panels_for(k));
             }
         }
+        // Their blocks are copies, spread over the threads (the memory's first touch too).
+        const Eigen::Index n_keys = heads.front().k.rows();
+        const Eigen::Index key_blocks = (n_keys + stream_key_block - 1) / stream_key_block;
+        const auto pieces = static_cast<Eigen::Index>(key_panels.size()) * key_blocks;
+        const double numbers = static_cast<double>(key_panels.size()) * static_cast<double>(n_keys) * d_k;
+#pragma omp parallel for schedule(static) if (worth_threads(4 * numbers))
+        for (Eigen::Index piece = 0; piece < pieces; ++piece) {
+            const auto p = static_cast<std::size_t>(piece / key_blocks);
+            fill_key_panel(heads[panel_head[p]].k, key_panels[p], piece % key_blocks);
+        }
+    }
 #pragma omp parallel if (worth_threads(work))
     {
         const FlushDenormals flush;

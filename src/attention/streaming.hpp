@@ -56,11 +56,22 @@ template <typename T>
 StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v,
                               const StreamOptions& options);
 
+// Row-major numbers held elsewhere: a matrix, a mapped file, or some columns of a matrix (a
+// head's), each row `stride` numbers after the one before.
 template <typename T>
-using RowsView = Eigen::Map<const MatrixT<T>>;  // row-major numbers held elsewhere: a matrix, a mapped file
+using RowsView = Eigen::Map<const MatrixT<T>, Eigen::Unaligned, Eigen::OuterStride<>>;
+template <typename T>
+RowsView<T> rows_view(const T* data, Eigen::Index rows, Eigen::Index cols, Eigen::Index stride) {
+    return RowsView<T>(data, rows, cols, Eigen::OuterStride<>(stride));
+}
 template <typename T>
 RowsView<T> rows_view(const MatrixT<T>& m) {
-    return RowsView<T>(m.data(), m.rows(), m.cols());
+    return rows_view(m.data(), m.rows(), m.cols(), m.cols());
+}
+// Columns [first, first + count) of `m`, in place.
+template <typename T>
+RowsView<T> column_view(const RowsView<T>& m, Eigen::Index first, Eigen::Index count) {
+    return rows_view(m.data() + first, m.rows(), count, m.outerStride());
 }
 
 // Several heads at once: every (head, query block) pair is one piece of parallel work, so the

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <type_traits>
 
@@ -65,31 +66,55 @@ void require_finite_scores(const StreamResult& result, const RowsView<T>& q, con
     }
 }
 
+// The largest magnitude an entry of X·W + b can have, computed in double from X's largest
+// magnitude and the largest column sum of |W| (W and b as T holds them):
+// |Σ_k x_ik·w_kj + b_j| ≤ max|x|·Σ_k |w_kj| + max|b|.
+template <typename T>
+double projection_bound(double x_max, const MatrixT<T>& w, const std::optional<Vector>& bias) {
+    double column_max = 0;
+    for (Eigen::Index j = 0; j < w.cols(); ++j) {
+        double column = 0;
+        for (Eigen::Index k = 0; k < w.rows(); ++k) column += std::abs(static_cast<double>(w(k, j)));
+        column_max = std::max(column_max, column);
+    }
+    const double bias_max = bias ? bias->cast<T>().template cast<double>().cwiseAbs().maxCoeff() : 0.0;
+    return x_max * column_max + bias_max;
+}
+
 // Q = X·W_q, K = X·W_k, V = X·W_v (plus their biases) with X converted to T once. The
 // products go through the kernels (kernels.cpp), which run this CPU's widest copy and multiply
 // by the same fixed blocks of rows as the trace: Q, K and V are the trace's numbers, whatever
 // the thread count. (Done here, in a file compiled for any x86-64, Eigen's products ran on
 // SSE2 at a fraction of the CPU's rate: 7 ms of a 90 ms summary of 8192 tokens.) Returns
-// whether every converted entry of X was finite.
+// whether every converted entry of X was finite (if not, the caller names the entry of X and
+// stops). A product that could overflow T is searched for the entry that did (require_finite);
+// one whose bound is far below T's largest number (the rounding of a sum of d_in products
+// cannot double it) need not be read again.
 template <typename T, typename Rows>
-bool project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>& k, MatrixT<T>& v) {
+bool project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>& k, MatrixT<T>& v, const Summary& summary) {
     const MatrixT<T> x_t = x.template cast<T>();
-    const bool finite = all_finite(x_t);
-    q = project<T>(x_t, w.query.cast<T>());
-    k = project<T>(x_t, w.key.cast<T>());
-    v = project<T>(x_t, w.value.cast<T>());
-    add_bias(q, w.query_bias);  // + b_q
-    add_bias(k, w.key_bias);
-    add_bias(v, w.value_bias);
+    const double x_max = x_t.size() == 0 ? 0.0 : static_cast<double>(x_t.cwiseAbs().template maxCoeff<Eigen::PropagateNaN>());
+    const bool finite = std::isfinite(x_max);
+    const auto one = [&](const Matrix& weights, const std::optional<Vector>& bias, MatrixT<T>& out, StageId stage,
+                         std::string_view column) {
+        const MatrixT<T> w_t = weights.cast<T>();
+        out = project<T>(x_t, w_t);
+        add_bias(out, bias);  // + b
+        if (finite && !(projection_bound(x_max, w_t, bias) < static_cast<double>(std::numeric_limits<T>::max()) / 2))
+            require_finite<T>(out, stage, summary.tokens, column, summary.origin);
+    };
+    one(w.query, w.query_bias, q, StageId::queries, "q");
+    one(w.key, w.key_bias, k, StageId::keys, "k");
+    one(w.value, w.value_bias, v, StageId::values, "v");
     return finite;
 }
 
 // Sinusoidal positions: the embeddings plus their encodings, added in T as the trace adds them
 // (held as double, which holds a float exactly); then ln_1 when the layer has one. Without
-// either, the embeddings themselves.
+// either, nothing: the embeddings are read as they are, not copied.
 template <typename T>
-Matrix prepared_inputs(const Matrix& embeddings, const PositionSetting& positions, const LayerNorm* layernorm) {
-    if (positions.scheme != PositionScheme::sinusoidal && !layernorm) return embeddings;
+std::optional<Matrix> prepared_inputs(const Matrix& embeddings, const PositionSetting& positions, const LayerNorm* layernorm) {
+    if (positions.scheme != PositionScheme::sinusoidal && !layernorm) return std::nullopt;
     MatrixT<T> x = embeddings.cast<T>();
     if (positions.scheme == PositionScheme::sinusoidal)
         x += sinusoidal_encoding(embeddings.rows(), embeddings.cols(), positions.first).cast<T>();
@@ -107,56 +132,65 @@ std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<P
     // in-place rows widened once) are prepared as the trace prepares them.
     const bool as_mapped = sequence.in_place && std::is_same_v<T, float> &&
                            positions.scheme != PositionScheme::sinusoidal && !layernorm;
-    Matrix inputs;
-    if (!as_mapped)
-        inputs = prepared_inputs<T>(sequence.in_place ? Matrix(sequence.in_place->view().cast<double>()) : sequence.vectors,
-                                    positions, layernorm);
+    Matrix widened;                   // the in-place rows as doubles
+    std::optional<Matrix> prepared;   // with positions or ln_1
+    const Matrix* inputs = nullptr;   // what the products read: the embeddings, or `prepared`
+    if (!as_mapped) {
+        if (sequence.in_place) widened = sequence.in_place->view().cast<double>();
+        const Matrix& embeddings = sequence.in_place ? widened : sequence.vectors;
+        prepared = prepared_inputs<T>(embeddings, positions, layernorm);
+        inputs = prepared ? &*prepared : &embeddings;
+    }
     std::optional<RowsView<T>> mapped;
     if constexpr (std::is_same_v<T, float>)
-        if (as_mapped) mapped.emplace(sequence.in_place->view());  // finite: the loader checked every number
+        if (as_mapped) {  // finite: the loader checked every number
+            const InPlaceRows& rows = *sequence.in_place;
+            mapped.emplace(rows_view(rows.data, rows.rows, rows.cols, rows.cols));
+        }
     if (w) {
-        const bool finite = mapped ? project_all<T>(*mapped, *w, q, k, v) : project_all<T>(inputs, *w, q, k, v);
+        const bool finite = mapped ? project_all<T>(*mapped, *w, q, k, v, summary) : project_all<T>(*inputs, *w, q, k, v, summary);
         if (!finite)  // float32 overflows sooner: name the entry
-            require_finite<T>(inputs.cast<T>(), StageId::inputs, summary.tokens, "x", summary.origin);
-        require_finite<T>(q, StageId::queries, summary.tokens, "q", summary.origin);
-        require_finite<T>(k, StageId::keys, summary.tokens, "k", summary.origin);
-        require_finite<T>(v, StageId::values, summary.tokens, "v", summary.origin);
+            require_finite<T>(inputs->cast<T>(), StageId::inputs, summary.tokens, "x", summary.origin);
     } else if (!mapped) {
-        x = inputs.cast<T>();
+        x = inputs->cast<T>();
         require_finite<T>(x, StageId::inputs, summary.tokens, "x", summary.origin);
     }
     const RowsView<T> x_rows = mapped ? *mapped : rows_view(x);
     const RowsView<T> queries = w ? rows_view(q) : x_rows;
     const RowsView<T> keys = w ? rows_view(k) : x_rows;
     const RowsView<T> values = w ? rows_view(v) : x_rows;
-    // Each head's columns (one head: the matrices themselves); consecutive query heads share
-    // a key/value head in grouped-query attention.
-    std::vector<MatrixT<T>> head_q, head_k, head_v;
+    // Each head reads its columns where they are (one head: the matrices themselves);
+    // consecutive query heads share a key/value head in grouped-query attention.
     // RoPE: every query head's queries and every key/value head's keys turned by their
-    // positions' angles before they are scored; the values stay as they are.
+    // positions' angles before they are scored, into matrices of their own; the values stay
+    // as they are.
     const bool rope = positions.scheme == PositionScheme::rope;
-    const Matrix angles = rope ? rotary_angles(queries.rows(), layout.several() ? layout.d_head : queries.cols(),
-                                               positions.first)
-                               : Matrix();
-    const auto turned = [&](MatrixT<T> m) { return rope ? rotate_half<T>(m, angles) : m; };
+    const Eigen::Index d_head = layout.several() ? layout.d_head : queries.cols();
+    const Eigen::Index d_v = layout.several() ? layout.d_v : values.cols();
+    const Matrix angles = rope ? rotary_angles(queries.rows(), d_head, positions.first) : Matrix();
+    std::vector<MatrixT<T>> turned;  // RoPE's turned queries and keys
+    turned.reserve(static_cast<std::size_t>(layout.heads + layout.kv_heads));  // views stay valid
+    const auto head_columns = [&](const RowsView<T>& m, int head) {
+        const RowsView<T> columns = column_view(m, (head - 1) * d_head, d_head);
+        if (!rope) return columns;
+        turned.push_back(rotate_half<T>(MatrixT<T>(columns), angles));
+        return rows_view(turned.back());
+    };
+    // A key/value head's values, though, are copied out of a wider V: the values' product reads
+    // a block of them for every six queries, and read in place, rows a whole V apart, they made
+    // 8 heads of 64 about 5% slower (n = 8192).
+    std::vector<MatrixT<T>> head_values(d_v < values.cols() ? static_cast<std::size_t>(layout.kv_heads) : 0,
+                                        MatrixT<T>(values.rows(), d_v));  // allocated here, filled in parallel
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<double>(values.size())))
+    for (int g = 0; g < static_cast<int>(head_values.size()); ++g)
+        head_values[static_cast<std::size_t>(g)] = column_view(values, g * d_v, d_v);
     std::vector<StreamHead<T>> heads;
-    if (layout.several()) {
-        for (int g = 1; g <= layout.kv_heads; ++g) {
-            head_k.push_back(turned(keys.middleCols((g - 1) * layout.d_head, layout.d_head)));
-            head_v.push_back(values.middleCols((g - 1) * layout.d_v, layout.d_v));
-        }
-        for (int h = 1; h <= layout.heads; ++h)
-            head_q.push_back(turned(queries.middleCols((h - 1) * layout.d_head, layout.d_head)));
-        for (int h = 1; h <= layout.heads; ++h) {
-            const auto g = static_cast<std::size_t>(layout.kv_head_of(h) - 1);
-            heads.push_back({rows_view(head_q[static_cast<std::size_t>(h - 1)]), rows_view(head_k[g]), rows_view(head_v[g])});
-        }
-    } else if (rope) {
-        head_q.push_back(turned(queries));
-        head_k.push_back(turned(keys));
-        heads.push_back({rows_view(head_q.front()), rows_view(head_k.front()), values});
-    } else {
-        heads.push_back({queries, keys, values});
+    std::vector<RowsView<T>> kv_keys;
+    for (int g = 1; g <= layout.kv_heads; ++g) kv_keys.push_back(head_columns(keys, g));
+    for (int h = 1; h <= layout.heads; ++h) {
+        const int g = layout.kv_head_of(h);
+        heads.push_back({head_columns(queries, h), kv_keys[static_cast<std::size_t>(g - 1)],
+                         head_values.empty() ? values : rows_view(head_values[static_cast<std::size_t>(g - 1)])});
     }
     StreamOptions stream_options;
     const ModeSpec& mode = mode_spec(trace_options.mode);
