@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <mutex>
 #include <omp.h>
 #include <optional>
-#include <xmmintrin.h>
+#include <immintrin.h>
+#include <type_traits>
 
 // GCC 12's false alarm on AVX-512 intrinsics inlined here (Eigen's predux of 8 doubles):
 // packet_exp.hpp says more.
@@ -66,29 +68,56 @@ void offer(std::vector<std::pair<T, Eigen::Index>>& best, std::size_t top, T sco
     if (best.size() > top) best.pop_back();
 }
 
+// Bit i set when lane i of the vector register of T at `p` is above `threshold` (false for
+// NaN, as `>` is): one comparison, where taking the register's max would take a chain of
+// shuffles.
+template <typename T>
+unsigned lanes_above(const T* p, T threshold) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+    constexpr int register_bytes = Eigen::internal::packet_traits<T>::size * static_cast<int>(sizeof(T));
+#if defined(__AVX512F__)
+    static_assert(register_bytes == 64, "Eigen's register here is an AVX-512 one");
+    if constexpr (std::is_same_v<T, float>)
+        return _mm512_cmp_ps_mask(_mm512_loadu_ps(p), _mm512_set1_ps(threshold), _CMP_GT_OQ);
+    else
+        return _mm512_cmp_pd_mask(_mm512_loadu_pd(p), _mm512_set1_pd(threshold), _CMP_GT_OQ);
+#elif defined(__AVX__)
+    static_assert(register_bytes == 32, "Eigen's register here is an AVX one");
+    if constexpr (std::is_same_v<T, float>)
+        return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), _mm256_set1_ps(threshold), _CMP_GT_OQ)));
+    else
+        return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(p), _mm256_set1_pd(threshold), _CMP_GT_OQ)));
+#else
+    static_assert(register_bytes == 16, "Eigen's register here is an SSE one");
+    if constexpr (std::is_same_v<T, float>)
+        return static_cast<unsigned>(_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(p), _mm_set1_ps(threshold))));
+    else
+        return static_cast<unsigned>(_mm_movemask_pd(_mm_cmpgt_pd(_mm_loadu_pd(p), _mm_set1_pd(threshold))));
+#endif
+}
+
 // The highest scores of a row are its highest weights. Most key blocks hold none of the
 // current top scores, so a block is scanned only when its max beats the threshold (the
 // lowest score kept, once `top` are kept; a masked score, `lowest`, never does), and then a
-// vector register at a time, skipping the registers whose max is not above it.
+// vector register at a time: only the lanes above the threshold are looked at, in key order.
 template <typename T>
 void scan_top_keys(std::vector<std::pair<T, Eigen::Index>>& best, std::size_t top, const T* row, Eigen::Index cols,
                    Eigen::Index first_key, T block_max, T lowest) {
-    namespace ei = Eigen::internal;
-    using Packet = typename ei::packet_traits<T>::type;
-    constexpr Eigen::Index lanes = ei::packet_traits<T>::size;
+    constexpr Eigen::Index lanes = Eigen::internal::packet_traits<T>::size;
+    static_assert(lanes <= 32, "lanes_above returns 32 bits");
     T threshold = best.size() < top ? lowest : best.back().first;
     if (!(block_max > threshold)) return;
-    const auto scan = [&](Eigen::Index from, Eigen::Index to) {
-        for (Eigen::Index c = from; c < to; ++c)
-            if (row[c] > threshold) {
-                offer(best, top, row[c], first_key + c);
-                if (best.size() == top) threshold = best.back().first;
-            }
+    const auto consider = [&](Eigen::Index c) {
+        if (row[c] > threshold) {  // the threshold may have risen since the register was compared
+            offer(best, top, row[c], first_key + c);
+            if (best.size() == top) threshold = best.back().first;
+        }
     };
     Eigen::Index c = 0;
     for (; c + lanes <= cols; c += lanes)
-        if (ei::predux_max(ei::ploadu<Packet>(row + c)) > threshold) scan(c, c + lanes);
-    scan(c, cols);
+        for (unsigned bits = lanes_above(row + c, threshold); bits != 0; bits &= bits - 1)
+            consider(c + std::countr_zero(bits));
+    for (; c < cols; ++c) consider(c);
 }
 
 // K laid out for the scores' product: per key block of stream_key_block keys, its d_k ×
