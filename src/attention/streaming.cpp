@@ -144,10 +144,11 @@ bool wants_panels(const StreamOptions& options, Eigen::Index keys) {
     return own_products_for<T>(keys) && (options.window == 0 || options.window >= 2 * stream_key_block);
 }
 
-// pass 1: S = Q_block·K_blockᵀ / √d_k, with the keys a query may not see (after it when
-// causal, outside its window, padding) set to `lowest`, whose exp(lowest − m) is 0. With
-// key panels (key % stream_key_block == 0), all stream_key_block columns of the block's panel
-// are computed; those past `cols` are never read.
+// pass 1: S = Q_block·K_blockᵀ / √d_k, with the keys a query may not see (outside its window,
+// padding) set to `lowest`, whose exp(lowest − m) is 0. The keys after a query (causal) are
+// left as they are, some never computed: a row is read only up to its own key (query_block's
+// `visible`). With key panels (key % stream_key_block == 0), all stream_key_block columns of
+// the block's panel are computed; those past `cols` are never read.
 template <typename T>
 void block_scores(const RowsView<T>& q, const RowsView<T>& k, const T* panels, const StreamOptions& options,
                   Eigen::Index first, Eigen::Index rows, Eigen::Index key, Eigen::Index cols, MatrixT<T>& block, T lowest) {
@@ -163,9 +164,6 @@ void block_scores(const RowsView<T>& q, const RowsView<T>& k, const T* panels, c
         // it stores it, the same rounding as scaling afterwards, without another pass.
         scores.noalias() = scale * (q.middleRows(first, rows) * k.middleRows(key, cols).transpose());
     }
-    if (options.causal && key + cols - 1 > first)
-        for (Eigen::Index r = 0; r < rows; ++r)
-            for (Eigen::Index c = std::max<Eigen::Index>(0, first + r + 1 - key); c < cols; ++c) scores(r, c) = lowest;
     if (options.window > 0)  // keys at distance W or more (before the query; after it too unless causal)
         for (Eigen::Index r = 0; r < rows; ++r)
             for (Eigen::Index c = 0; c < cols; ++c) {
