@@ -17,9 +17,12 @@
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <tuple>
 #include <memory>
 #include <filesystem>
 #include <fstream>
@@ -507,6 +510,46 @@ TEST_CASE("the kernels' products of long inputs equal plain loops", "[kernels]")
             }
         CHECK(worst64 < 1e-14);
         CHECK(worst32 < 1e-6);
+    }
+}
+
+// The summary's projections run in one parallel region, X converted block by block as it is
+// read (project_filled): each product must still be project()'s, to the last bit, whichever
+// kernel and blocks it takes, and every row of X must be filled once, before it is read.
+template <typename T>
+void check_projections_at_once(SplitMix64& rng, Eigen::Index rows, Eigen::Index depth, const std::vector<Eigen::Index>& widths) {
+    INFO(rows << " rows, depth " << depth << ", widths " << fmt::format("{}", widths) << (sizeof(T) == 4 ? ", float" : ", double"));
+    const Matrix source = random_matrix(rng, rows, depth, 1.0);
+    std::vector<MatrixT<T>> w;
+    for (const Eigen::Index width : widths) w.push_back(random_matrix(rng, depth, width, 1.0).cast<T>());
+    MatrixT<T> x(rows, depth);
+    std::vector<int> filled(static_cast<std::size_t>(rows), 0);
+    const std::vector<MatrixT<T>> at_once = project_filled<T>(x, w, [&](Eigen::Index first, Eigen::Index count) {
+        x.middleRows(first, count) = source.middleRows(first, count).cast<T>();
+        for (Eigen::Index r = first; r < first + count; ++r) ++filled[static_cast<std::size_t>(r)];
+    });
+    CHECK(std::all_of(filled.begin(), filled.end(), [](int times) { return times == 1; }));
+    REQUIRE(at_once.size() == w.size());
+    const MatrixT<T> x_whole = source.cast<T>();
+    for (std::size_t i = 0; i < w.size(); ++i) {
+        const MatrixT<T> one_by_one = project<T>(x_whole, w[i]);
+        REQUIRE(at_once[i].rows() == rows);
+        REQUIRE(at_once[i].cols() == w[i].cols());
+        CHECK(std::memcmp(at_once[i].data(), one_by_one.data(), sizeof(T) * static_cast<std::size_t>(one_by_one.size())) == 0);
+    }
+}
+
+TEST_CASE("the projections at once equal the projections one by one, bit for bit", "[kernels]") {
+    SplitMix64 rng(78);
+    // Short inputs (Eigen, one block); the own kernels' widths; widths that are not whole
+    // registers; and, at 1024 rows and more, a W of more than 64K numbers, whose product goes
+    // to Eigen 256 rows at a time beside products of 32-row blocks.
+    const std::vector<std::tuple<Eigen::Index, Eigen::Index, std::vector<Eigen::Index>>> shapes{
+        {5, 7, {3, 3, 2}}, {300, 64, {64, 64, 64}}, {517, 64, {16, 40, 128}}, {1300, 64, {64, 64, 40}},
+        {1300, 300, {256, 64, 48}}, {2100, 512, {512, 512, 512}}};
+    for (const auto& [rows, depth, widths] : shapes) {
+        check_projections_at_once<float>(rng, rows, depth, widths);
+        check_projections_at_once<double>(rng, rows, depth, widths);
     }
 }
 

@@ -19,31 +19,48 @@ namespace {
 // core's cache (64K numbers at most); the rest goes through Eigen, which blocks for the cache.
 // Eigen's product may allocate its packing buffers, so a failed allocation is carried out of
 // the parallel region (RegionErrors) and thrown after it.
-template <typename T, typename Rhs>
-MatrixT<T> multiply_by_row_blocks(const MatrixT<T>& a, const Rhs& b) {
-    MatrixT<T> out(a.rows(), b.cols());
+// How A·B is cut: whether own_product.hpp's kernel multiplies, and the rows of a block.
+struct RowBlocks {
     bool own = false;
+    Eigen::Index rows = kernel_row_block;
+};
+template <typename T, typename Rhs>
+RowBlocks row_blocks_for(const MatrixT<T>& a, const Rhs& b) {
+    RowBlocks cut;
     if constexpr (std::is_same_v<Rhs, MatrixT<T>>)
-        own = own_products_for<T>(a.rows()) && whole_registers<T>(b.cols()) && b.size() <= 65536;
+        cut.own = own_products_for<T>(a.rows()) && whole_registers<T>(b.cols()) && b.size() <= 65536;
     // Eigen packs all of B again for every block it is given: a long A (1024 rows or more)
     // goes to it 256 rows at a time, which packs B an eighth as often. The blocks still
     // depend on the shapes alone, never on the threads.
-    const Eigen::Index row_block = !own && a.rows() >= 1024 ? 8 * kernel_row_block : kernel_row_block;
-    const Eigen::Index blocks = (a.rows() + row_block - 1) / row_block;
+    if (!cut.own && a.rows() >= 1024) cut.rows = 8 * kernel_row_block;
+    return cut;
+}
+
+// Rows [first, first + count) of out = A·B: one block.
+template <typename T, typename Rhs>
+void multiply_block(const MatrixT<T>& a, const Rhs& b, MatrixT<T>& out, const RowBlocks& cut, Eigen::Index first,
+                    Eigen::Index count) {
+    if constexpr (std::is_same_v<Rhs, MatrixT<T>>)
+        if (cut.own) {
+            own_product<T, false>(a.data() + first * a.cols(), a.cols(), b.data(), b.cols(), out.data() + first * out.cols(),
+                                  out.cols(), count, b.cols(), a.cols(), T(1));
+            return;
+        }
+    out.middleRows(first, count).noalias() = a.middleRows(first, count) * b;
+}
+
+template <typename T, typename Rhs>
+MatrixT<T> multiply_by_row_blocks(const MatrixT<T>& a, const Rhs& b) {
+    MatrixT<T> out(a.rows(), b.cols());
+    const RowBlocks cut = row_blocks_for<T>(a, b);
+    const Eigen::Index blocks = (a.rows() + cut.rows - 1) / cut.rows;
     RegionErrors errors;
     const double work = static_cast<double>(a.rows()) * static_cast<double>(a.cols()) * static_cast<double>(b.cols());
 #pragma omp parallel for schedule(static) if (worth_threads(work))
     for (Eigen::Index block = 0; block < blocks; ++block)
         errors.run([&] {
-            const Eigen::Index first = block * row_block;
-            const Eigen::Index count = std::min(row_block, a.rows() - first);
-            if constexpr (std::is_same_v<Rhs, MatrixT<T>>)
-                if (own) {
-                    own_product<T, false>(a.data() + first * a.cols(), a.cols(), b.data(), b.cols(),
-                                          out.data() + first * out.cols(), out.cols(), count, b.cols(), a.cols(), T(1));
-                    return;
-                }
-            out.middleRows(first, count).noalias() = a.middleRows(first, count) * b;
+            const Eigen::Index first = block * cut.rows;
+            multiply_block<T>(a, b, out, cut, first, std::min(cut.rows, a.rows() - first));
         });
     errors.rethrow();
     return out;
@@ -55,6 +72,36 @@ MatrixT<T> multiply_by_row_blocks(const MatrixT<T>& a, const Rhs& b) {
 template <typename T>
 MatrixT<T> project(const MatrixT<T>& x, const MatrixT<T>& w) {
     return multiply_by_row_blocks<T>(x, w);
+}
+
+// Y_i = X·W_i for each W_i, X's rows filled block by block by `fill` in the same region.
+// Each product keeps project()'s blocks and kernel; a block of the region is the largest of
+// them (32 or 256 rows, the others divide it), so the numbers are project()'s.
+template <typename T>
+std::vector<MatrixT<T>> project_filled(MatrixT<T>& x, const std::vector<MatrixT<T>>& w, const RowFill& fill) {
+    std::vector<MatrixT<T>> out;
+    std::vector<RowBlocks> cuts;
+    Eigen::Index rows = kernel_row_block;
+    double work = 0;
+    for (const MatrixT<T>& w_i : w) {
+        out.emplace_back(x.rows(), w_i.cols());
+        cuts.push_back(row_blocks_for<T>(x, w_i));
+        rows = std::max(rows, cuts.back().rows);
+        work += static_cast<double>(x.rows()) * static_cast<double>(x.cols()) * static_cast<double>(w_i.cols());
+    }
+    const Eigen::Index blocks = (x.rows() + rows - 1) / rows;
+    RegionErrors errors;
+#pragma omp parallel for schedule(static) if (worth_threads(work))
+    for (Eigen::Index block = 0; block < blocks; ++block)
+        errors.run([&] {
+            const Eigen::Index first = block * rows, end = std::min(x.rows(), first + rows);
+            fill(first, end - first);
+            for (std::size_t i = 0; i < w.size(); ++i)
+                for (Eigen::Index at = first; at < end; at += cuts[i].rows)
+                    multiply_block<T>(x, w[i], out[i], cuts[i], at, std::min(cuts[i].rows, end - at));
+        });
+    errors.rethrow();
+    return out;
 }
 
 // S = Q·Kᵀ. Q: n_q×d, K: n_k×d → n_q×n_k; S(i, j) = q_i · k_j.
@@ -147,6 +194,7 @@ MatrixT<T> weighted_sum(const MatrixT<T>& weights, const MatrixT<T>& values) {
 
 #define ATTNTRACE_KERNELS(T)                                                                  \
     template MatrixT<T> project<T>(const MatrixT<T>&, const MatrixT<T>&);                      \
+    template std::vector<MatrixT<T>> project_filled<T>(MatrixT<T>&, const std::vector<MatrixT<T>>&, const RowFill&); \
     template MatrixT<T> dot_scores<T>(const MatrixT<T>&, const MatrixT<T>&);                   \
     template MatrixT<T> scale_scores<T>(const MatrixT<T>&, T);                                 \
     template MatrixT<T> apply_mask<T>(const MatrixT<T>&, const BoolMatrix&);                   \

@@ -9,6 +9,9 @@
 
 #include "core/matrix.hpp"
 
+#include <functional>
+#include <vector>
+
 namespace attntrace {
 
 inline constexpr Eigen::Index kernel_row_block = 32;
@@ -17,6 +20,14 @@ inline constexpr Eigen::Index kernel_row_block = 32;
 // projections; any product of two matrices).
 template <typename T>
 MatrixT<T> project(const MatrixT<T>& x, const MatrixT<T>& w);
+
+// Y_i = X·W_i for several W_i at once (the query, key and value projections), in one
+// parallel region: `fill(first, count)` first writes rows [first, first + count) of X (the
+// input converted as it is read), then the block, still in cache, is multiplied by each W_i.
+// Each Y_i holds project(X, W_i)'s numbers.
+using RowFill = std::function<void(Eigen::Index first, Eigen::Index count)>;
+template <typename T>
+std::vector<MatrixT<T>> project_filled(MatrixT<T>& x, const std::vector<MatrixT<T>>& w, const RowFill& fill);
 
 // pass 2. S = Q·Kᵀ. Q: n_q×d, K: n_k×d → n_q×n_k; S(i, j) = q_i · k_j.
 template <typename T>

@@ -81,31 +81,43 @@ double projection_bound(double x_max, const MatrixT<T>& w, const std::optional<V
     return x_max * column_max + bias_max;
 }
 
-// Q = X·W_q, K = X·W_k, V = X·W_v (plus their biases) with X converted to T once. The
-// products go through the kernels (kernels.cpp), which run this CPU's widest copy and multiply
-// by the same fixed blocks of rows as the trace: Q, K and V are the trace's numbers, whatever
-// the thread count. (Done here, in a file compiled for any x86-64, Eigen's products ran on
-// SSE2 at a fraction of the CPU's rate: 7 ms of a 90 ms summary of 8192 tokens.) Returns
-// whether every converted entry of X was finite (if not, the caller names the entry of X and
-// stops). A product that could overflow T is searched for the entry that did (require_finite);
-// one whose bound is far below T's largest number (the rounding of a sum of d_in products
-// cannot double it) need not be read again.
+// Q = X·W_q, K = X·W_k, V = X·W_v (plus their biases) with X converted to T as the products
+// read it, a block of rows at a time (project_filled). The products go through the kernels
+// (kernels.cpp), which run this CPU's widest copy and multiply by the same fixed blocks of
+// rows as the trace: Q, K and V are the trace's numbers, whatever the thread count. (Done
+// here, in a file compiled for any x86-64, Eigen's products ran on SSE2 at a fraction of the
+// CPU's rate: 7 ms of a 90 ms summary of 8192 tokens.) Returns whether every converted entry
+// of X was finite (if not, the caller names the entry of X and stops). A product that could
+// overflow T is searched for the entry that did (require_finite); one whose bound is far
+// below T's largest number (the rounding of a sum of d_in products cannot double it) need not
+// be read again.
 template <typename T, typename Rows>
 bool project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>& k, MatrixT<T>& v, const Summary& summary) {
-    const MatrixT<T> x_t = x.template cast<T>();
-    const double x_max = x_t.size() == 0 ? 0.0 : static_cast<double>(x_t.cwiseAbs().template maxCoeff<Eigen::PropagateNaN>());
-    const bool finite = std::isfinite(x_max);
-    const auto one = [&](const Matrix& weights, const std::optional<Vector>& bias, MatrixT<T>& out, StageId stage,
-                         std::string_view column) {
-        const MatrixT<T> w_t = weights.cast<T>();
-        out = project<T>(x_t, w_t);
+    MatrixT<T> x_t(x.rows(), x.cols());
+    std::vector<T> row_max(static_cast<std::size_t>(x.rows()), T(0));  // |x| per row
+    const std::vector<MatrixT<T>> w_t{w.query.cast<T>(), w.key.cast<T>(), w.value.cast<T>()};
+    std::vector<MatrixT<T>> products = project_filled<T>(x_t, w_t, [&](Eigen::Index first, Eigen::Index count) {
+        x_t.middleRows(first, count) = x.middleRows(first, count).template cast<T>();
+        if (x.cols() > 0)
+            for (Eigen::Index r = first; r < first + count; ++r)
+                row_max[static_cast<std::size_t>(r)] = x_t.row(r).cwiseAbs().template maxCoeff<Eigen::PropagateNaN>();
+    });
+    double x_max = 0;
+    bool finite = true;
+    for (const T m : row_max) {
+        finite = finite && std::isfinite(m);
+        x_max = std::max(x_max, static_cast<double>(m));
+    }
+    const auto finish = [&](MatrixT<T>& out, MatrixT<T>& product, const MatrixT<T>& w_i, const std::optional<Vector>& bias,
+                            StageId stage, std::string_view column) {
+        out = std::move(product);
         add_bias(out, bias);  // + b
-        if (finite && !(projection_bound(x_max, w_t, bias) < static_cast<double>(std::numeric_limits<T>::max()) / 2))
+        if (finite && !(projection_bound(x_max, w_i, bias) < static_cast<double>(std::numeric_limits<T>::max()) / 2))
             require_finite<T>(out, stage, summary.tokens, column, summary.origin);
     };
-    one(w.query, w.query_bias, q, StageId::queries, "q");
-    one(w.key, w.key_bias, k, StageId::keys, "k");
-    one(w.value, w.value_bias, v, StageId::values, "v");
+    finish(q, products[0], w_t[0], w.query_bias, StageId::queries, "q");
+    finish(k, products[1], w_t[1], w.key_bias, StageId::keys, "k");
+    finish(v, products[2], w_t[2], w.value_bias, StageId::values, "v");
     return finite;
 }
 
