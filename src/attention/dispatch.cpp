@@ -17,7 +17,8 @@ namespace attntrace {
 #define ATTNTRACE_HOT_FUNCTIONS                                                                          \
     template <typename T> MatrixT<T> project(const MatrixT<T>&, const MatrixT<T>&);                     \
     template <typename T>                                                                               \
-    std::vector<MatrixT<T>> project_filled(MatrixT<T>&, const std::vector<MatrixT<T>>&, const RowFill&); \
+    std::vector<MatrixT<T>> project_filled(MatrixT<T>&, const std::vector<MatrixT<T>>&, const RowFill&, \
+                                           const RowsDone<T>&);                                         \
     template <typename T> MatrixT<T> dot_scores(const MatrixT<T>&, const MatrixT<T>&);                  \
     template <typename T> MatrixT<T> scale_scores(const MatrixT<T>&, T);                                \
     BoolMatrix causal_mask(Eigen::Index);                                                               \
@@ -118,8 +119,9 @@ MatrixT<T> project(const MatrixT<T>& x, const MatrixT<T>& w) {
     return ATTNTRACE_CALL(project<T>(x, w));
 }
 template <typename T>
-std::vector<MatrixT<T>> project_filled(MatrixT<T>& x, const std::vector<MatrixT<T>>& w, const RowFill& fill) {
-    return ATTNTRACE_CALL(project_filled<T>(x, w, fill));
+std::vector<MatrixT<T>> project_filled(MatrixT<T>& x, const std::vector<MatrixT<T>>& w, const RowFill& fill,
+                                       const RowsDone<T>& done) {
+    return ATTNTRACE_CALL(project_filled<T>(x, w, fill, done));
 }
 template <typename T>
 MatrixT<T> dot_scores(const MatrixT<T>& q, const MatrixT<T>& k) {
@@ -166,7 +168,8 @@ double stream_exp_rate(int threads) {
 
 #define ATTNTRACE_INSTANTIATE(T)                                                                         \
     template MatrixT<T> project<T>(const MatrixT<T>&, const MatrixT<T>&);                               \
-    template std::vector<MatrixT<T>> project_filled<T>(MatrixT<T>&, const std::vector<MatrixT<T>>&, const RowFill&); \
+    template std::vector<MatrixT<T>> project_filled<T>(MatrixT<T>&, const std::vector<MatrixT<T>>&, const RowFill&, \
+                                                       const RowsDone<T>&);                                            \
     template MatrixT<T> dot_scores<T>(const MatrixT<T>&, const MatrixT<T>&);                            \
     template MatrixT<T> scale_scores<T>(const MatrixT<T>&, T);                                          \
     template MatrixT<T> apply_mask<T>(const MatrixT<T>&, const BoolMatrix&);                            \

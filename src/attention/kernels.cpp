@@ -74,11 +74,13 @@ MatrixT<T> project(const MatrixT<T>& x, const MatrixT<T>& w) {
     return multiply_by_row_blocks<T>(x, w);
 }
 
-// Y_i = X·W_i for each W_i, X's rows filled block by block by `fill` in the same region.
+// Y_i = X·W_i for each W_i, X's rows filled block by block by `fill` in the same region, and
+// `done` told of each block of the Y_i.
 // Each product keeps project()'s blocks and kernel; a block of the region is the largest of
 // them (32 or 256 rows, the others divide it), so the numbers are project()'s.
 template <typename T>
-std::vector<MatrixT<T>> project_filled(MatrixT<T>& x, const std::vector<MatrixT<T>>& w, const RowFill& fill) {
+std::vector<MatrixT<T>> project_filled(MatrixT<T>& x, const std::vector<MatrixT<T>>& w, const RowFill& fill,
+                                       const RowsDone<T>& done) {
     std::vector<MatrixT<T>> out;
     std::vector<RowBlocks> cuts;
     Eigen::Index rows = kernel_row_block;
@@ -99,6 +101,7 @@ std::vector<MatrixT<T>> project_filled(MatrixT<T>& x, const std::vector<MatrixT<
             for (std::size_t i = 0; i < w.size(); ++i)
                 for (Eigen::Index at = first; at < end; at += cuts[i].rows)
                     multiply_block<T>(x, w[i], out[i], cuts[i], at, std::min(cuts[i].rows, end - at));
+            if (done) done(out, first, end - first);
         });
     errors.rethrow();
     return out;
@@ -194,7 +197,8 @@ MatrixT<T> weighted_sum(const MatrixT<T>& weights, const MatrixT<T>& values) {
 
 #define ATTNTRACE_KERNELS(T)                                                                  \
     template MatrixT<T> project<T>(const MatrixT<T>&, const MatrixT<T>&);                      \
-    template std::vector<MatrixT<T>> project_filled<T>(MatrixT<T>&, const std::vector<MatrixT<T>>&, const RowFill&); \
+    template std::vector<MatrixT<T>> project_filled<T>(MatrixT<T>&, const std::vector<MatrixT<T>>&, const RowFill&, \
+                                                       const RowsDone<T>&);                                            \
     template MatrixT<T> dot_scores<T>(const MatrixT<T>&, const MatrixT<T>&);                   \
     template MatrixT<T> scale_scores<T>(const MatrixT<T>&, T);                                 \
     template MatrixT<T> apply_mask<T>(const MatrixT<T>&, const BoolMatrix&);                   \

@@ -23,11 +23,15 @@ MatrixT<T> project(const MatrixT<T>& x, const MatrixT<T>& w);
 
 // Y_i = X·W_i for several W_i at once (the query, key and value projections), in one
 // parallel region: `fill(first, count)` first writes rows [first, first + count) of X (the
-// input converted as it is read), then the block, still in cache, is multiplied by each W_i.
-// Each Y_i holds project(X, W_i)'s numbers.
+// input converted as it is read), then the block, still in cache, is multiplied by each W_i,
+// and `done(Y, first, count)` (when given) may finish those rows of the Y_i (a bias) and read
+// them while they are in cache too. Each Y_i holds project(X, W_i)'s numbers.
 using RowFill = std::function<void(Eigen::Index first, Eigen::Index count)>;
 template <typename T>
-std::vector<MatrixT<T>> project_filled(MatrixT<T>& x, const std::vector<MatrixT<T>>& w, const RowFill& fill);
+using RowsDone = std::function<void(std::vector<MatrixT<T>>& y, Eigen::Index first, Eigen::Index count)>;
+template <typename T>
+std::vector<MatrixT<T>> project_filled(MatrixT<T>& x, const std::vector<MatrixT<T>>& w, const RowFill& fill,
+                                       const RowsDone<T>& done = {});
 
 // pass 2. S = Q·Kᵀ. Q: n_q×d, K: n_k×d → n_q×n_k; S(i, j) = q_i · k_j.
 template <typename T>

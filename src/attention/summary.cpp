@@ -86,38 +86,49 @@ double projection_bound(double x_max, const MatrixT<T>& w, const std::optional<V
 // (kernels.cpp), which run this CPU's widest copy and multiply by the same fixed blocks of
 // rows as the trace: Q, K and V are the trace's numbers, whatever the thread count. (Done
 // here, in a file compiled for any x86-64, Eigen's products ran on SSE2 at a fraction of the
-// CPU's rate: 7 ms of a 90 ms summary of 8192 tokens.) Returns whether every converted entry
-// of X was finite (if not, the caller names the entry of X and stops). A product that could
-// overflow T is searched for the entry that did (require_finite); one whose bound is far
-// below T's largest number (the rounding of a sum of d_in products cannot double it) need not
-// be read again.
+// CPU's rate: 7 ms of a 90 ms summary of 8192 tokens.) With `value_heads`, each block of V is
+// also copied into them, head g's d_v columns into value_heads[g], while it is in cache.
+// Returns whether every converted entry of X was finite (if not, the caller names the entry
+// of X and stops). A product that could overflow T is searched for the entry that did
+// (require_finite); one whose bound is far below T's largest number (the rounding of a sum of
+// d_in products cannot double it) need not be read again.
 template <typename T, typename Rows>
-bool project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>& k, MatrixT<T>& v, const Summary& summary) {
+bool project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>& k, MatrixT<T>& v,
+                 std::vector<MatrixT<T>>& value_heads, const Summary& summary) {
     MatrixT<T> x_t(x.rows(), x.cols());
     std::vector<T> row_max(static_cast<std::size_t>(x.rows()), T(0));  // |x| per row
     const std::vector<MatrixT<T>> w_t{w.query.cast<T>(), w.key.cast<T>(), w.value.cast<T>()};
-    std::vector<MatrixT<T>> products = project_filled<T>(x_t, w_t, [&](Eigen::Index first, Eigen::Index count) {
-        x_t.middleRows(first, count) = x.middleRows(first, count).template cast<T>();
-        if (x.cols() > 0)
-            for (Eigen::Index r = first; r < first + count; ++r)
-                row_max[static_cast<std::size_t>(r)] = x_t.row(r).cwiseAbs().template maxCoeff<Eigen::PropagateNaN>();
-    });
+    const std::optional<Vector>* biases[] = {&w.query_bias, &w.key_bias, &w.value_bias};
+    std::vector<MatrixT<T>> products = project_filled<T>(
+        x_t, w_t,
+        [&](Eigen::Index first, Eigen::Index count) {
+            x_t.middleRows(first, count) = x.middleRows(first, count).template cast<T>();
+            if (x.cols() > 0)
+                for (Eigen::Index r = first; r < first + count; ++r)
+                    row_max[static_cast<std::size_t>(r)] = x_t.row(r).cwiseAbs().template maxCoeff<Eigen::PropagateNaN>();
+        },
+        [&](std::vector<MatrixT<T>>& y, Eigen::Index first, Eigen::Index count) {
+            for (std::size_t i = 0; i < y.size(); ++i)
+                if (const std::optional<Vector>& bias = *biases[i]) y[i].middleRows(first, count).rowwise() += bias->cast<T>();  // + b
+            for (std::size_t g = 0; g < value_heads.size(); ++g) {
+                const Eigen::Index d_v = value_heads[g].cols();
+                value_heads[g].middleRows(first, count) = y[2].block(first, static_cast<Eigen::Index>(g) * d_v, count, d_v);
+            }
+        });
     double x_max = 0;
     bool finite = true;
     for (const T m : row_max) {
         finite = finite && std::isfinite(m);
         x_max = std::max(x_max, static_cast<double>(m));
     }
-    const auto finish = [&](MatrixT<T>& out, MatrixT<T>& product, const MatrixT<T>& w_i, const std::optional<Vector>& bias,
-                            StageId stage, std::string_view column) {
+    const auto finish = [&](MatrixT<T>& out, MatrixT<T>& product, std::size_t i, StageId stage, std::string_view column) {
         out = std::move(product);
-        add_bias(out, bias);  // + b
-        if (finite && !(projection_bound(x_max, w_i, bias) < static_cast<double>(std::numeric_limits<T>::max()) / 2))
+        if (finite && !(projection_bound(x_max, w_t[i], *biases[i]) < static_cast<double>(std::numeric_limits<T>::max()) / 2))
             require_finite<T>(out, stage, summary.tokens, column, summary.origin);
     };
-    finish(q, products[0], w_t[0], w.query_bias, StageId::queries, "q");
-    finish(k, products[1], w_t[1], w.key_bias, StageId::keys, "k");
-    finish(v, products[2], w_t[2], w.value_bias, StageId::values, "v");
+    finish(q, products[0], 0, StageId::queries, "q");
+    finish(k, products[1], 1, StageId::keys, "k");
+    finish(v, products[2], 2, StageId::values, "v");
     return finite;
 }
 
@@ -159,8 +170,16 @@ std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<P
             const InPlaceRows& rows = *sequence.in_place;
             mapped.emplace(rows_view(rows.data, rows.rows, rows.cols, rows.cols));
         }
+    // A key/value head's values are copied out of a wider V: the values' product reads a block
+    // of them for every six queries, and read in place, rows a whole V apart, they made 8 heads
+    // of 64 about 5% slower (n = 8192).
+    const Eigen::Index n = mapped ? mapped->rows() : inputs->rows();
+    std::vector<MatrixT<T>> value_heads;  // allocated here, filled by the projection
+    if (w && layout.several() && layout.d_v < w->value.cols())
+        for (int g = 0; g < layout.kv_heads; ++g) value_heads.emplace_back(n, layout.d_v);
     if (w) {
-        const bool finite = mapped ? project_all<T>(*mapped, *w, q, k, v, summary) : project_all<T>(*inputs, *w, q, k, v, summary);
+        const bool finite = mapped ? project_all<T>(*mapped, *w, q, k, v, value_heads, summary)
+                                   : project_all<T>(*inputs, *w, q, k, v, value_heads, summary);
         if (!finite)  // float32 overflows sooner: name the entry
             require_finite<T>(inputs->cast<T>(), StageId::inputs, summary.tokens, "x", summary.origin);
     } else if (!mapped) {
@@ -188,21 +207,14 @@ std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<P
         turned.push_back(rotate_half<T>(MatrixT<T>(columns), angles));
         return rows_view(turned.back());
     };
-    // A key/value head's values, though, are copied out of a wider V: the values' product reads
-    // a block of them for every six queries, and read in place, rows a whole V apart, they made
-    // 8 heads of 64 about 5% slower (n = 8192).
-    std::vector<MatrixT<T>> head_values(d_v < values.cols() ? static_cast<std::size_t>(layout.kv_heads) : 0,
-                                        MatrixT<T>(values.rows(), d_v));  // allocated here, filled in parallel
-#pragma omp parallel for schedule(static) if (worth_threads(static_cast<double>(values.size())))
-    for (int g = 0; g < static_cast<int>(head_values.size()); ++g)
-        head_values[static_cast<std::size_t>(g)] = column_view(values, g * d_v, d_v);
     std::vector<StreamHead<T>> heads;
     std::vector<RowsView<T>> kv_keys;
     for (int g = 1; g <= layout.kv_heads; ++g) kv_keys.push_back(head_columns(keys, g));
     for (int h = 1; h <= layout.heads; ++h) {
         const int g = layout.kv_head_of(h);
         heads.push_back({head_columns(queries, h), kv_keys[static_cast<std::size_t>(g - 1)],
-                         head_values.empty() ? values : rows_view(head_values[static_cast<std::size_t>(g - 1)])});
+                         value_heads.empty() ? column_view(values, (g - 1) * d_v, d_v)
+                                             : rows_view(value_heads[static_cast<std::size_t>(g - 1)])});
     }
     StreamOptions stream_options;
     const ModeSpec& mode = mode_spec(trace_options.mode);
