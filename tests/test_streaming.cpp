@@ -517,8 +517,10 @@ TEST_CASE("the kernels' products of long inputs equal plain loops", "[kernels]")
 // read (project_filled): each product must still be project()'s, to the last bit, whichever
 // kernel and blocks it takes, and every row of X must be filled once, before it is read.
 template <typename T>
-void check_projections_at_once(SplitMix64& rng, Eigen::Index rows, Eigen::Index depth, const std::vector<Eigen::Index>& widths) {
-    INFO(rows << " rows, depth " << depth << ", widths " << fmt::format("{}", widths) << (sizeof(T) == 4 ? ", float" : ", double"));
+void check_projections_at_once(SplitMix64& rng, Eigen::Index rows, Eigen::Index depth,
+                               const std::vector<Eigen::Index>& widths) {
+    INFO(rows << " rows, depth " << depth << ", widths " << fmt::format("{}", widths)
+              << (sizeof(T) == 4 ? ", float" : ", double"));
     const Matrix source = random_matrix(rng, rows, depth, 1.0);
     std::vector<MatrixT<T>> w;
     for (const Eigen::Index width : widths) w.push_back(random_matrix(rng, depth, width, 1.0).cast<T>());
@@ -535,7 +537,8 @@ void check_projections_at_once(SplitMix64& rng, Eigen::Index rows, Eigen::Index 
         const MatrixT<T> one_by_one = project<T>(x_whole, w[i]);
         REQUIRE(at_once[i].rows() == rows);
         REQUIRE(at_once[i].cols() == w[i].cols());
-        CHECK(std::memcmp(at_once[i].data(), one_by_one.data(), sizeof(T) * static_cast<std::size_t>(one_by_one.size())) == 0);
+        CHECK(std::memcmp(at_once[i].data(), one_by_one.data(),
+                          sizeof(T) * static_cast<std::size_t>(one_by_one.size())) == 0);
     }
 }
 
@@ -545,8 +548,8 @@ TEST_CASE("the projections at once equal the projections one by one, bit for bit
     // registers; and, at 1024 rows and more, a W of more than 64K numbers, whose product goes
     // to Eigen 256 rows at a time beside products of 32-row blocks.
     const std::vector<std::tuple<Eigen::Index, Eigen::Index, std::vector<Eigen::Index>>> shapes{
-        {5, 7, {3, 3, 2}}, {300, 64, {64, 64, 64}}, {517, 64, {16, 40, 128}}, {1300, 64, {64, 64, 40}},
-        {1300, 300, {256, 64, 48}}, {2100, 512, {512, 512, 512}}};
+        {5, 7, {3, 3, 2}},        {300, 64, {64, 64, 64}},    {517, 64, {16, 40, 128}},
+        {1300, 64, {64, 64, 40}}, {1300, 300, {256, 64, 48}}, {2100, 512, {512, 512, 512}}};
     for (const auto& [rows, depth, widths] : shapes) {
         check_projections_at_once<float>(rng, rows, depth, widths);
         check_projections_at_once<double>(rng, rows, depth, widths);

@@ -44,10 +44,10 @@ MatrixT<T> layer_norm(const MatrixT<T>& x, const LayerNorm& ln) {
     return out;
 }
 
-// X·W + b: b added to every row (no bias: X·W alone).
-template <typename T>
-void add_bias(MatrixT<T>& product, const std::optional<Vector>& bias) {
-    if (bias) product.rowwise() += bias->cast<T>();
+// X·W + b: b added to every row (no bias: X·W alone); `product` may be some rows of it.
+template <typename Derived>
+void add_bias(Eigen::MatrixBase<Derived>& product, const std::optional<Vector>& bias) {
+    if (bias) product.rowwise() += bias->template cast<typename Derived::Scalar>();
 }
 
 }  // namespace attntrace

@@ -168,8 +168,8 @@ double stream_exp_rate(int threads) {
 
 #define ATTNTRACE_INSTANTIATE(T)                                                                         \
     template MatrixT<T> project<T>(const MatrixT<T>&, const MatrixT<T>&);                               \
-    template std::vector<MatrixT<T>> project_filled<T>(MatrixT<T>&, const std::vector<MatrixT<T>>&, const RowFill&, \
-                                                       const RowsDone<T>&);                                            \
+    template std::vector<MatrixT<T>> project_filled<T>(MatrixT<T>&, const std::vector<MatrixT<T>>&,     \
+                                                       const RowFill&, const RowsDone<T>&);             \
     template MatrixT<T> dot_scores<T>(const MatrixT<T>&, const MatrixT<T>&);                            \
     template MatrixT<T> scale_scores<T>(const MatrixT<T>&, T);                                          \
     template MatrixT<T> apply_mask<T>(const MatrixT<T>&, const BoolMatrix&);                            \

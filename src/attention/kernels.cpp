@@ -42,8 +42,8 @@ void multiply_block(const MatrixT<T>& a, const Rhs& b, MatrixT<T>& out, const Ro
                     Eigen::Index count) {
     if constexpr (std::is_same_v<Rhs, MatrixT<T>>)
         if (cut.own) {
-            own_product<T, false>(a.data() + first * a.cols(), a.cols(), b.data(), b.cols(), out.data() + first * out.cols(),
-                                  out.cols(), count, b.cols(), a.cols(), T(1));
+            own_product<T, false>(a.data() + first * a.cols(), a.cols(), b.data(), b.cols(),
+                                  out.data() + first * out.cols(), out.cols(), count, b.cols(), a.cols(), T(1));
             return;
         }
     out.middleRows(first, count).noalias() = a.middleRows(first, count) * b;
@@ -197,8 +197,8 @@ MatrixT<T> weighted_sum(const MatrixT<T>& weights, const MatrixT<T>& values) {
 
 #define ATTNTRACE_KERNELS(T)                                                                  \
     template MatrixT<T> project<T>(const MatrixT<T>&, const MatrixT<T>&);                      \
-    template std::vector<MatrixT<T>> project_filled<T>(MatrixT<T>&, const std::vector<MatrixT<T>>&, const RowFill&, \
-                                                       const RowsDone<T>&);                                            \
+    template std::vector<MatrixT<T>> project_filled<T>(                                        \
+        MatrixT<T>&, const std::vector<MatrixT<T>>&, const RowFill&, const RowsDone<T>&);      \
     template MatrixT<T> dot_scores<T>(const MatrixT<T>&, const MatrixT<T>&);                   \
     template MatrixT<T> scale_scores<T>(const MatrixT<T>&, T);                                 \
     template MatrixT<T> apply_mask<T>(const MatrixT<T>&, const BoolMatrix&);                   \

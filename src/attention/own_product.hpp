@@ -99,7 +99,7 @@ bool own_products_for(Eigen::Index rows) {
 
 // The columns of out: 4 registers at a time, then 2, then 1 (width is whole registers).
 // Without Accumulate (the scores) and with a diagonal, a group of columns skips the rows that
-// see none of its columns: what they would hold is masked afterwards.
+// see none of its columns: what they would hold is never read.
 template <typename T, bool Accumulate>
 void own_product(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, T* out, Eigen::Index ld_out,
                  Eigen::Index rows, Eigen::Index width, Eigen::Index depth, T alpha, Eigen::Index diagonal = anywhere) {

@@ -79,20 +79,20 @@ unsigned lanes_above(const T* p, T threshold) {
     static_assert(register_bytes == 64, "Eigen's register here is an AVX-512 one");
     if constexpr (std::is_same_v<T, float>)
         return _mm512_cmp_ps_mask(_mm512_loadu_ps(p), _mm512_set1_ps(threshold), _CMP_GT_OQ);
-    else
-        return _mm512_cmp_pd_mask(_mm512_loadu_pd(p), _mm512_set1_pd(threshold), _CMP_GT_OQ);
+    else return _mm512_cmp_pd_mask(_mm512_loadu_pd(p), _mm512_set1_pd(threshold), _CMP_GT_OQ);
 #elif defined(__AVX__)
     static_assert(register_bytes == 32, "Eigen's register here is an AVX one");
     if constexpr (std::is_same_v<T, float>)
-        return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), _mm256_set1_ps(threshold), _CMP_GT_OQ)));
+        return static_cast<unsigned>(
+            _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), _mm256_set1_ps(threshold), _CMP_GT_OQ)));
     else
-        return static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(p), _mm256_set1_pd(threshold), _CMP_GT_OQ)));
+        return static_cast<unsigned>(
+            _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(p), _mm256_set1_pd(threshold), _CMP_GT_OQ)));
 #else
     static_assert(register_bytes == 16, "Eigen's register here is an SSE one");
     if constexpr (std::is_same_v<T, float>)
         return static_cast<unsigned>(_mm_movemask_ps(_mm_cmpgt_ps(_mm_loadu_ps(p), _mm_set1_ps(threshold))));
-    else
-        return static_cast<unsigned>(_mm_movemask_pd(_mm_cmpgt_pd(_mm_loadu_pd(p), _mm_set1_pd(threshold))));
+    else return static_cast<unsigned>(_mm_movemask_pd(_mm_cmpgt_pd(_mm_loadu_pd(p), _mm_set1_pd(threshold))));
 #endif
 }
 
@@ -156,8 +156,9 @@ void block_scores(const RowsView<T>& q, const RowsView<T>& k, const T* panels, c
     auto scores = block.topLeftCorner(rows, cols);
     if (panels) {
         const Eigen::Index d_k = q.cols();
-        own_product<T, false>(q.data() + first * q.outerStride(), q.outerStride(), panels + (key / stream_key_block) * d_k * stream_key_block,
-                              stream_key_block, block.data(), block.cols(), rows, stream_key_block, d_k, scale,
+        own_product<T, false>(q.data() + first * q.outerStride(), q.outerStride(),
+                              panels + (key / stream_key_block) * d_k * stream_key_block, stream_key_block,
+                              block.data(), block.cols(), rows, stream_key_block, d_k, scale,
                               options.causal ? first - key : anywhere);
     } else {
         // The scale rides in the product: Eigen multiplies each finished dot product by it as
@@ -297,8 +298,9 @@ void add_weighted_values(Scratch<T>& s, const RowsView<T>& v, const StreamOption
                          Eigen::Index rows, Eigen::Index key, Eigen::Index cols) {
     const Eigen::Index width = v.cols();
     if (own_products_for<T>(v.rows()) && whole_registers<T>(width))
-        own_product<T, true>(s.probs.data(), s.probs.cols(), v.data() + key * v.outerStride(), v.outerStride(), s.acc.data(), s.acc.cols(), rows,
-                             width, cols, T(1), options.causal ? first - key : anywhere);
+        own_product<T, true>(s.probs.data(), s.probs.cols(), v.data() + key * v.outerStride(), v.outerStride(),
+                             s.acc.data(), s.acc.cols(), rows, width, cols, T(1),
+                             options.causal ? first - key : anywhere);
     else
         s.acc.topRows(rows).noalias() += s.probs.topLeftCorner(rows, cols) * v.middleRows(key, cols);
 }

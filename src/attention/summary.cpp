@@ -105,14 +105,18 @@ bool project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>&
             x_t.middleRows(first, count) = x.middleRows(first, count).template cast<T>();
             if (x.cols() > 0)
                 for (Eigen::Index r = first; r < first + count; ++r)
-                    row_max[static_cast<std::size_t>(r)] = x_t.row(r).cwiseAbs().template maxCoeff<Eigen::PropagateNaN>();
+                    row_max[static_cast<std::size_t>(r)] =
+                        x_t.row(r).cwiseAbs().template maxCoeff<Eigen::PropagateNaN>();
         },
         [&](std::vector<MatrixT<T>>& y, Eigen::Index first, Eigen::Index count) {
-            for (std::size_t i = 0; i < y.size(); ++i)
-                if (const std::optional<Vector>& bias = *biases[i]) y[i].middleRows(first, count).rowwise() += bias->cast<T>();  // + b
+            for (std::size_t i = 0; i < y.size(); ++i) {
+                auto rows = y[i].middleRows(first, count);
+                add_bias(rows, *biases[i]);  // + b
+            }
             for (std::size_t g = 0; g < value_heads.size(); ++g) {
                 const Eigen::Index d_v = value_heads[g].cols();
-                value_heads[g].middleRows(first, count) = y[2].block(first, static_cast<Eigen::Index>(g) * d_v, count, d_v);
+                value_heads[g].middleRows(first, count) =
+                    y[2].block(first, static_cast<Eigen::Index>(g) * d_v, count, d_v);
             }
         });
     double x_max = 0;
@@ -121,9 +125,11 @@ bool project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>&
         finite = finite && std::isfinite(m);
         x_max = std::max(x_max, static_cast<double>(m));
     }
-    const auto finish = [&](MatrixT<T>& out, MatrixT<T>& product, std::size_t i, StageId stage, std::string_view column) {
+    const auto finish = [&](MatrixT<T>& out, MatrixT<T>& product, std::size_t i, StageId stage,
+                            std::string_view column) {
         out = std::move(product);
-        if (finite && !(projection_bound(x_max, w_t[i], *biases[i]) < static_cast<double>(std::numeric_limits<T>::max()) / 2))
+        if (finite &&
+            !(projection_bound(x_max, w_t[i], *biases[i]) < static_cast<double>(std::numeric_limits<T>::max()) / 2))
             require_finite<T>(out, stage, summary.tokens, column, summary.origin);
     };
     finish(q, products[0], 0, StageId::queries, "q");
@@ -136,7 +142,8 @@ bool project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>&
 // (held as double, which holds a float exactly); then ln_1 when the layer has one. Without
 // either, nothing: the embeddings are read as they are, not copied.
 template <typename T>
-std::optional<Matrix> prepared_inputs(const Matrix& embeddings, const PositionSetting& positions, const LayerNorm* layernorm) {
+std::optional<Matrix> prepared_inputs(const Matrix& embeddings, const PositionSetting& positions,
+                                      const LayerNorm* layernorm) {
     if (positions.scheme != PositionScheme::sinusoidal && !layernorm) return std::nullopt;
     MatrixT<T> x = embeddings.cast<T>();
     if (positions.scheme == PositionScheme::sinusoidal)
@@ -155,9 +162,9 @@ std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<P
     // in-place rows widened once) are prepared as the trace prepares them.
     const bool as_mapped = sequence.in_place && std::is_same_v<T, float> &&
                            positions.scheme != PositionScheme::sinusoidal && !layernorm;
-    Matrix widened;                   // the in-place rows as doubles
-    std::optional<Matrix> prepared;   // with positions or ln_1
-    const Matrix* inputs = nullptr;   // what the products read: the embeddings, or `prepared`
+    Matrix widened;                  // the in-place rows as doubles
+    std::optional<Matrix> prepared;  // with positions or ln_1
+    const Matrix* inputs = nullptr;  // what the products read: the embeddings, or `prepared`
     if (!as_mapped) {
         if (sequence.in_place) widened = sequence.in_place->view().cast<double>();
         const Matrix& embeddings = sequence.in_place ? widened : sequence.vectors;
@@ -199,8 +206,9 @@ std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<P
     const Eigen::Index d_head = layout.several() ? layout.d_head : queries.cols();
     const Eigen::Index d_v = layout.several() ? layout.d_v : values.cols();
     const Matrix angles = rope ? rotary_angles(queries.rows(), d_head, positions.first) : Matrix();
-    std::vector<MatrixT<T>> turned;  // RoPE's turned queries and keys
-    turned.reserve(static_cast<std::size_t>(layout.heads + layout.kv_heads));  // views stay valid
+    // RoPE's turned queries and keys; reserved, so that the views of those made first stay valid
+    std::vector<MatrixT<T>> turned;
+    turned.reserve(static_cast<std::size_t>(layout.heads + layout.kv_heads));
     const auto head_columns = [&](const RowsView<T>& m, int head) {
         const RowsView<T> columns = column_view(m, (head - 1) * d_head, d_head);
         if (!rope) return columns;
