@@ -21,8 +21,9 @@ Then, with --round2 (issue 18's report, docs/performance.md), in the same run:
     cache, repeated); the work of the timed run at those rates: the projections X·W_q, X·W_k,
     X·W_v (6·n·d² operations, "X·W"), attention's products Q·Kᵀ and A·V (4·n²·d, 2·n²·d
     causal) and its exponentials (heads·n², half of them causal); the streaming path's compute
-    time (`attntrace bench`, median of 3, which projects too) and PyTorch's (baseline.py, which
-    projects too) as fractions of the sum, "the bound", and attntrace's also of the bound
+    time (`attntrace bench`: the median of 3 runs after a warm-up, or one run after it when the
+    warm-up took more than a quarter of a second; it projects too) and PyTorch's (baseline.py,
+    which projects too) as fractions of the sum, "the bound", and attntrace's also of the bound
     without X·W (the issue's words: attention's products and exps), for n = 4096, 8192, 16384
     with d = 64, for d = 128 and for 8 heads of 64 at n = 8192 (self and causal, float32 and
     float64); the 70% target is checked against the bound on every row;
