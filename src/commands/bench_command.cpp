@@ -30,7 +30,7 @@ double seconds_since(Clock::time_point start) {
 
 // Median of `repeats` timed runs after one untimed warm-up. A warm-up longer than a quarter
 // of a second is followed by one timed run, not `repeats` (the noise of such a run is small
-// beside it), which keeps the default grid near a minute. The warm-up is never the timed
+// beside it), which keeps the default grid under a minute. The warm-up is never the timed
 // run: it pays for what a first run alone pays (memory the allocator takes from the system
 // and touches, the threads' start).
 template <typename Job>
