@@ -117,6 +117,8 @@ const std::vector<BadInput> cases = {
     {"float32 overflow", R"({"tokens": ["a"], "embeddings": [[1e39]]})", {"--dtype", "float32"}, 1, "the inputs stage overflows"},
     {"float32 projection overflow, streaming path", R"({"tokens": ["a"], "embeddings": [[1e38, 1e38]], "weights": {"query": [[10], [-10]], "key": [[1], [1]], "value": [[1], [1]]}})",
      {"--summary", "--dtype", "float32", "-m", "self"}, 1, "the queries stage overflows: the entry for \"a\" (row 1) and \"q1\" (column 1)"},
+    {"float32 input overflow before the projections, streaming path", R"({"tokens": ["a", "b"], "embeddings": [[1, 2], [1e39, 1]], "weights": {"query": [[1], [1]], "key": [[1], [1]], "value": [[1], [1]]}})",
+     {"--summary", "--dtype", "float32", "-m", "self"}, 1, "the inputs stage overflows: the entry for \"b\" (row 2) and \"x1\" (column 1)"},
     // the queries are small enough to need no second look; the keys, then the values, are not
     {"float32 key projection overflow, streaming path", R"({"tokens": ["a"], "embeddings": [[1e38, 1e38]], "weights": {"query": [[1e-30], [1e-30]], "key": [[10], [-10]], "value": [[1], [1]]}})",
      {"--summary", "--dtype", "float32", "-m", "self"}, 1, "the keys stage overflows: the entry for \"a\" (row 1) and \"k1\" (column 1)"},

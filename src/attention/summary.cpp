@@ -88,12 +88,12 @@ double projection_bound(double x_max, const MatrixT<T>& w, const std::optional<V
 // here, in a file compiled for any x86-64, Eigen's products ran on SSE2 at a fraction of the
 // CPU's rate: 7 ms of a 90 ms summary of 8192 tokens.) With `value_heads`, each block of V is
 // also copied into them, head g's d_v columns into value_heads[g], while it is in cache.
-// Returns whether every converted entry of X was finite (if not, the caller names the entry
-// of X and stops). A product that could overflow T is searched for the entry that did
-// (require_finite); one whose bound is far below T's largest number (the rounding of a sum of
-// d_in products cannot double it) need not be read again.
+// An entry of X that T cannot hold (float32 overflows sooner) is named from the converted
+// rows. A product that could overflow T is searched for the entry that did (require_finite);
+// one whose bound is far below T's largest number (the rounding of a sum of d_in products
+// cannot double it) need not be read again.
 template <typename T, typename Rows>
-bool project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>& k, MatrixT<T>& v,
+void project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>& k, MatrixT<T>& v,
                  std::vector<MatrixT<T>>& value_heads, const Summary& summary) {
     MatrixT<T> x_t(x.rows(), x.cols());
     std::vector<T> row_max(static_cast<std::size_t>(x.rows()), T(0));  // |x| per row
@@ -125,17 +125,16 @@ bool project_all(const Rows& x, const Projections& w, MatrixT<T>& q, MatrixT<T>&
         finite = finite && std::isfinite(m);
         x_max = std::max(x_max, static_cast<double>(m));
     }
+    if (!finite) require_finite<T>(x_t, StageId::inputs, summary.tokens, "x", summary.origin);
     const auto finish = [&](MatrixT<T>& out, MatrixT<T>& product, std::size_t i, StageId stage,
                             std::string_view column) {
         out = std::move(product);
-        if (finite &&
-            !(projection_bound(x_max, w_t[i], *biases[i]) < static_cast<double>(std::numeric_limits<T>::max()) / 2))
+        if (!(projection_bound(x_max, w_t[i], *biases[i]) < static_cast<double>(std::numeric_limits<T>::max()) / 2))
             require_finite<T>(out, stage, summary.tokens, column, summary.origin);
     };
     finish(q, products[0], 0, StageId::queries, "q");
     finish(k, products[1], 1, StageId::keys, "k");
     finish(v, products[2], 2, StageId::values, "v");
-    return finite;
 }
 
 // Sinusoidal positions: the embeddings plus their encodings, added in T as the trace adds them
@@ -185,10 +184,8 @@ std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<P
     if (w && layout.several() && layout.d_v < w->value.cols())
         for (int g = 0; g < layout.kv_heads; ++g) value_heads.emplace_back(n, layout.d_v);
     if (w) {
-        const bool finite = mapped ? project_all<T>(*mapped, *w, q, k, v, value_heads, summary)
-                                   : project_all<T>(*inputs, *w, q, k, v, value_heads, summary);
-        if (!finite)  // float32 overflows sooner: name the entry
-            require_finite<T>(inputs->cast<T>(), StageId::inputs, summary.tokens, "x", summary.origin);
+        if (mapped) project_all<T>(*mapped, *w, q, k, v, value_heads, summary);
+        else project_all<T>(*inputs, *w, q, k, v, value_heads, summary);
     } else if (!mapped) {
         x = inputs->cast<T>();
         require_finite<T>(x, StageId::inputs, summary.tokens, "x", summary.origin);
