@@ -4,6 +4,7 @@
 #include "attention/packet_exp.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
+#include "render/render.hpp"
 #include "core/generator.hpp"
 #include "input/examples.hpp"
 #include "input/load.hpp"
@@ -22,6 +23,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <sstream>
 #include <tuple>
 #include <memory>
 #include <filesystem>
@@ -621,6 +623,35 @@ TEST_CASE("equal scores rank the earlier key first across key blocks in the stre
                 CHECK(query.top[t].weight == Approx(1.0 / static_cast<double>(seen)));
             }
         }
+    }
+}
+
+TEST_CASE("keys whose weights print the same are listed in key order in the table, markdown and CSV",
+          "[streaming][render]") {
+    // Weights that are equal in exact arithmetic can differ in their last bit, one way on one
+    // CPU's kernels and the other way on another's. The summary ranks them exactly; what is
+    // printed must not depend on that bit.
+    SingleSequenceInput input;
+    input.sequence.vectors = Matrix::Constant(4, 2, 0.5);
+    input.sequence.tokens = {"t1", "t2", "t3", "t4"};
+    Problem problem;
+    problem.origin = "ties";
+    problem.input = std::move(input);
+    Summary summary = summarize(problem, TraceOptions{}, SummaryOptions{});
+    const double w = 0.136;
+    std::vector<KeyWeight>& top = summary.per_head.front().queries[0].top;
+    top = {{0, 0.5}, {3, std::nextafter(w, 1.0)}, {1, w}};            // t4 above t2 by one bit
+    summary.per_head.front().queries[1].top = {{3, 0.1361}, {1, w}};  // printed apart: stays
+    for (const Format format : {Format::table, Format::markdown, Format::csv}) {
+        INFO(to_string(format));
+        RenderOptions options;
+        options.format = format;
+        std::ostringstream out;
+        render(summary, options, out);
+        const std::string text = out.str();
+        const bool csv = format == Format::csv;
+        CHECK_THAT(text, Contains(csv ? "t1,0.5,t2,0.136,t4,0.136" : "t1 0.5, t2 0.136, t4 0.136"));
+        CHECK_THAT(text, Contains(csv ? "t4,0.1361,t2,0.136" : "t4 0.1361, t2 0.136"));
     }
 }
 

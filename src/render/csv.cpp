@@ -7,6 +7,7 @@
 #include "render/formats.hpp"
 #include "render/number.hpp"
 #include "render/reports.hpp"
+#include "render/summary_text.hpp"
 
 #include <cmath>
 #include <limits>
@@ -146,12 +147,10 @@ public:
                 if (heads) out << h.head << ',';
                 out << fmt::format("{},{},{},{}", i, csv_text(s.tokens[i]), format_significant(q.max_weight, options.digits),
                                    format_fixed(q.entropy, options.digits));
+                const std::vector<ShownKey> top = shown_top(q, options.digits);
                 for (std::size_t t = 0; t < s.top; ++t)
-                    if (t < q.top.size())
-                        out << ',' << csv_text(s.tokens[static_cast<std::size_t>(q.top[t].index)]) << ','
-                            << format_significant(q.top[t].weight, options.digits);
-                    else
-                        out << ",,";
+                    if (t < top.size()) out << ',' << csv_text(s.tokens[top[t].index]) << ',' << top[t].weight;
+                    else out << ",,";
                 out << '\n';
             }
     }
