@@ -25,7 +25,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -202,7 +201,7 @@ Runner run_traced(std::shared_ptr<State> s, void (*job)(Request, std::ostream&))
     };
 }
 
-Command add_similarity(CLI::App& app) {
+Runner add_similarity(CLI::App* command) {
     struct State {
         SimilarityRequest request;
         OutputFlags output;
@@ -210,8 +209,6 @@ Command add_similarity(CLI::App& app) {
         LimitFlags limits;
     };
     auto s = std::make_shared<State>();
-    auto* command = app.add_subcommand(
-        "similarity", "dot-product and cosine-similarity tables of an input's words (embeddings as points in space)");
     describe(command->add_option("INPUT", s->request.input, "input JSON file, - for stdin, or example:NAME")->required(),
              "Input", "", Completes::input);
     s->input.add_to(*command, false);
@@ -221,29 +218,27 @@ Command add_similarity(CLI::App& app) {
                                  "numbers: projected onto their first two principal directions); - is stdout"),
              "Output", "FILE", Completes::file);
     s->limits.add_to(*command);
-    return {command, [s] {
-                return run(
-                    [&](Outputs& outputs) {
-                        prepare_threads(std::nullopt);
-                        s->output.apply(s->request.render, outputs.main_output());
-                        s->request.max_memory = s->limits.memory();
-                        s->request.max_seconds = s->limits.seconds();
-                        s->request.max_input = s->limits.input();
-                        s->request.load = s->input.apply(s->request.max_input, false);
-                        run_similarity(s->request, outputs);
-                    },
-                    s->output.path);
-            }};
+    return [s] {
+        return run(
+            [&](Outputs& outputs) {
+                prepare_threads(std::nullopt);
+                s->output.apply(s->request.render, outputs.main_output());
+                s->request.max_memory = s->limits.memory();
+                s->request.max_seconds = s->limits.seconds();
+                s->request.max_input = s->limits.input();
+                s->request.load = s->input.apply(s->request.max_input, false);
+                run_similarity(s->request, outputs);
+            },
+            s->output.path);
+    };
 }
 
-Command add_generate(CLI::App& app) {
+Runner add_generate(CLI::App* command) {
     struct State {
         GenerateRequest request;
         std::optional<std::string> output;
     };
     auto s = std::make_shared<State>();
-    auto* command =
-        app.add_subcommand("generate", "write a long random input (tokens, embeddings, weights) from the portable generator");
     describe(command->add_option("-n,--tokens", s->request.tokens, "number of tokens")
                  ->check(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))
                  ->capture_default_str(),
@@ -265,10 +260,10 @@ Command add_generate(CLI::App& app) {
            "Output", {"float64", "float32"})
         ->capture_default_str();
     add_output_path(*command, s->output);
-    return {command, [s] {
-                s->request.to_terminal = (!s->output || *s->output == "-") && ::isatty(STDOUT_FILENO);
-                return run([&](std::ostream& out) { run_generate(s->request, out); }, s->output);
-            }};
+    return [s] {
+        s->request.to_terminal = (!s->output || *s->output == "-") && ::isatty(STDOUT_FILENO);
+        return run([&](std::ostream& out) { run_generate(s->request, out); }, s->output);
+    };
 }
 
 // A list option of enum values, as names: "--modes self,causal".
@@ -286,7 +281,7 @@ std::vector<std::string> names_of_list(const std::vector<E>& values) {
     return names;
 }
 
-Command add_bench(CLI::App& app) {
+Runner add_bench(CLI::App* command) {
     struct State {
         BenchRequest request;
         std::vector<std::string> modes = names_of_list(request.modes), dtypes = names_of_list(request.dtypes),
@@ -297,7 +292,6 @@ Command add_bench(CLI::App& app) {
     };
     auto s = std::make_shared<State>();
     BenchRequest& r = s->request;
-    auto* command = app.add_subcommand("bench", "time the trace and streaming paths over growing n against this machine's GEMM rate");
     describe(command->add_option("--sizes", r.sizes, "token counts, comma-separated")
                  ->delimiter(',')
                  ->check(in_range(std::int64_t{1}, std::int64_t{1} << 20))
@@ -336,24 +330,24 @@ Command add_bench(CLI::App& app) {
     choose(command->add_option("-f,--format", s->format, "output format"), "Output", {"table", "json"})->capture_default_str();
     add_output_path(*command, s->output);
     s->limits.add_to(*command, false);
-    return {command, [s] {
-                return run(
-                    [&](std::ostream& out) {
-                        BenchRequest& request = s->request;
-                        prepare_threads(request.threads.empty() ? std::nullopt : std::optional<int>(request.threads.front()));
-                        request.modes = parsed<Mode>(s->modes);
-                        request.dtypes = parsed<Dtype>(s->dtypes);
-                        request.paths = parsed<BenchPath>(s->paths);
-                        request.format = *parse_enum<Format>(s->format);
-                        request.max_memory = s->limits.memory();
-                        request.max_seconds = s->limits.seconds();
-                        run_bench(request, out);
-                    },
-                    s->output);
-            }};
+    return [s] {
+        return run(
+            [&](std::ostream& out) {
+                BenchRequest& request = s->request;
+                prepare_threads(request.threads.empty() ? std::nullopt : std::optional<int>(request.threads.front()));
+                request.modes = parsed<Mode>(s->modes);
+                request.dtypes = parsed<Dtype>(s->dtypes);
+                request.paths = parsed<BenchPath>(s->paths);
+                request.format = *parse_enum<Format>(s->format);
+                request.max_memory = s->limits.memory();
+                request.max_seconds = s->limits.seconds();
+                run_bench(request, out);
+            },
+            s->output);
+    };
 }
 
-Command add_compare(CLI::App& app) {
+Runner add_compare(CLI::App* command) {
     struct State {
         CompareRequest request;
         OutputFlags output;
@@ -362,8 +356,6 @@ Command add_compare(CLI::App& app) {
         LimitFlags limits;
     };
     auto s = std::make_shared<State>();
-    auto* command =
-        app.add_subcommand("compare", "one word's context vector in two inputs: their difference, cosine and what moved it");
     describe(command->add_option("A", s->request.a, "first input (file, - or example:NAME)")->required(), "Input", "",
              Completes::input);
     describe(command->add_option("B", s->request.b, "second input")->required(), "Input", "", Completes::input);
@@ -373,10 +365,10 @@ Command add_compare(CLI::App& app) {
     s->flags.add_to(*command);
     s->output.add_to(*command);
     s->limits.add_to(*command);
-    return {command, run_traced(s, run_compare)};
+    return run_traced(s, run_compare);
 }
 
-Command add_decode(CLI::App& app) {
+Runner add_decode(CLI::App* command) {
     struct State {
         DecodeRequest request;
         OutputFlags output;
@@ -386,9 +378,6 @@ Command add_decode(CLI::App& app) {
     };
     auto s = std::make_shared<State>();
     DecodeOptions& d = s->request.decode;
-    auto* command = app.add_subcommand(
-        "decode", "generation with a KV cache: causal attention one new token at a time, each step checked against the "
-                  "full trace");
     describe(command->add_option("INPUT", s->request.input_path,
                                  "input JSON file, - for stdin, or example:NAME (default: the built-in example your_journey)"),
              "Input", "", Completes::input);
@@ -410,10 +399,10 @@ Command add_decode(CLI::App& app) {
     s->flags.add_to(*command);
     s->output.add_to(*command);
     s->limits.add_to(*command);
-    return {command, run_traced(s, run_decode)};
+    return run_traced(s, run_decode);
 }
 
-Command add_check_answers(CLI::App& app) {
+Runner add_check_answers(CLI::App* command) {
     struct State {
         CheckAnswersRequest request;
         OutputFlags output;
@@ -422,9 +411,6 @@ Command add_check_answers(CLI::App& app) {
         LimitFlags limits;
     };
     auto s = std::make_shared<State>();
-    auto* command = app.add_subcommand(
-        "check-answers", "compare a learner's own numbers for some stages with the trace, and name the known mistake "
-                         "that explains a difference (exit 1 when something differs)");
     describe(command->add_option("INPUT", s->request.input_path,
                                  "input JSON file, - for stdin, or example:NAME, traced with the options below")
                  ->required(),
@@ -438,26 +424,26 @@ Command add_check_answers(CLI::App& app) {
     s->flags.add_to(*command);
     s->output.add_to(*command);
     s->limits.add_to(*command);
-    return {command, [s] {
-                int status = 0;
-                const int failed = run(
-                    [&](Outputs& outputs) {
-                        CheckAnswersRequest& request = s->request;
-                        request.mode = s->flags.requested_mode();
-                        request.trace = s->flags.apply();
-                        s->output.apply(request.render, outputs.main_output());
-                        request.max_memory = s->limits.memory();
-                        request.max_seconds = s->limits.seconds();
-                        request.max_input = s->limits.input();
-                        request.load = s->input.apply(request.max_input, s->flags.heads > 0);
-                        status = run_check_answers(std::move(request), outputs.main());
-                    },
-                    s->output.path);
-                return failed != 0 ? failed : status;
-            }};
+    return [s] {
+        int status = 0;
+        const int failed = run(
+            [&](Outputs& outputs) {
+                CheckAnswersRequest& request = s->request;
+                request.mode = s->flags.requested_mode();
+                request.trace = s->flags.apply();
+                s->output.apply(request.render, outputs.main_output());
+                request.max_memory = s->limits.memory();
+                request.max_seconds = s->limits.seconds();
+                request.max_input = s->limits.input();
+                request.load = s->input.apply(request.max_input, s->flags.heads > 0);
+                status = run_check_answers(std::move(request), outputs.main());
+            },
+            s->output.path);
+        return failed != 0 ? failed : status;
+    };
 }
 
-Command add_quiz(CLI::App& app) {
+Runner add_quiz(CLI::App* command) {
     struct State {
         QuizRequest request;
         std::vector<std::string> modes, stages;
@@ -465,9 +451,6 @@ Command add_quiz(CLI::App& app) {
         int width = -1;
     };
     auto s = std::make_shared<State>();
-    auto* command = app.add_subcommand(
-        "quiz", "practice: questions on the stages of traces, each answer checked, with the likely mistake and the "
-                "arithmetic when it is wrong (exit 1 unless every answer is right)");
     describe(command->add_option("--seed", s->request.seed, "seed of the questions: the same seed and options ask the same ones")
                  ->check(whole_number_u64)
                  ->capture_default_str(),
@@ -506,25 +489,25 @@ Command add_quiz(CLI::App& app) {
                                "TERM is not dumb"),
            "Output", {"auto", "always", "never"})
         ->capture_default_str();
-    return {command, [s] {
-                int status = 0;
-                const int failed = run(
-                    [&](Outputs& outputs) {
-                        QuizRequest& request = s->request;
-                        request.modes = parsed<Mode>(s->modes);
-                        request.stages = parsed<StageId>(s->stages);
-                        request.render.format = *parse_enum<Format>(s->format);
-                        const Output& main = outputs.main_output();
-                        fit_to_destination(request.render, s->width, s->color, main);
-                        QuizTerminal terminal;
-                        terminal.answers_typed = is_terminal(STDIN_FILENO);
-                        terminal.echo = !(terminal.answers_typed && is_terminal(main.descriptor()));
-                        terminal.flush = [&outputs] { outputs.main_output().drain(); };
-                        status = run_quiz(request, terminal, outputs.main());
-                    },
-                    std::nullopt);
-                return failed != 0 ? failed : status;
-            }};
+    return [s] {
+        int status = 0;
+        const int failed = run(
+            [&](Outputs& outputs) {
+                QuizRequest& request = s->request;
+                request.modes = parsed<Mode>(s->modes);
+                request.stages = parsed<StageId>(s->stages);
+                request.render.format = *parse_enum<Format>(s->format);
+                const Output& main = outputs.main_output();
+                fit_to_destination(request.render, s->width, s->color, main);
+                QuizTerminal terminal;
+                terminal.answers_typed = is_terminal(STDIN_FILENO);
+                terminal.echo = !(terminal.answers_typed && is_terminal(main.descriptor()));
+                terminal.flush = [&outputs] { outputs.main_output().drain(); };
+                status = run_quiz(request, terminal, outputs.main());
+            },
+            std::nullopt);
+        return failed != 0 ? failed : status;
+    };
 }
 
 // Every name an option of `app` answers to ("--temperature", "-q").
@@ -590,25 +573,59 @@ const std::vector<UsageExample> trace_examples{
      "arrays saved from PyTorch, weights as nn.Linear stores them (docs/from-pytorch.md)"},
     {"echo '{\"sentence\": \"a b\", \"embeddings\": {\"a\": [1, 0], \"b\": [0, 1]}}' | attntrace", "an input from a pipe"},
 };
-const std::vector<std::vector<UsageExample>> subcommand_examples{
-    {{"attntrace similarity example:fruit_and_pets", "apple near orange, far from dog"},
-     {"attntrace similarity example:fruit_and_pets --svg words.svg", "the words as arrows in a picture"}},
-    {{"attntrace generate -n 8192 -d 64 -o long.json", "8192 random tokens of 64 numbers, same seed same bytes"},
-     {"attntrace generate -n 4096 | attntrace - -m causal --summary", "straight into a causal summary"},
-     {"attntrace generate -n 8192 -d 64 -f safetensors --dtype float32 -o long.safetensors",
-      "the same numbers as float32 arrays, read without parsing"}},
-    {{"attntrace bench", "both paths, n = 512 … 16384, float32 and float64"},
-     {"attntrace bench --sizes 1024,4096 --modes causal --paths streaming", "the causal streaming path alone"}},
-    {{"attntrace compare example:big_dream example:big_mistake --token big", "how the context of \"big\" moves"},
-     {"attntrace compare example:bank_river example:bank_money -t bank -m self", "the same in self mode"}},
-    {{"attntrace decode --step 4", "generation: token 4 against the KV cache, checked against the full trace"},
-     {"attntrace decode --dim 8 --heads 4 --kv-heads 2 --context 4096", "the cache's bytes for MHA, GQA and MQA"}},
-    {{"attntrace check-answers example:teacher_smiled data/practice/smiled_weights.json",
-      "a learner's weights checked: exit 0 when they agree, 1 when they differ"},
-     {"attntrace check-answers example:teacher_smiled data/practice/smiled_by_sum.json -f json", "the verdict per stage, for course tooling"}},
-    {{"attntrace quiz", "five questions on the built-in examples, typed answers checked at once"},
-     {"attntrace quiz --mode causal --stage masked,weights --seed 7", "only the causal mask and the weights, another draw"},
-     {"attntrace quiz --seed 3 --rounds 10 --answers answers.txt -f json", "grade a learner's answers file, for course tooling"}},
+// The subcommands, in the order of attntrace --help: each one's name and summary, what adds
+// its options (and returns what runs it), and the examples at the end of its --help.
+struct Subcommand {
+    const char* name;
+    const char* summary;
+    Runner (*add)(CLI::App*);
+    std::vector<UsageExample> examples;
+};
+const std::vector<Subcommand> subcommand_table{
+    {"similarity",
+     "dot-product and cosine-similarity tables of an input's words (embeddings as points in space)",
+     add_similarity,
+     {{"attntrace similarity example:fruit_and_pets", "apple near orange, far from dog"},
+      {"attntrace similarity example:fruit_and_pets --svg words.svg", "the words as arrows in a picture"}}},
+    {"generate",
+     "write a long random input (tokens, embeddings, weights) from the portable generator",
+     add_generate,
+     {{"attntrace generate -n 8192 -d 64 -o long.json", "8192 random tokens of 64 numbers, same seed same bytes"},
+      {"attntrace generate -n 4096 | attntrace - -m causal --summary", "straight into a causal summary"},
+      {"attntrace generate -n 8192 -d 64 -f safetensors --dtype float32 -o long.safetensors",
+       "the same numbers as float32 arrays, read without parsing"}}},
+    {"bench",
+     "time the trace and streaming paths over growing n against this machine's GEMM rate",
+     add_bench,
+     {{"attntrace bench", "both paths, n = 512 … 16384, float32 and float64"},
+      {"attntrace bench --sizes 1024,4096 --modes causal --paths streaming", "the causal streaming path alone"}}},
+    {"compare",
+     "one word's context vector in two inputs: their difference, cosine and what moved it",
+     add_compare,
+     {{"attntrace compare example:big_dream example:big_mistake --token big", "how the context of \"big\" moves"},
+      {"attntrace compare example:bank_river example:bank_money -t bank -m self", "the same in self mode"}}},
+    {"decode",
+     "generation with a KV cache: causal attention one new token at a time, each step checked against the full trace",
+     add_decode,
+     {{"attntrace decode --step 4", "generation: token 4 against the KV cache, checked against the full trace"},
+      {"attntrace decode --dim 8 --heads 4 --kv-heads 2 --context 4096", "the cache's bytes for MHA, GQA and MQA"}}},
+    {"check-answers",
+     "compare a learner's own numbers for some stages with the trace, and name the known mistake that explains a "
+     "difference (exit 1 when something differs)",
+     add_check_answers,
+     {{"attntrace check-answers example:teacher_smiled data/practice/smiled_weights.json",
+       "a learner's weights checked: exit 0 when they agree, 1 when they differ"},
+      {"attntrace check-answers example:teacher_smiled data/practice/smiled_by_sum.json -f json",
+       "the verdict per stage, for course tooling"}}},
+    {"quiz",
+     "practice: questions on the stages of traces, each answer checked, with the likely mistake and the arithmetic "
+     "when it is wrong (exit 1 unless every answer is right)",
+     add_quiz,
+     {{"attntrace quiz", "five questions on the built-in examples, typed answers checked at once"},
+      {"attntrace quiz --mode causal --stage masked,weights --seed 7",
+       "only the causal mask and the weights, another draw"},
+      {"attntrace quiz --seed 3 --rounds 10 --answers answers.txt -f json",
+       "grade a learner's answers file, for course tooling"}}},
 };
 
 // --help with the options in their groups (positionals with the rest), a metavariable each,
@@ -693,7 +710,7 @@ ProgramDoc program_doc(const CLI::App& app, const std::vector<Command>& subcomma
         "named by -o or --svg is written whole or not at all."};
     doc.main = command_doc(app, trace_examples);
     for (std::size_t i = 0; i < subcommands.size(); ++i)
-        doc.subcommands.push_back(command_doc(*subcommands[i].app, subcommand_examples[i]));
+        doc.subcommands.push_back(command_doc(*subcommands[i].app, subcommand_table[i].examples));
     for (const auto& example : examples()) doc.example_names.emplace_back(example.name);
     for (const auto& group : app.get_groups())
         if (!group.empty()) doc.groups.push_back(group);
@@ -712,11 +729,21 @@ int run_command_line(int argc, char** argv) {
     auto trace_state = std::make_shared<TraceState>();
     add_trace_options(app, *trace_state);
     const Command trace{&app, [trace_state] { return trace_state->run(); }};
-    const std::vector<Command> subcommands{add_similarity(app), add_generate(app), add_bench(app), add_compare(app),
-                                          add_decode(app), add_check_answers(app), add_quiz(app)};
+    // A subcommand gets its options only when the parser meets its name (CLI11 calls the
+    // preparse callback before the subcommand reads its own arguments), or when the man page
+    // or a completion script needs them all: adding every command's 140 options took about a
+    // quarter of the instructions of the lecture example's whole run.
+    std::vector<Command> subcommands;
+    const auto fill = [&subcommands](std::size_t i) {
+        if (subcommands[i].run) return;
+        subcommands[i].run = subcommand_table[i].add(subcommands[i].app);
+        finish_help(*subcommands[i].app, subcommand_table[i].examples);
+    };
+    for (const Subcommand& entry : subcommand_table) {
+        subcommands.push_back({app.add_subcommand(entry.name, entry.summary), nullptr});
+        subcommands.back().app->preparse_callback([&fill, i = subcommands.size() - 1](std::size_t) { fill(i); });
+    }
     finish_help(app, trace_examples);
-    assert(subcommands.size() == subcommand_examples.size());  // each command has its examples
-    for (std::size_t i = 0; i < subcommands.size(); ++i) finish_help(*subcommands[i].app, subcommand_examples[i]);
     // The version, then which copy of the hot kernels this CPU runs (attention/isa.hpp).
     app.set_version_flag("-V,--version", fmt::format("attntrace {}\nkernels: {}", version, kernel_description()),
                          "print the version and exit")
@@ -737,6 +764,7 @@ int run_command_line(int argc, char** argv) {
     if (trace_state->man || !trace_state->completions.empty())
         return run(
             [&](std::ostream& out) {
+                for (std::size_t i = 0; i < subcommands.size(); ++i) fill(i);
                 const ProgramDoc doc = program_doc(app, subcommands);
                 const std::string& shell = trace_state->completions;
                 out << (trace_state->man        ? man_page(doc)
