@@ -88,7 +88,7 @@ public:
     // Writes what is buffered now, held or not: for output that is read as it comes (JSON
     // Lines), at the price of the all-or-nothing rule on standard output.
     void drain() { buffer_.drain(); }
-    // Writes what is still buffered and closes the output; a temporary is synced to disk first.
+    // Writes what is still buffered and closes the output.
     void finish();
     // Renames the temporary over the file; nothing to do for an output written directly.
     void publish();
@@ -109,7 +109,7 @@ private:
 
 // What one command writes: its main output (stdout, or -o FILE) and any other files (--svg),
 // committed together at the end. Nothing is renamed into place before every output has been
-// written and synced, so a failure on the way (a full disk, `ulimit -f`) leaves every file as
+// written and closed, so a failure on the way (a full disk, `ulimit -f`) leaves every file as
 // it was and no temporary behind.
 class Outputs {
 public:
