@@ -95,9 +95,11 @@ sanitize: build-asan
 	tests/check_test_count.sh build-asan
 
 # libgomp is not instrumented for TSan; LLVM's libomp with its Archer tool tells TSan what
-# OpenMP synchronises. The tests that run threads (kernels, streaming, parser, CLI) run here.
+# OpenMP synchronises. The tests that run threads (kernels, streaming, parser, CLI) run here,
+# from a test binary of only their files, with the core in unity groups (build-asan already
+# compiles each file alone).
 tsan: deps clang-deps
-	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CHECK_FLAGS) -DATTNTRACE_SANITIZE=thread
+	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CHECK_FLAGS) -DATTNTRACE_UNITY=ON -DATTNTRACE_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)
 	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
 	  ./build-tsan/tests/attntrace_tests "[threads],[streaming],[modes],[bahdanau],[json]"
