@@ -731,8 +731,8 @@ int run_command_line(int argc, char** argv) {
     const Command trace{&app, [trace_state] { return trace_state->run(); }};
     // A subcommand gets its options only when the parser meets its name (CLI11 calls the
     // preparse callback before the subcommand reads its own arguments), or when the man page
-    // or a completion script needs them all: adding every command's 140 options took about a
-    // quarter of the instructions of the lecture example's whole run.
+    // or a completion script needs them all: adding (and destroying) every command's 140
+    // options took 3.3 of the 8.4 million instructions of the lecture example's whole run.
     std::vector<Command> subcommands;
     const auto fill = [&subcommands](std::size_t i) {
         if (subcommands[i].run) return;
