@@ -382,8 +382,8 @@ Output::~Output() {
 
 // A temporary is not forced to disk (no fsync), as sort -o, sed -i and hyperfine's exports
 // are not: what is promised is about attntrace's own failures, and an fsync cost the lecture
-// example about 1 ms per file on this machine, with a tail of tens of milliseconds on a busy
-// disk. After a power cut a file just written may be empty; the run writes it again.
+// example 0.96 to 1.20 ms per file (strace -T, docs/performance.md's second machine). After a
+// power cut a file just written may be empty; running attntrace again writes it again.
 void Output::finish() {
     buffer_.drain();
     const int closed = ::close(fd_);
