@@ -107,16 +107,16 @@ std::string without_rounding_residuals(const Shown& shown, const std::string& te
 // JSON and JSON Lines print every number in full: their last digits depend on the build too
 // (GCC or clang, the copy of the kernels the CPU runs: 0.9422 with one, 0.9421999999999999
 // with another). Where the text differs, the JSON is compared field by field, numbers within
-// 1e-6 of their size (float32's precision is about 6e-8).
-bool same_json(const nlohmann::json& x, const nlohmann::json& y) {
+// 1e-6 of their size (float32's precision is about 6e-8), fields in the same order.
+bool same_json(const nlohmann::ordered_json& x, const nlohmann::ordered_json& y) {
     if (x.is_number() && y.is_number()) {
         const double u = x.get<double>(), v = y.get<double>();
         return std::abs(u - v) <= 1e-6 * std::max({1.0, std::abs(u), std::abs(v)});
     }
     if (x.type() != y.type() || x.size() != y.size()) return false;
     if (x.is_object()) {
-        for (auto it = x.begin(); it != x.end(); ++it)
-            if (!y.contains(it.key()) || !same_json(*it, y[it.key()])) return false;
+        for (auto a = x.begin(), b = y.begin(); a != x.end(); ++a, ++b)
+            if (a.key() != b.key() || !same_json(*a, *b)) return false;
         return true;
     }
     if (x.is_array()) {
@@ -132,13 +132,13 @@ bool same_json_text(const std::string& got, const std::string& shown, bool lines
     std::istringstream a(got), b(shown);
     std::string line_a, line_b;
     try {
-        if (!lines) return same_json(nlohmann::json::parse(got), nlohmann::json::parse(shown));
+        if (!lines) return same_json(nlohmann::ordered_json::parse(got), nlohmann::ordered_json::parse(shown));
         while (true) {
             const bool more_a = static_cast<bool>(std::getline(a, line_a)),
                        more_b = static_cast<bool>(std::getline(b, line_b));
             if (more_a != more_b) return false;
             if (!more_a) return true;
-            if (!same_json(nlohmann::json::parse(line_a), nlohmann::json::parse(line_b))) return false;
+            if (!same_json(nlohmann::ordered_json::parse(line_a), nlohmann::ordered_json::parse(line_b))) return false;
         }
     } catch (const nlohmann::json::exception&) {
         return false;
