@@ -43,7 +43,7 @@ using Runner = std::function<int()>;
 
 struct Command {
     CLI::App* app;  // the subcommand, or the top level for the main job
-    Runner run;
+    Runner run;     // empty until a subcommand's options are added (run_command_line)
 };
 
 // Prints "attntrace: error: MESSAGE" as one line on stderr: breaks become spaces, anything
