@@ -76,6 +76,13 @@ TEST_CASE("display widths of emoji, ZWJ sequences, Devanagari and Thai, by utf8p
     CHECK(display_width("ที่") == 1);                        // ท with two marks above it
     CHECK(display_width("ภาษาไทย") == 7);                   // seven letters, no marks
     CHECK(display_width("a🚀b") == 4);
+    // Printable ASCII is one column a byte; a mark after it joins its letter, and a control
+    // character takes no column.
+    std::string printable_ascii;
+    for (char c = 0x20; c < 0x7F; ++c) printable_ascii += c;
+    CHECK(display_width(printable_ascii) == 95);
+    CHECK(display_width("cafe\xCC\x81") == 4);  // e + combining acute
+    CHECK(display_width("a\tb") == 2);
     // Cut between clusters: a letter keeps its marks, an emoji sequence stays whole.
     CHECK(prefix_within_width("नमस्ते", 3) == "नमस्");
     CHECK(prefix_within_width("ที่ดี", 1) == "ที่");

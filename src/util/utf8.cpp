@@ -149,6 +149,10 @@ std::size_t utf8_length(std::string_view text) {
 }
 
 std::size_t display_width(std::string_view text) {
+    // Printable ASCII alone (most cells: numbers, English tokens): each byte is a cluster of
+    // its own, one column wide. No ASCII character joins the next one, and none is printable
+    // but zero-width; a control character, or any byte past 0x7E, takes the full path.
+    if (std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7F; })) return text.size();
     std::size_t width = 0;
     for (std::size_t i = 0; i < text.size();) {
         const Cluster c = next_cluster(text.substr(i));
