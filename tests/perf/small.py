@@ -6,9 +6,11 @@
 
 Runs `attntrace` on the built-in example of each mode (plain and self and causal on
 your_journey, bahdanau on teacher_smiled_fr) in each format (table, json, csv, markdown; svg
-with --svg FILE), with the default two threads and with --threads 1, each under
-`hyperfine --runs N --warmup 10` while one other process keeps a core busy (a shell loop this
-script starts; --no-busy leaves it out). Then the same attention of your_journey (plain mode:
+with --svg FILE), with the default two threads and with --threads 1, each N times under
+`hyperfine` while one other process keeps a core busy (a shell loop this script starts;
+--no-busy leaves it out). The N runs are split into 10 rounds (3 warm-up runs each), and
+each round takes every command in turn, a configuration's two runs next to each other, so
+that the two meet the same state of the machine. Then the same attention of your_journey (plain mode:
 softmax(X·Xᵀ)·X, as attntrace's default run computes it) as a NumPy script and as a PyTorch
 script, whole process, import included, and attntrace's peak resident memory
 (/usr/bin/time).
@@ -48,15 +50,25 @@ print(torch.softmax(x @ x.T, dim=1) @ x)
 """
 
 
-def hyperfine(commands, runs, warmup):
-    """{command: (mean_ms, max_ms)} for shell-free commands (lists of words)."""
+def hyperfine(commands, runs, warmup, rounds=1):
+    """{command: (mean_ms, max_ms)} for shell-free commands (lists of words), over `runs` runs
+    each. With rounds > 1 the runs are split into that many hyperfine calls, the commands in
+    turn and in reverse order every other round, so that commands compared with each other
+    meet the same drift of the machine rather than minutes apart (a command's 300 runs
+    back to back took 2.8 ms on average in one stretch and 4.1 in the next)."""
+    times = {tuple(c): [] for c in commands}
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "h.json")
-        args = ["hyperfine", "-N", "--runs", str(runs), "--warmup", str(warmup), "--export-json", out, "--style", "none"]
-        args += [" ".join(c) for c in commands]
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
-        results = json.load(open(out))["results"]
-    return {tuple(c): (r["mean"] * 1000, max(r["times"]) * 1000) for c, r in zip(commands, results)}
+        for r in range(rounds):
+            order = commands if r % 2 == 0 else commands[::-1]
+            share = runs // rounds + (1 if r < runs % rounds else 0)
+            args = ["hyperfine", "-N", "--runs", str(share), "--warmup", str(warmup), "--export-json", out,
+                    "--style", "none"]
+            args += [" ".join(c) for c in order]
+            subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for c, result in zip(order, json.load(open(out))["results"]):
+                times[tuple(c)] += result["times"]
+    return {c: (sum(t) / len(t) * 1000, max(t) * 1000) for c, t in times.items()}
 
 
 def time_and_peak(command):
@@ -81,7 +93,8 @@ def small_report(binary, runs, python_runs, busy_process=True):
                 base = [binary, "--example", example, "-m", mode]
                 base += ["--svg", os.path.join(svg.name, "heatmap.svg")] if fmt == "svg" else ["-f", fmt]
                 rows.append((mode, fmt, base, base + ["--threads", "1"]))
-        timed = hyperfine([c for r in rows for c in r[2:]], runs, 10)
+        # Each configuration's two runs (two threads, --threads 1) side by side, in 10 rounds.
+        timed = hyperfine([c for r in rows for c in r[2:]], runs, 3, rounds=10)
         journey = os.path.join(ROOT, "data", "your_journey.json")
         with tempfile.TemporaryDirectory() as tmp:
             scripts = {}
