@@ -10,6 +10,7 @@
 #include "support/error_line.hpp"
 #include "support/limited.hpp"
 #include "support/output_checks.hpp"
+#include "util/duration.hpp"
 #include "util/memory.hpp"
 #include "util/threads.hpp"
 
@@ -329,7 +330,7 @@ TEST_CASE("work estimated to take longer than --max-time is refused with the est
     cli::TempFile input(R"({"sentence": ")" + sentence + R"(", "embeddings": {"a": [1]}})");
     const auto r = cli::run({input.path(), "--threads", "1"});  // the estimate is per thread count
     cli::require_error_line(r, 1, "the summary of 1048576 tokens takes about");
-    CHECK_THAT(r.err, Contains("more than --max-time 5.0 min") && Contains("--max-time 0 accepts long work"));
+    CHECK_THAT(r.err, Contains("more than --max-time 5 min") && Contains("--max-time 0 accepts long work"));
     // A full trace names the faster path.
     cli::TempFile medium(cli::run({"generate", "--tokens", "3000", "--dim", "8"}).out);
     const auto trace = cli::run({medium.path(), "-f", "json", "--max-time", "1s"});
@@ -338,6 +339,34 @@ TEST_CASE("work estimated to take longer than --max-time is refused with the est
     CHECK(cli::run({medium.path(), "--summary", "--max-time", "1s"}).exit_code == 0);
     CHECK(cli::run({"--max-time", "soon"}).exit_code == 2);
     CHECK(cli::run({"-s", "weights", "--max-time", "0"}).exit_code == 0);
+}
+
+TEST_CASE("a limit is stated as it was given, never rounded", "[robustness][time][errors]") {
+    // --max-time 0.1s was reported as "more than --max-time 1 s", rounded up.
+    CHECK(format_limit(0.1) == "0.1 s");
+    CHECK(format_limit(2.2) == "2.2 s");
+    CHECK(format_limit(0.25) == "0.25 s");
+    CHECK(format_limit(100) == "100 s");
+    CHECK(format_limit(90) == "1.5 min");
+    CHECK(format_limit(300) == "5 min");
+    CHECK(format_limit(5400) == "1.5 h");
+    CHECK(format_limit(7200) == "2 h");
+    for (const double seconds : {0.1, 0.3, 2.2, 100.0, 90.0, 1234.5, 5400.0})
+        CHECK(parse_duration(format_limit(seconds).substr(0, format_limit(seconds).find(' ')) +
+                             (format_limit(seconds).ends_with(" min") ? "m" : format_limit(seconds).ends_with(" h") ? "h" : "s")) ==
+              seconds);
+    // An estimate below a second is not shown as 1 s either.
+    CHECK(format_duration(0.3) == "0.3 s");
+    CHECK(format_duration(42) == "42 s");
+    cli::TempFile medium(cli::run({"generate", "--tokens", "3000", "--dim", "8"}).out);
+    const auto r = cli::run({medium.path(), "-f", "json", "--max-time", "0.1s"});
+    cli::require_error_line(r, 1, "more than --max-time 0.1 s;");
+    const auto ms = cli::run({medium.path(), "-f", "json", "--max-time", "250ms"});
+    cli::require_error_line(ms, 1, "more than --max-time 0.25 s;");
+    // Sizes given with --max-memory the same way: 1500 bytes are not "1.5 KiB".
+    CHECK(MemoryLimit{1500, ""}.describe() == "--max-memory 1500 B");
+    CHECK(MemoryLimit{std::uint64_t{4} << 20, ""}.describe() == "--max-memory 4.0 MiB");
+    CHECK(MemoryLimit{std::uint64_t{3} << 29, ""}.describe() == "--max-memory 1.5 GiB");
 }
 
 TEST_CASE("the default memory limit is the smallest of half the RAM, the cgroup and ulimit -v", "[robustness][memory]") {

@@ -170,7 +170,7 @@ void require_time(double seconds, double limit, const std::string& origin, std::
     throw DataError(fmt::format("{}{}{} takes about {} on {} thread{} of this machine, more than --max-time {}; {}"
                                 "--max-time 0 accepts long work",
                                 origin, origin.empty() ? "" : ": ", what, format_duration(seconds), threads,
-                                threads == 1 ? "" : "s", format_duration(limit), hint.empty() ? "" : fmt::format("{}, or ", hint)));
+                                threads == 1 ? "" : "s", format_limit(limit), hint.empty() ? "" : fmt::format("{}, or ", hint)));
 }
 
 }  // namespace attntrace

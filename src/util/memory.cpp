@@ -122,8 +122,24 @@ void MemoryBudget::charge(std::uint64_t bytes) {
                                 origin_, limit_.describe()));
 }
 
+namespace {
+
+// A size given on the command line, not rounded: in the largest unit that shows it exactly
+// to a tenth (4M "4.0 MiB", 1.5G "1.5 GiB"), else in a smaller one (1500 "1500 B").
+std::string exact_size(std::uint64_t bytes) {
+    constexpr const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+    for (int unit = 5; unit >= 1; --unit) {
+        const double scale = std::ldexp(1.0, 10 * unit), tenths = static_cast<double>(bytes) / scale * 10;
+        if (static_cast<double>(bytes) >= scale && tenths == std::round(tenths) && tenths < 1e15)
+            return fmt::format("{:.1f} {}", tenths / 10, units[unit - 1]);
+    }
+    return fmt::format("{} B", bytes);
+}
+
+}  // namespace
+
 std::string MemoryLimit::describe() const {
-    if (source.empty()) return fmt::format("--max-memory {}", format_size(bytes));
+    if (source.empty()) return fmt::format("--max-memory {}", exact_size(bytes));
     return fmt::format("the default --max-memory {} ({})", format_size(bytes), source);
 }
 
