@@ -232,12 +232,15 @@ int run_check_answers(CheckAnswersRequest request, std::ostream& out) {
     const Problem problem = load_input(input, request.max_memory, with_max_input(request.load, request.max_input));
     request.trace.mode = resolve_mode(problem, request.mode);
     const WorkShape shape = work_shape(problem, request.trace);
-    require_memory(2 * trace_bytes(shape, request.trace.dtype, request.render, false), request.max_memory,
-                   problem.origin, "checking answers against a trace of this size", "");
+    const std::uint64_t traced_bytes = 2 * trace_bytes(shape, request.trace.dtype, request.render, false);
+    require_memory(traced_bytes, request.max_memory, problem.origin, "checking answers against a trace of this size", "");
     require_time(2 * trace_seconds(shape, Format::json), request.max_seconds, problem.origin,
                  "checking answers against a trace of this size", "");
     const InputText answers_text = read_input(request.answers_path, request.max_input);
-    const std::vector<GivenStage> given = read_answers(answers_text.text, answers_text.origin);
+    // The answers are held beside the trace: what they keep is charged on top of its estimate.
+    MemoryBudget budget(request.max_memory, answers_text.origin);
+    budget.charge(traced_bytes);
+    const std::vector<GivenStage> given = read_answers(answers_text, &budget);
     const Trace traced = trace(problem, request.trace);
     const std::vector<StageVerdict> verdicts = check_answers(traced, given);
     if (request.render.format == Format::json) write_json(traced, verdicts, out);
