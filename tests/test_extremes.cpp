@@ -4,6 +4,7 @@
 #include "attention/check.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
+#include "attention/decode.hpp"
 #include "input/answers.hpp"
 #include "core/error.hpp"
 #include "input/load.hpp"
@@ -153,4 +154,17 @@ TEST_CASE("an answer written with an exponent of -2147483647 is held to its prec
     cli::TempFile right(fmt::format(R"({{"weights": {{"cell": [1, 1], "value": {:.6f}}}}})", expected), "right.json");
     const auto agree = cli::run({"check-answers", "example:teacher_smiled", right.path(), "-m", "self"});
     CHECK(agree.exit_code == 0);
+}
+
+TEST_CASE("the K/V cache's bytes are counted in 64 bits or refused", "[extremes][decode]") {
+    CHECK(kv_cache_bytes(8, 128, 128, 2, 4096) == std::int64_t{2} * 8 * 128 * 2 * 4096);
+    // 2 · 524288 numbers of 8 bytes for 2⁴⁰ tokens is 2⁶³ bytes: it printed −9223372036854775808.
+    CHECK_THROWS_AS(kv_cache_bytes(1, 524288, 524288, 8, std::int64_t{1} << 40), DataError);
+    CHECK(kv_cache_bytes(1, 524288, 524288, 8, (std::int64_t{1} << 40) - 1) ==
+          std::int64_t{2} * 524288 * 8 * ((std::int64_t{1} << 40) - 1));
+    const auto r = cli::run({"decode", "--dim", "524288", "--context", "1099511627776", "-f", "json"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Contains("the K/V cache of 1099511627776 tokens") && Contains("more than 2^63 bytes"));
+    CHECK_THAT(r.err, !Contains("-9223372036854775808"));
 }
