@@ -341,7 +341,9 @@ void load_both_ways(std::string_view bytes) {
     const auto* b = std::get_if<SingleSequenceInput>(&kept->input);
     if (!a || !b) return;
     Sequence widened = b->sequence;
-    if (widened.in_place) {
+    // Rows in the input's own storage lie within the input; rows of a deflated .npz member
+    // lie in the buffer it was inflated into, which the reader owns (not the input's storage).
+    if (widened.in_place && widened.in_place->storage == input.storage) {
         const auto begin = reinterpret_cast<std::uintptr_t>(bytes.data());
         const auto at = reinterpret_cast<std::uintptr_t>(widened.in_place->data);
         const auto size = static_cast<std::size_t>(widened.in_place->rows * widened.in_place->cols) * sizeof(float);
