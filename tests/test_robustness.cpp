@@ -4,6 +4,7 @@
 // wide stages, suggestions and time. Each case failed (crashed, hung or lied) before its fix.
 #include "input/load.hpp"
 #include "input/source.hpp"
+#include "input/tensors.hpp"
 #include "core/error.hpp"
 #include "render/shading.hpp"
 #include "support/cli.hpp"
@@ -18,7 +19,9 @@
 #include <omp.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -146,6 +149,165 @@ TEST_CASE("a mapped input shortened while it is read is an error, not SIGBUS", "
     cli::TempFile whole(text, "whole.json");
     const InputText intact = read_input(whole.path());
     CHECK_NOTHROW(load_input(intact, MemoryLimit{std::uint64_t{1} << 30, ""}));
+}
+
+namespace {
+
+// Runs attntrace with `args` once for each moment between two of its checks of `file`: with
+// the shim of tests/support/shorten_shim.cpp, `file` (written afresh from `contents` before
+// each run) is cut to `to` bytes right after attntrace's Nth fstat() of it, for N = 1, 2, …
+// until a run in which that never happens. Each run must do what `reference` (the run with the
+// file whole) did, or end with the one error that says the file was shortened, having printed
+// nothing — or, with `lines` (JSON Lines), only whole lines of the reference's output.
+// Returns how many runs ended with that error.
+int shortened_at_every_moment(const std::vector<std::string>& args, const std::string& file, const std::string& contents,
+                              std::uint64_t to, const cli::Result& reference, bool lines) {
+    const cli::TempDir scratch;
+    const std::string log = scratch / "shortened";
+    std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+    asan += (asan.empty() ? "" : ":") + std::string("verify_asan_link_order=0");  // the shim is preloaded before ASan's runtime
+    int errors = 0;
+    for (int n = 1; n < 200; ++n) {
+        std::ofstream(file, std::ios::binary | std::ios::trunc) << contents;
+        std::filesystem::remove(log);
+        const auto r = cli::run(args, "",
+                                {{"LD_PRELOAD", ATTNTRACE_SHORTEN_SHIM},
+                                 {"ATTNTRACE_SHORTEN_FILE", file},
+                                 {"ATTNTRACE_SHORTEN_AT", std::to_string(n)},
+                                 {"ATTNTRACE_SHORTEN_TO", std::to_string(to)},
+                                 {"ATTNTRACE_SHORTEN_LOG", log},
+                                 {"ASAN_OPTIONS", asan}});
+        const bool shortened = std::filesystem::exists(log);
+        INFO("shortened after fstat " << n << ": " << (shortened ? "yes" : "no (the run never got there)") << "; exit "
+                                      << r.exit_code << "; " << r.err);
+        if (r.err.find("was shortened by another program") == std::string::npos) {
+            CHECK(r.exit_code == reference.exit_code);  // read before it was shortened, or not read at all
+            CHECK(r.out == reference.out);
+            CHECK(r.err == reference.err);
+        } else {
+            ++errors;
+            CHECK(shortened);
+            if (lines) {  // the lines written before the failure, whole, and one error line
+                CHECK(r.exit_code == 1);
+                CHECK_THAT(r.err, Catch::StartsWith("attntrace: error: ") &&
+                                      Contains("was shortened by another program while it was read"));
+                CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+                CHECK((reference.out.starts_with(r.out) && (r.out.empty() || r.out.back() == '\n')));
+            } else {
+                cli::require_error_line(r, 1, "was shortened by another program while it was read");
+            }
+        }
+        if (!shortened) return errors;
+    }
+    FAIL("the shim kept finding fstat() calls");
+    return errors;
+}
+
+// A GPT-2 layer 0 of d = 8 (n_head 2) by attntrace's writer, and the hidden states of `n`
+// tokens as their own float64 .npy.
+void write_gpt2_layer(const std::string& model, const std::string& hidden, Eigen::Index n) {
+    Matrix c_attn(8, 24), c_attn_bias(1, 24), c_proj(8, 8), c_proj_bias(1, 8), gamma(1, 8), beta(1, 8), x(n, 8);
+    for (Eigen::Index i = 0; i < c_attn.size(); ++i) c_attn.data()[i] = 0.03 * static_cast<double>(i % 11) - 0.15;
+    for (Eigen::Index i = 0; i < c_proj.size(); ++i) c_proj.data()[i] = 0.02 * static_cast<double>(i % 9) - 0.08;
+    c_attn_bias.setConstant(0.01);
+    c_proj_bias.setConstant(-0.01);
+    gamma.setConstant(1.5);
+    beta.setConstant(0.25);
+    for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = std::sin(0.37 * static_cast<double>(i)) * 2;
+    std::ofstream(model, std::ios::binary) << write_safetensors(
+        {{"h.0.attn.c_attn.weight", &c_attn},
+         {"h.0.attn.c_attn.bias", &c_attn_bias, true},
+         {"h.0.attn.c_proj.weight", &c_proj},
+         {"h.0.attn.c_proj.bias", &c_proj_bias, true},
+         {"h.0.ln_1.weight", &gamma, true},
+         {"h.0.ln_1.bias", &beta, true}},
+        ElementType::float32, {{"n_head", "2"}});
+    std::ofstream(hidden, std::ios::binary) << write_npy(x, ElementType::float64);
+}
+
+Matrix wavy(Eigen::Index rows, Eigen::Index cols) {
+    Matrix m(rows, cols);
+    for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = std::cos(0.11 * static_cast<double>(i)) + 0.5;
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("a mapped file shortened at any moment is never read as zeros into a result", "[robustness][input]") {
+    // Before: --hidden-states was checked once, before its numbers were read (the layernorm
+    // stage of the lost rows came from zeros, exit 0); the summary's JSON Lines were written
+    // from float32 rows read in place and checked only at the end; a short float32 trace read
+    // the rows in place again after the last check; quiz and check-answers never checked
+    // their answers file.
+    const cli::TempDir dir;
+    SECTION("--hidden-states of GPT-2's layer") {
+        const std::string model = dir / "model.safetensors", hidden = dir / "hidden.npy";
+        write_gpt2_layer(model, hidden, 200);  // 200 × 8 doubles: 12,928 bytes, four pages
+        const std::string contents = cli::slurp(hidden);
+        const std::vector<std::string> args{model, "--from", "gpt2", "--layer", "0", "--hidden-states", hidden,
+                                            "-s", "layernorm", "-f", "csv"};
+        const auto whole = cli::run(args);
+        REQUIRE(whole.exit_code == 0);
+        for (const std::uint64_t to : {std::uint64_t{8192}, std::uint64_t{2000}, std::uint64_t{200}}) {
+            INFO("cut to " << to << " bytes");
+            CHECK(shortened_at_every_moment(args, hidden, contents, to, whole, false) >= 2);
+        }
+    }
+    SECTION("the summary's JSON Lines from float32 rows read in place") {
+        const std::string input = dir / "rows.npy";
+        const std::string contents = write_npy(wavy(3000, 16), ElementType::float32);  // 192 KB, 47 pages
+        std::ofstream(input, std::ios::binary) << contents;
+        for (const char* mode : {"plain", "self"}) {
+            INFO("mode " << mode);
+            const std::vector<std::string> args{input, "--summary", "-f", "jsonl", "--dtype", "float32", "-m", mode};
+            const auto whole = cli::run(args);
+            REQUIRE(whole.exit_code == 0);
+            CHECK(shortened_at_every_moment(args, input, contents, 4096, whole, true) >= 3);
+        }
+    }
+    SECTION("a short float32 trace from rows in place") {
+        const std::string input = dir / "short.npy";
+        const std::string contents = write_npy(wavy(60, 16), ElementType::float32);
+        std::ofstream(input, std::ios::binary) << contents;
+        const std::vector<std::string> args{input, "--dtype", "float32", "-m", "plain"};
+        const auto whole = cli::run(args);
+        REQUIRE(whole.exit_code == 0);
+        CHECK(shortened_at_every_moment(args, input, contents, 300, whole, false) >= 2);
+    }
+    SECTION("every other command that reads a binary input") {
+        const std::string input = dir / "input.npy";
+        const std::string contents = write_npy(wavy(300, 8), ElementType::float64);  // 19 KB
+        std::ofstream(input, std::ios::binary) << contents;
+        std::ofstream(dir / "other.npy", std::ios::binary) << write_npy(wavy(300, 8) * 0.5, ElementType::float64);
+        for (const std::vector<std::string>& args :
+             {std::vector<std::string>{"decode", input, "-f", "json", "--step", "7"},
+              {"similarity", input, "-f", "csv"},
+              {"compare", input, dir / "other.npy", "--token", "t3", "-m", "self"},
+              {input, "--summary", "-f", "json"}}) {
+            INFO(args.front());
+            const auto whole = cli::run(args);
+            REQUIRE(whole.exit_code == 0);
+            CHECK(shortened_at_every_moment(args, input, contents, 4096, whole, false) >= 1);
+        }
+    }
+    SECTION("answers files") {
+        const auto trace = cli::run({"example:teacher_smiled", "-m", "self", "-s", "weights", "-f", "csv", "--tidy"});
+        REQUIRE(trace.exit_code == 0);
+        const std::string answers = dir / "answers.csv";
+        const std::vector<std::string> args{"check-answers", "example:teacher_smiled", answers, "-m", "self"};
+        std::ofstream(answers) << trace.out;
+        const auto whole = cli::run(args);
+        REQUIRE(whole.exit_code == 0);
+        CHECK(shortened_at_every_moment(args, answers, trace.out, 100, whole, false) >= 1);
+        const std::string typed = dir / "typed.txt";
+        const std::string lines = "0.5\n0.25\n1\n2\n3\n4\n5\n6\n";
+        const std::vector<std::string> quiz{"quiz", "--seed", "3", "--rounds", "3", "--answers", typed};
+        std::ofstream(typed) << lines;
+        const auto quizzed = cli::run(quiz);
+        INFO(quizzed.err);
+        REQUIRE(quizzed.exit_code <= 1);
+        CHECK(shortened_at_every_moment(quiz, typed, lines, 3, quizzed, false) >= 1);
+    }
 }
 
 TEST_CASE("what the environment asks of OpenMP is checked before any thread starts", "[robustness][threads]") {

@@ -49,12 +49,15 @@ Json packed(const Tensor& t, Rank rank, const std::string& origin, const std::st
 // (LoadOptions::float32_in_place) and the array allows it: float32, little-endian, C order,
 // aligned, a matrix, every number finite. Otherwise nullopt, and the numbers are copied as
 // any others (a non-finite one is then refused by name). The storage is kept in `out`.
-std::optional<Json> embeddings_in_place(const Tensor& t, const LoadOptions& options, ArrayDocument& out) {
+std::optional<Json> embeddings_in_place(const Tensor& t, const std::string& origin, const LoadOptions& options,
+                                        ArrayDocument& out) {
     if (!options.float32_in_place || t.shape.size() != 2 || t.elements() == 0 || !t.storage) return std::nullopt;
     const float* data = t.float32_view();
     if (!data) return std::nullopt;
     const Eigen::Map<const Eigen::ArrayXf> numbers(data, static_cast<Eigen::Index>(t.elements()));
-    if (!std::isfinite(numbers.abs().maxCoeff<Eigen::PropagateNaN>())) return std::nullopt;
+    const bool finite = std::isfinite(numbers.abs().maxCoeff<Eigen::PropagateNaN>());
+    require_intact(t.storage, origin);  // what was just read was the file's own numbers
+    if (!finite) return std::nullopt;
     out.in_place_storage = t.storage;
     return packed_float_rows({data, t.shape[0], t.shape[1]});
 }
@@ -62,7 +65,7 @@ std::optional<Json> embeddings_in_place(const Tensor& t, const LoadOptions& opti
 // The embeddings: in place when they may be, else packed.
 Json embeddings_of(const Tensor& t, const std::string& origin, const std::string& name, const LoadOptions& options,
                    MemoryBudget* budget, ArrayDocument& out) {
-    if (auto rows = embeddings_in_place(t, options, out)) return std::move(*rows);
+    if (auto rows = embeddings_in_place(t, origin, options, out)) return std::move(*rows);
     return packed(t, Rank::matrix, origin, name, budget, out.notes);
 }
 
@@ -476,10 +479,9 @@ void resolve_array_references(Json& doc, const std::string& origin, const LoadOp
         if (format != "npy")
             throw DataError(fmt::format("{}: {} is not a .npy file (it does not start with NumPy's magic bytes)", where,
                                         printable(path)));
-        const TensorFile file = read_tensors(text.text, text.origin, text.storage, options.max_input);
+        const TensorFile file = tensors_of(text, options, budget);
         const std::string name = fmt::format("{} ({})", place.pointer, printable(named));
-        *value = packed(file.tensors.front(), place.rank, text.origin, name, budget, notes);
-        text.require_unchanged();
+        *value = packed(file.tensors.front(), place.rank, text.origin, name, budget, notes);  // checked as it reads
         names[std::string(place.pointer)] = name;
     }
 }

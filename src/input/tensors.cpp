@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "input/limits.hpp"
+#include "input/source.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
@@ -1117,6 +1118,8 @@ void Tensor::to_doubles(std::string_view origin, double* out) const {
              [&](const unsigned char* p) { return std::bit_cast<double>(load_bits<std::uint64_t>(p, swap)); });
         break;
     }
+    // Zeros read in place of the pages of a file shortened meanwhile are no numbers of its own.
+    require_intact(storage, origin);
     // The first value that is not finite, in C order (one pass; the message only when found).
     const auto count = static_cast<std::size_t>(rows * cols);
     bool finite = true;
