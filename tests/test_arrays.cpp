@@ -9,6 +9,7 @@
 #include "support/trace_json.hpp"
 
 #include "core/problem.hpp"
+#include "input/generate.hpp"
 #include "input/load.hpp"
 #include "input/source.hpp"
 #include "input/tensors.hpp"
@@ -21,6 +22,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <sstream>
 #include <string>
 #include <variant>
 #include <vector>
@@ -639,4 +641,24 @@ TEST_CASE("labels given by the tokens option that are not UTF-8 are refused wher
     const auto fine = cli::run({at("embeddings_f8.npy"), "--tokens", "a é 猫 🚀", "-f", "json"});
     REQUIRE(fine.exit_code == 0);
     CHECK(json::parse(fine.out)["tokens"][3] == "🚀");
+}
+
+TEST_CASE("generate's array formats are refused by what they hold, not by the numbers alone", "[arrays][generate]") {
+    // (1000 + 3·64) · 64 numbers: 610,304 bytes as doubles, but writing them holds the doubles,
+    // each array's bytes and the file they make (measured: 24.8 bytes a number in float64).
+    const std::int64_t numbers = (1000 + 3 * 64) * 64;
+    const auto write = [&](std::uint64_t max_bytes, bool float32) {
+        std::ostringstream out;
+        attntrace::write_generated_arrays(out, 1000, 64, 1, attntrace::ArrayFormat::npz, float32, max_bytes);
+        return out.str().size();
+    };
+    CHECK_THROWS_WITH(write(static_cast<std::uint64_t>(numbers) * 24, false),
+                      Contains("writing them as an array file holds about") && Contains("--format json writes as it goes"));
+    CHECK(write(static_cast<std::uint64_t>(numbers) * 32, false) > static_cast<std::size_t>(numbers) * 8);
+    CHECK_THROWS(write(static_cast<std::uint64_t>(numbers) * 16, true));
+    CHECK(write(static_cast<std::uint64_t>(numbers) * 20, true) > static_cast<std::size_t>(numbers) * 4);
+    // The command line's message names no option generate does not have.
+    const auto r = cli::run({"generate", "-n", "1048576", "-d", "512", "-f", "npz", "-o", "/dev/null"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("holds about") && !Contains("--max-memory"));
 }

@@ -8,6 +8,8 @@
 #include "util/memory.hpp"
 
 #include "support/cli.hpp"
+#include "support/error_line.hpp"
+#include "support/limited.hpp"
 #include "support/refusal.hpp"
 
 #include "support/catch.hpp"
@@ -1042,5 +1044,40 @@ TEST_CASE("reading binary arrays charges what it holds before it allocates", "[t
         CHECK(refusal_within(file, std::uint64_t{20} << 20) ==
               "t: reading it needs more than --max-memory 20.0 MiB; the input is too large for this limit");
         CHECK(refusal_within(file, std::uint64_t{1} << 30).empty());
+    }
+}
+
+TEST_CASE("archives and headers that claim more than they hold are refused within --max-memory", "[tensors][memory][resources]") {
+    // Measured as the issue measured them: the peak resident memory of the run (getrusage of
+    // the child) above the built-in example's, under the limit given.
+    const long baseline = limited::run({"-s", "inputs"}).peak_kib;
+    const cli::TempDir dir;
+    // The input file is mapped, and its pages count in the resident set too.
+    const auto refused_within = [&](const std::string& file, const char* limit, long limit_kib) {
+        const auto r = limited::run({file, "--max-memory", limit});
+        const long mapped_kib = static_cast<long>(std::filesystem::file_size(file) / 1024) + 1;
+        INFO(file << " under --max-memory " << limit << ": peak " << r.peak_kib << " KiB, baseline " << baseline
+                  << " KiB, the file " << mapped_kib << " KiB");
+        cli::require_error_line(r, 1, "reading it needs more than --max-memory");
+        CHECK(r.peak_kib - baseline < limit_kib + mapped_kib);
+    };
+    {   // about 230 bytes announcing a member of 300 MiB: it allocated and cleared them (305 MiB).
+        const std::string small = npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", std::string(8, '\0'));
+        std::ofstream(dir / "claims.npz", std::ios::binary)
+            << zip({ZipMember{"embeddings.npy", deflated(small), 8, std::uint64_t{300} << 20, crc32(small)}});
+        refused_within(dir / "claims.npz", "64M", 64 << 10);
+    }
+    {   // 64 KiB inflating to 64 MiB: inflated before anything was charged (69 MiB under 32M).
+        const std::string big = npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (16777216,), }",
+                                         std::string(std::size_t{64} << 20, '\0'));
+        std::ofstream(dir / "bomb.npz", std::ios::binary) << zip({ZipMember{"embeddings.npy", deflated(big), 8, big.size(), crc32(big)}});
+        refused_within(dir / "bomb.npz", "32M", 32 << 10);
+    }
+    {   // 300,000 metadata keys in about 4 MiB of header: 113 MiB under 20M.
+        std::string header = "{\"__metadata__\": {";
+        for (int i = 0; i < 300000; ++i) header += fmt::format("{}\"k{}\": \"v\"", i ? ", " : "", i);
+        header += "}}";
+        std::ofstream(dir / "keys.safetensors", std::ios::binary) << safetensors_file(header, "");
+        refused_within(dir / "keys.safetensors", "20M", 20 << 10);
     }
 }
