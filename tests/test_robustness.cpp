@@ -622,6 +622,11 @@ TEST_CASE("the default memory limit is the smallest of half the RAM, the cgroup 
     write(root / "self-none", "0::/\n");
     CHECK_FALSE(cgroup_memory_available(root / "v2", root / "self-none"));
     CHECK_FALSE(cgroup_memory_available(root / "missing", root / "self-v2"));
+    // A number is read whole or not at all: "4096abc" is no limit of 4096 bytes.
+    write(root / "v2-junk/job/memory.max", "4096abc\n");
+    write(root / "v2-junk/job/memory.current", "0\n");
+    write(root / "self-junk", "0::/job\n");
+    CHECK_FALSE(cgroup_memory_available(root / "v2-junk", root / "self-junk"));
 }
 
 TEST_CASE("every format of every mode passes the output checks on the fuzz corpus", "[robustness][render]") {

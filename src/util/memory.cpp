@@ -32,6 +32,10 @@ std::optional<std::uint64_t> read_bytes(const std::filesystem::path& file) {
     std::uint64_t value = 0;
     const auto [end, error] = std::from_chars(line.data(), line.data() + line.size(), value);
     if (error != std::errc() || end == line.data()) return std::nullopt;
+    // The whole line, or nothing: "4096abc" is not 4096 (white space after it is allowed).
+    if (std::string_view(end, static_cast<std::size_t>(line.data() + line.size() - end)).find_first_not_of(" \t\r") !=
+        std::string_view::npos)
+        return std::nullopt;
     return value;
 }
 
