@@ -329,6 +329,8 @@ const std::vector<BadAnswers> answer_cases = {
      "answers.json: /heads/2147483648: head 2147483648 is more than any trace has: at most 4096"},
     {"a head beyond int in CSV", "stage,head,row,col,value\nweights,2147483648,0,0,0.5\n", "answers.csv",
      "answers.csv: line 2: head 2147483648 is not a head's number (from 1 to 4096)"},
+    {"a row beyond 32 bits in CSV", "stage,head,row,col,value\nweights,,9223372036854775807,0,0.5\n", "answers.csv",
+     "answers.csv: line 2: row and col are whole numbers from 0 to 2147483646"},
     {"a row beyond 64 bits", R"({"weights": {"row": 99999999999999999999, "values": [1]}})", "answers.json",
      "answers.json: /weights/row: 99999999999999999999 is more than any trace has"},
     {"a row not written whole", R"({"weights": {"row": 2.0, "values": [1]}})", "answers.json",

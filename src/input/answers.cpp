@@ -557,8 +557,11 @@ std::vector<GivenStage> read_csv(std::string_view text, const std::string& origi
         if (!field("head").empty() && (!whole(field("head"), head) || head < 1 || head > max_heads))
             throw DataError(fmt::format("{}: {}: head {} is not a head's number (from 1 to {})", origin, where,
                                         printable(field("head")), max_heads));
-        if (!whole(field("row"), row) || !whole(field("col"), col) || row < 0 || col < 0)
-            throw DataError(fmt::format("{}: {}: row and col are whole numbers from 0", origin, where));
+        // Within 32 bits, as the JSON reader's indices: no trace has more rows, and the
+        // messages count from 1 (row + 1 must not overflow).
+        constexpr long long largest = std::numeric_limits<std::int32_t>::max() - 1;
+        if (!whole(field("row"), row) || !whole(field("col"), col) || row < 0 || col < 0 || row > largest || col > largest)
+            throw DataError(fmt::format("{}: {}: row and col are whole numbers from 0 to {}", origin, where, largest));
         GivenNumber n;
         n.row = row, n.col = col;
         const std::string& value = field("value");
