@@ -309,9 +309,10 @@ struct BadAnswers {
 std::string nested(std::size_t depth) { return std::string(depth, '[') + "1" + std::string(depth, ']'); }
 
 const std::vector<BadAnswers> answer_cases = {
-    // answers.cpp's Scanner recursed once per '[' and ended in SIGSEGV at 100,000.
+    // answers.cpp's Scanner recursed once per '[' and ended in SIGSEGV at 100,000. The object
+    // is the first level, so the 64th bracket (column 12 + 64) is the 65th.
     {"100,000 nested arrays in a comment", R"({"comment": )" + nested(100000) + R"(, "weights": [[1]]})", "answers.json",
-     "answers.json:1:77: invalid JSON: JSON nested deeper than 64 levels"},
+     "answers.json:1:76: invalid JSON: JSON nested deeper than 64 levels"},
     {"100,000 nested arrays as a stage", R"({"weights": )" + nested(100000) + "}", "answers.json",
      "answers.json: /weights/0/0: expected a number (or null, \"-inf\" or \"masked\" for a hidden entry)"},
     {"100,000 nested arrays alone", nested(100000), "answers.json", "answers.json: /: expected an object of stages"},

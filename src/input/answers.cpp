@@ -96,8 +96,9 @@ private:
         ++at_;
     }
 
+    // After an opening bracket: refused there, when it opens one level too many.
     void enter() {
-        if (++depth_ > max_json_depth) syntax(fmt::format("JSON nested deeper than {} levels", max_json_depth));
+        if (++depth_ > max_json_depth) syntax_at(at_ - 1, fmt::format("JSON nested deeper than {} levels", max_json_depth));
     }
     void leave() { --depth_; }
 
