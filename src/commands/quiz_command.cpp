@@ -336,34 +336,23 @@ std::vector<Question> draw_questions(const QuizRequest& request, const std::vect
 // ---------------------------------------------------------------------------------------------
 // Feedback.
 
-// The value of the asked entry had `mistake` been made, for each way it can be made.
-std::vector<double> mistaken_values(const Trace& trace, const Question& q, Mistake mistake, std::span<const double> fills) {
-    std::vector<double> values;
-    for (const Matrix& m : under_mistake(trace, q.stage, q.head, mistake, fills)) {
-        if (q.kind == Kind::row_sum) {
-            double sum = 0;
-            for (Eigen::Index j = 0; j < m.cols(); ++j)
-                if (std::isfinite(m(q.row, j))) sum += m(q.row, j);
-            values.push_back(sum);
-        } else {
-            values.push_back(m(q.row, q.col));
-        }
-    }
-    return values;
-}
-
-// The known mistake that gives the learner's number for this entry, if one does.
-std::optional<Mistake> likely_mistake(const Trace& trace, const Question& q, const Answer& a) {
-    if (!diagnosable(q.stage) || q.kind == Kind::feature || a.form == Answer::Form::unreadable ||
-        a.form == Answer::Form::skip)
-        return std::nullopt;
-    // A number where the mask hides the score: the fill the learner used.
-    std::vector<double> fills;
-    if (a.form == Answer::Form::number && q.stage == StageId::masked) fills.push_back(a.value);
-    for (const MistakeInfo& info : mistakes())
-        for (const double value : mistaken_values(trace, q, info.id, fills))
-            if (gives(a, value, false, q.stage, trace.dtype)) return info.id;
-    return std::nullopt;
+// The known mistakes that give the learner's number for this entry (none for a number no
+// mistake gives: a hint is a claim about the number typed).
+std::vector<Diagnosis> likely_mistakes(const Trace& trace, const Question& q, const Answer& a) {
+    if (a.form != Answer::Form::number && a.form != Answer::Form::masked) return {};
+    if (q.kind == Kind::feature)
+        return diagnose_feature(trace, q.row, q.col, q.entry,
+                                [&](double value) { return gives(a, value, false, StageId::scores, trace.dtype); });
+    if (!diagnosable(q.stage)) return {};
+    const auto entry = [&](const Matrix& m) {
+        if (q.row >= m.rows() || (q.kind != Kind::row_sum && q.col >= m.cols())) return false;
+        if (q.kind != Kind::row_sum) return gives(a, m(q.row, q.col), false, q.stage, trace.dtype);
+        double sum = 0;
+        for (Eigen::Index j = 0; j < m.cols(); ++j)
+            if (std::isfinite(m(q.row, j))) sum += m(q.row, j);
+        return gives(a, sum, false, q.stage, trace.dtype);
+    };
+    return diagnose(trace, q.stage, q.head, entry);
 }
 
 // The arithmetic of the asked entry, from the worked example of its row.
@@ -409,7 +398,7 @@ std::string_view verdict_name(Verdict v) {
 struct Result {
     Verdict verdict = Verdict::unanswered;
     Answer answer;
-    std::optional<Mistake> mistake;
+    std::vector<Diagnosis> mistakes;  // the known mistakes that give the number answered, the likeliest first
     bool too_coarse = false;  // right to its own precision, but with too few decimals
 };
 
@@ -427,7 +416,7 @@ Result grade(const Trace& trace, const Question& q, const Answer& a) {
     r.verdict = Verdict::wrong;
     r.too_coarse = a.form == Answer::Form::number && !q.expected_masked &&
                    std::fabs(a.value - q.expected) <= tolerance_for(a.decimals, q.expected, trace.dtype);
-    if (!r.too_coarse) r.mistake = likely_mistake(trace, q, a);
+    if (!r.too_coarse) r.mistakes = likely_mistakes(trace, q, a);
     return r;
 }
 
@@ -482,10 +471,7 @@ void write_feedback(const Trace& trace, const Question& q, const Result& r, cons
     const int decimals = std::max(a.form == Answer::Form::number ? a.decimals : 0, render.digits);
     const std::string value = value_text(q, decimals);
     const std::string within =
-        a.form == Answer::Form::number && !q.expected_masked
-            ? fmt::format(" (±{:g} for {} decimal{})", tolerance_for(a.decimals, q.expected, trace.dtype), a.decimals,
-                          a.decimals == 1 ? "" : "s")
-            : "";
+        a.form == Answer::Form::number && !q.expected_masked ? tolerance_text(a.decimals, q.expected, trace.dtype) : "";
     switch (r.verdict) {
     case Verdict::right:
         put_wrapped(out, fmt::format("right: the value is {}{}", value, within), width);
@@ -502,9 +488,11 @@ void write_feedback(const Trace& trace, const Question& q, const Result& r, cons
         else
             put_wrapped(out, fmt::format("wrong: the value is {}, not {}{}", value, a.form == Answer::Form::masked ? "−∞" : a.text, within),
                         width);
-        if (r.mistake) {
-            const MistakeInfo& info = mistake_info(*r.mistake);
-            put_wrapped(out, fmt::format("hint ({}): {} is what this entry becomes when {}", info.name, a.text, info.explanation),
+        for (std::size_t i = 0; i < r.mistakes.size(); ++i) {
+            const Diagnosis& d = r.mistakes[i];
+            put_wrapped(out, fmt::format("{} ({}): {} is what this entry becomes when {}", i == 0 ? "hint" : "or",
+                                         mistake_info(d.mistake).name, a.form == Answer::Form::masked ? "−∞" : a.text,
+                                         d.explanation),
                         width);
         }
         break;
@@ -607,9 +595,16 @@ void write_json(const QuizRequest& request, const std::vector<Run>& runs, const 
         j["tolerance"] = r.answer.form == Answer::Form::number && r.verdict != Verdict::unanswered && !q.expected_masked
                              ? nlohmann::ordered_json(tolerance_for(r.answer.decimals, q.expected, trace.dtype))
                              : nlohmann::ordered_json(nullptr);
-        if (r.mistake) {
-            const MistakeInfo& info = mistake_info(*r.mistake);
-            j["mistake"] = {{"name", info.name}, {"explanation", info.explanation}};
+        if (!r.mistakes.empty()) {
+            const Diagnosis& first = r.mistakes.front();
+            j["mistake"] = {{"name", mistake_info(first.mistake).name}, {"explanation", first.explanation}};
+            if (r.mistakes.size() > 1) {
+                nlohmann::ordered_json also = nlohmann::ordered_json::array();
+                for (std::size_t k = 1; k < r.mistakes.size(); ++k)
+                    also.push_back({{"name", mistake_info(r.mistakes[k].mistake).name},
+                                    {"explanation", r.mistakes[k].explanation}});
+                j["mistake"]["also"] = std::move(also);
+            }
         } else {
             j["mistake"] = nullptr;
         }
