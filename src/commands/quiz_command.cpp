@@ -429,8 +429,48 @@ std::string value_text(const Question& q, int decimals) {
 // ---------------------------------------------------------------------------------------------
 // The transcript.
 
-// The trace up to the asked stage, with the asked entry (or, for a weight, a row sum or a
-// masked entry, its whole row: the rest of a row tells them) shown as "?".
+// Is `v` the asked value itself (to the last bits: a mirror of a symmetric matrix, or the row of
+// a token that repeats, computed the same way)?
+bool same_value(double v, double expected) {
+    return std::isfinite(v) && std::fabs(v - expected) <= 1e-12 * std::max(1.0, std::fabs(expected));
+}
+
+// What the table shows as "?" so that nothing on the screen gives the answer away: the asked
+// entry; for a weight its whole row (the rest of a row and its sum would pin it); for a row
+// sum the row, and no stage's Σ column; for a masked entry the whole masked stage (the other
+// rows show which columns the mask hides); and wherever the asked stage, or for a projection
+// the other projections, hold the asked number again (the mirror of plain mode's symmetric
+// scores, the row of a token that repeats), that entry too, with its whole row in the weights.
+void hide_the_answer(Trace& shown, const Question& q) {
+    const bool whole_rows = q.kind == Kind::weight || q.kind == Kind::row_sum;
+    const auto is_projection = [](StageId id) {
+        return id == StageId::queries || id == StageId::keys || id == StageId::values;
+    };
+    for (Stage& stage : shown.stages) {
+        if (stage.head != q.head && stage.head != 0) continue;
+        const bool asked = stage.id == q.stage && stage.head == q.head;
+        if (q.kind == Kind::row_sum && stage.id == StageId::weights) stage.row_sums.reset();
+        BoolMatrix hidden = BoolMatrix::Constant(stage.row_count(), stage.col_count(), false);
+        if (asked) {
+            if (q.kind == Kind::masked) hidden.setConstant(true);
+            else if (whole_rows) hidden.row(q.row).setConstant(true);
+            else hidden(q.row, q.col) = true;
+        }
+        const bool scanned = asked || (q.kind == Kind::projection && is_projection(stage.id));
+        const bool hidden_key = q.stage == StageId::weights && q.kind == Kind::weight &&
+                                shown.at(StageId::weights, q.head).is_masked(q.row, q.col);
+        if (scanned && q.kind != Kind::masked && q.kind != Kind::row_sum && !q.expected_masked && !hidden_key)
+            for (Eigen::Index r = 0; r < stage.row_count(); ++r)
+                for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+                    if (same_value(stage.data(r, c), q.expected)) {
+                        if (stage.row_sums) hidden.row(r).setConstant(true);
+                        else hidden(r, c) = true;
+                    }
+        if (hidden.any()) stage.hidden = std::move(hidden);
+    }
+}
+
+// The trace up to the asked stage, with what would give the answer away shown as "?".
 void show_round(const Run& run, const Question& q, const RenderOptions& base, std::ostream& out) {
     Trace shown = run.trace;
     const auto order = mode_spec(shown.mode).stages;
@@ -452,15 +492,7 @@ void show_round(const Run& run, const Question& q, const RenderOptions& base, st
         }
         options.head = q.head;
     }
-    if (q.kind != Kind::feature) {
-        for (Stage& stage : shown.stages) {
-            if (stage.id != q.stage || stage.head != q.head) continue;
-            BoolMatrix hidden = BoolMatrix::Constant(stage.row_count(), stage.col_count(), false);
-            if (q.kind == Kind::weight || q.kind == Kind::row_sum || q.kind == Kind::masked) hidden.row(q.row).setConstant(true);
-            else hidden(q.row, q.col) = true;
-            stage.hidden = std::move(hidden);
-        }
-    }
+    if (q.kind != Kind::feature) hide_the_answer(shown, q);
     render(shown, options, out);
 }
 
