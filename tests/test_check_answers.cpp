@@ -408,4 +408,12 @@ TEST_CASE("check-answers of a masked stage with thousands of different fills sta
     CHECK(refused.exit_code == 1);
     CHECK(refused.out.empty());
     CHECK_THAT(refused.err, Contains("checking answers against a trace of this size needs about"));
+    // And their time to --max-time: 1000 tokens of 16 numbers, each of about two dozen passes
+    // of 1000 × 1000 scores (about 45 million operations, 1.5 ns each: about 1.8 s).
+    const auto longer = cli::run({"generate", "-n", "1000", "-d", "16", "-o", dir / "long.json"});
+    REQUIRE(longer.exit_code == 0);
+    const auto slow = cli::run({"check-answers", dir / "long.json", dir / "answers.json", "-m", "causal", "--max-time", "1"});
+    CHECK(slow.exit_code == 1);
+    CHECK(slow.out.empty());
+    CHECK_THAT(slow.err, Contains("(and, where a stage differs, against each known mistake) takes about"));
 }

@@ -91,6 +91,10 @@ std::optional<Matrix> renormalised_after_softmax(const Trace& trace, int head);
 // inputs of `d_in`, and all heads' queries, keys and values `d_k` and `d_v` wide.
 std::uint64_t mistake_pass_bytes(double rows, double cols, double d_in, double d_k, double d_v);
 
+// Seconds a stage's search may take at most: each way of each mistake (about two dozen) one
+// pass of plain loops on one thread, at the rate measured on the project's machine.
+double mistake_search_seconds(double rows, double cols, double d_in, double d_k, double d_v, double heads);
+
 // The fills finite_fill tries at most from a learner's numbers (MistakeContext::fills).
 inline constexpr std::size_t max_learner_fills = 2;
 

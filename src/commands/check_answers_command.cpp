@@ -292,8 +292,11 @@ int run_check_answers(CheckAnswersRequest request, std::ostream& out) {
     require_memory(2 * trace_bytes(shape, request.trace.dtype, request.render, false) +
                        mistake_pass_bytes(shape.rows, shape.cols, shape.d_in, shape.d_k, shape.d_v),
                    request.max_memory, problem.origin, "checking answers against a trace of this size", "");
-    require_time(2 * trace_seconds(shape, Format::json), request.max_seconds, problem.origin,
-                 "checking answers against a trace of this size", "");
+    require_time(2 * trace_seconds(shape, Format::json) +
+                     mistake_search_seconds(shape.rows, shape.cols, shape.d_in, shape.d_k, shape.d_v, shape.heads),
+                 request.max_seconds, problem.origin,
+                 "checking answers against a trace of this size (and, where a stage differs, against each known mistake)",
+                 "");
     const InputText answers_text = read_input(request.answers_path, request.max_input);
     const std::vector<GivenStage> given = read_answers(answers_text.text, answers_text.origin);
     const Trace traced = trace(problem, request.trace);
