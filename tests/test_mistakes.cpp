@@ -154,6 +154,7 @@ Fixture single(const std::string& name, const Shape& s) {
     if (s.positions == "rope") f.per_head.insert(f.per_head.begin() + 3, {"queries_rotated", "keys_rotated"});
     if (s.heads > 1) f.after_heads.push_back("concat");
     if (m.wo) f.after_heads.push_back("output");
+    if (m.wo && s.heads > 1) f.per_head.push_back("head_contributions");
     return f;
 }
 
@@ -241,6 +242,7 @@ Fixture example_fixture(const std::string& example, const std::vector<std::strin
     f.per_head = {"queries", "keys", "values", "scores", "scaled", "masked", "weights", "context"};
     if (m.heads > 1) f.after_heads.push_back("concat");
     if (m.wo) f.after_heads.push_back("output");
+    if (m.wo && m.heads > 1) f.per_head.push_back("head_contributions");
     return f;
 }
 
@@ -331,11 +333,11 @@ void check_every_mistake(const Fixture& f, Coverage& covered, const std::string&
 
 // The stages where each mistake can show, by the test's own account.
 std::map<std::string, std::set<std::string>> where_they_show() {
-    const std::set<std::string> from_scores{"scores", "scaled", "masked", "weights", "context", "concat", "output"};
-    const std::set<std::string> from_scaled{"scaled", "masked", "weights", "context", "concat", "output"};
-    const std::set<std::string> from_masked{"masked", "weights", "context", "concat", "output"};
-    const std::set<std::string> from_weights{"weights", "context", "concat", "output"};
-    const std::set<std::string> context{"context", "concat", "output"};
+    const std::set<std::string> from_scores{"scores", "scaled", "masked", "weights", "context", "concat", "output", "head_contributions"};
+    const std::set<std::string> from_scaled{"scaled", "masked", "weights", "context", "concat", "output", "head_contributions"};
+    const std::set<std::string> from_masked{"masked", "weights", "context", "concat", "output", "head_contributions"};
+    const std::set<std::string> from_weights{"weights", "context", "concat", "output", "head_contributions"};
+    const std::set<std::string> context{"context", "concat", "output", "head_contributions"};
     const auto with = [](std::set<std::string> a, std::initializer_list<std::string> b) {
         a.insert(b);
         return a;

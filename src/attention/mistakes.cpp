@@ -428,7 +428,8 @@ std::optional<Matrix> stage_under(const Trace& trace, StageId id, int head, cons
     if (!trace.has_parameter("W_o")) return std::nullopt;
     Grid w_o = grid_of(trace.parameter("W_o").data);
     if (id == StageId::head_contributions) {
-        const std::size_t width = concat[0].size();
+        const std::size_t width = concat[0].size();  // this head's context: its rows of W_o, when they fit
+        if (static_cast<std::size_t>(head) * width > w_o.size()) return std::nullopt;
         w_o = Grid(w_o.begin() + static_cast<long>(static_cast<std::size_t>(head - 1) * width),
                    w_o.begin() + static_cast<long>(static_cast<std::size_t>(head) * width));
     }

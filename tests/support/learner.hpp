@@ -87,6 +87,7 @@ inline Grid split(const Grid& full, std::size_t h, std::size_t width, bool by_ro
 
 struct Head {
     Grid q, k, v, q_rotated, k_rotated, scores, scaled, masked, weights, context;
+    Grid contribution;  // several heads with W_o: the context times the head's rows of W_o
 };
 
 struct Stages {
@@ -210,7 +211,14 @@ inline Stages run(const Model& m, const Way& w) {
         s.concat.resize(m.x.size());
         for (const Head& h : s.heads)
             for (std::size_t i = 0; i < m.x.size(); ++i) s.concat[i].insert(s.concat[i].end(), h.context[i].begin(), h.context[i].end());
-        if (m.wo && s.concat[0].size() == m.wo->size()) s.output = naive::times(s.concat, *m.wo);  // else no product
+        if (m.wo && s.concat[0].size() == m.wo->size()) {  // else no product
+            s.output = naive::times(s.concat, *m.wo);
+            if (m.heads > 1)
+                for (std::size_t h = 0; h < s.heads.size(); ++h) {
+                    const std::size_t width = s.heads[h].context[0].size();
+                    s.heads[h].contribution = naive::times(s.heads[h].context, naive::rows_of(*m.wo, h * width, width));
+                }
+        }
     }
     return s;
 }
@@ -302,6 +310,7 @@ inline const Grid& stage_of(const Stages& s, const std::string& stage, std::size
     if (stage == "scaled") return h.scaled;
     if (stage == "masked") return h.masked;
     if (stage == "weights") return h.weights;
+    if (stage == "head_contributions") return h.contribution;
     return h.context;
 }
 
