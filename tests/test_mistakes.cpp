@@ -866,6 +866,33 @@ TEST_CASE("each diagnosis says what is true of its run", "[check-answers][mistak
                               f.options);
         CHECK_THAT(p.out, Contains("(±1e-09, the rounding a float64 run allows here; 16 decimals alone would allow ±5e-17)\n"));
     }
+    // Dividing by the sum with negative scores: the first row whose "weights" leave [0, 1].
+    {
+        const Fixture f = single("one head", {});
+        cli::TempFile input(f.input);
+        const learner::Stages s = learner::run(f.model, {"sum_instead_of_softmax"});
+        std::string expected;
+        for (std::size_t i = 0; i < 5 && expected.empty(); ++i) {
+            bool negative = false, below = false, above = false;
+            for (std::size_t j = 0; j <= i; ++j) {  // causal: the keys up to the query
+                negative = negative || s.heads[0].masked[i][j] < 0;
+                below = below || s.heads[0].weights[i][j] < 0;
+                above = above || s.heads[0].weights[i][j] > 1;
+            }
+            if (negative && (below || above))
+                expected = fmt::format("; with negative scores, as in row {} ({}), the division by their sum gives {}, which "
+                                       "softmax never does (e^s is never negative).",
+                                       i + 1, static_cast<char>('a' + i),
+                                       below && above ? "negative weights and weights above 1"
+                                       : below        ? "negative weights"
+                                                      : "weights above 1");
+        }
+        REQUIRE(!expected.empty());
+        const auto c = report(input.path(), stage_answer("weights", s.heads[0].weights), f.options);
+        CHECK_THAT(c.out, Contains("Likely cause (sum_instead_of_softmax), reproducing all 25 numbers given: each score was "
+                                   "divided by its row's sum: softmax takes e to the power of each score first, then "
+                                   "divides by the row's sum of those" + expected));
+    }
     // Weights stored (out, in), multiplied as stored.
     {
         Shape stored;
