@@ -861,11 +861,14 @@ std::optional<Matrix> renormalised_after_softmax(const Trace& trace, int head) {
 }
 
 std::uint64_t mistake_pass_bytes(double rows, double cols, double d_in, double d_k, double d_v) {
-    // The inputs, the full projections and one head's blocks of them, the five score-sized
-    // grids of a pass (scores, scaled, masked, weights, and a transposed or mixed copy), the
-    // matrix handed back, the contexts side by side; each row of a grid costs its header too.
-    const double numbers = rows * d_in + 2 * rows * (2 * d_k + d_v) + 6 * rows * cols + 2 * rows * d_v + d_in * (d_k + d_v);
-    const double row_headers = 16 * rows + 2 * cols;
+    // At the peak (after the heads: the head asked for kept while the next is computed) two
+    // passes, each with its four score-sized grids (scores, scaled, masked, weights) and its
+    // queries, keys and values; a transposed or mixed copy, the learner's scores for the
+    // context and the matrix handed back; the inputs, the full projections, the weights, and
+    // the contexts side by side. Each row of a grid costs its header too.
+    const double numbers = 12 * rows * cols + 2 * rows * (4 * d_k + 2 * d_v) + rows * d_in + rows * (2 * d_k + d_v) +
+                           2 * rows * d_v + d_in * (d_k + d_v);
+    const double row_headers = 32 * rows + 4 * cols;
     return static_cast<std::uint64_t>(8 * numbers + 48 * row_headers) + (1u << 16);
 }
 
