@@ -131,3 +131,76 @@ TEST_CASE("compare says when a finite fill leaves hidden tokens weight, and zero
                                                                {"starts", "with", "one", "step"}) + "\n"));
 }
 
+TEST_CASE("decode names a step by its position, as --step does", "[claims][decode]") {
+    const auto r = cli::run({"decode", "--step", "4"});
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("\nstep 4 (of steps 2–6) · \"with\" · the cache now holds 4 tokens\n"));
+    CHECK_THAT(r.out, !Contains("step 3 of"));
+    const auto prefilled = cli::run({"decode", "--prefill", "2"});
+    REQUIRE(prefilled.exit_code == 0);
+    for (int p = 3; p <= 6; ++p) CHECK_THAT(prefilled.out, Contains(fmt::format("\nstep {} (of steps 3–6) · ", p)));
+}
+
+TEST_CASE("decode's heading and formula say the temperature and the scale apart", "[claims][decode]") {
+    const auto both = cli::run({"decode", "--step", "3", "--temperature", "0.5", "--scale", "none"});
+    REQUIRE(both.exit_code == 0);
+    // The trace's own heading for the same options gives the same words.
+    CHECK_THAT(cli::run({"-m", "causal", "-s", "inputs", "--temperature", "0.5", "--scale", "none"}).out,
+               Contains(" · softmax at T = 0.5 · scores unscaled · "));
+    CHECK_THAT(both.out, Contains(" · float64 · softmax at T = 0.5 · scores unscaled · example:your_journey\n"));
+    CHECK_THAT(both.out, Contains("score = q·K_cacheᵀ, scaled = score (--scale none), weight = softmax(scaled / T) at T = 0.5"));
+    const auto scale = cli::run({"decode", "--step", "3", "--scale", "0.5"});
+    REQUIRE(scale.exit_code == 0);
+    CHECK_THAT(scale.out, Contains(" · float64 · softmax · scores ÷ 0.5 · example:your_journey\n"));
+    CHECK_THAT(scale.out, Contains("score = q·K_cacheᵀ, scaled = score / 0.5 (--scale), weight = softmax(scaled)"));
+    const auto plain = cli::run({"decode", "--step", "3"});
+    REQUIRE(plain.exit_code == 0);
+    CHECK_THAT(plain.out, Contains(" · float64 · example:your_journey\n"));
+    CHECK_THAT(plain.out, Contains("score = q·K_cacheᵀ, scaled = score / √d_head (√3), weight = softmax(scaled)"));
+}
+
+TEST_CASE("decode's narration names the biases and, after ln_1, LN(x)", "[claims][decode]") {
+    // data/arrays/make_arrays.py: x_t3 = (0, 0.5, 1); W_q = [[0.5, −0.5], [1, 0], [0, 1]],
+    // b_q = (0.1, −0.1); W_k = [[1, 0.5], [0, 1], [−0.5, 0]], b_k = (0, 0.2); W_v = [[0.5, 0],
+    // [0, 0.5], [1, 1]], b_v = (0.5, 0). By hand: q = (0.6, 0.9), k = (−0.5, 0.7), v = (1.5, 1.25).
+    const auto r = cli::run_in(ATTNTRACE_SOURCE_DIR, {"decode", "data/arrays/journey.npz", "--layout", "out_in", "--step", "3",
+                                                      "--explain"});
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("x_t3 = [0, 0.5, 1]\n"));
+    CHECK_THAT(r.out, Contains("k_t3 = x·W_k + b_k = [-0.5, 0.7], v_t3 = x·W_v + b_v = [1.5, 1.25]: appended to the cache\n"));
+    CHECK_THAT(r.out, Contains("q_t3 = x·W_q + b_q = [0.6, 0.9]: used by this step only, not cached\n"));
+    CHECK_THAT(r.out, Contains("Here k_j = x_j·W_k + b_k and v_j = x_j·W_v + b_v depend on token j alone"));
+    // Without biases the narration names none.
+    const auto journey = cli::run({"decode", "--step", "3", "--explain"});
+    CHECK_THAT(journey.out, Contains("k_starts = x·W_k = [") && !Contains("b_k"));
+
+    // GPT-2's layer: the projections read LN(x), which the step prints under that name. LN is
+    // worked out here from the hidden state and γ, β (ε = 1e-5, GPT-2's).
+    const std::vector<std::string> gpt2{"data/arrays/toy_gpt2.safetensors", "--from", "gpt2", "--layer", "0"};
+    std::vector<std::string> args = gpt2;
+    args.insert(args.end(), {"-f", "json"});
+    const json t = json::parse(cli::run_in(ATTNTRACE_SOURCE_DIR, args).out);
+    const auto x = stage_rows(t, "inputs")[2];
+    const auto gamma = t["parameters"]["gamma"].get<std::vector<double>>();  // vectors (docs/json-output.md)
+    const auto beta = t["parameters"]["beta"].get<std::vector<double>>();
+    double mean = 0, var = 0;
+    for (double v : x) mean += v / static_cast<double>(x.size());
+    for (double v : x) var += (v - mean) * (v - mean) / static_cast<double>(x.size());
+    std::vector<double> ln;
+    for (std::size_t k = 0; k < x.size(); ++k) ln.push_back((x[k] - mean) / std::sqrt(var + 1e-5) * gamma[k] + beta[k]);
+    std::vector<std::string> decode_args{"decode"};
+    decode_args.insert(decode_args.end(), gpt2.begin(), gpt2.end());
+    decode_args.insert(decode_args.end(), {"--step", "3"});
+    const auto text = cli::run_in(ATTNTRACE_SOURCE_DIR, decode_args);
+    REQUIRE(text.exit_code == 0);
+    CHECK_THAT(text.out, Contains("\nLN(x_t3) = [") && Contains("]: the token's vector after ln_1, what the projections read\n"));
+    CHECK_THAT(text.out, Contains("k_t3 = LN(x)·columns 1–4 of W_k + entries 1–4 of b_k = ["));
+    CHECK_THAT(text.out, Contains("q_t3 (head 2) = LN(x)·columns 5–8 of W_q + entries 5–8 of b_q = ["));
+    decode_args.insert(decode_args.end(), {"-f", "json"});
+    const json d = json::parse(cli::run_in(ATTNTRACE_SOURCE_DIR, decode_args).out);
+    const auto printed = d["steps"][0]["x"].get<std::vector<double>>();
+    REQUIRE(printed.size() == ln.size());
+    for (std::size_t k = 0; k < ln.size(); ++k) CHECK(printed[k] == Approx(ln[k]).margin(1e-5));
+    CHECK(std::abs(printed[0] - x[0]) > 1e-3);  // not the hidden state itself
+}
+
