@@ -204,3 +204,93 @@ TEST_CASE("decode's narration names the biases and, after ln_1, LN(x)", "[claims
     CHECK(std::abs(printed[0] - x[0]) > 1e-3);  // not the hidden state itself
 }
 
+namespace {
+
+// The rows of a masked stage as the comparison of softmax and the sum sorts them, worked out
+// from the numbers: compared (no visible score below 0, a positive largest), negative, all 0,
+// or seeing no key; and in the compared rows, where softmax's top weight is higher or lower.
+struct RowKinds {
+    std::size_t compared = 0, negative = 0, zero = 0, blind = 0, higher = 0, lower = 0;
+};
+
+RowKinds row_kinds(const json& trace) {
+    RowKinds k;
+    for (const auto& row : stage_rows(trace, "masked")) {
+        std::vector<double> seen;
+        for (double s : row)
+            if (std::isfinite(s)) seen.push_back(s);
+        if (seen.empty()) { ++k.blind; continue; }
+        if (*std::min_element(seen.begin(), seen.end()) < 0) { ++k.negative; continue; }
+        const double top = *std::max_element(seen.begin(), seen.end());
+        if (top == 0) { ++k.zero; continue; }
+        double exps = 0, sum = 0;
+        for (double s : seen) exps += std::exp(s - top), sum += s;
+        const double soft = 1 / exps, by_sum = top / sum;
+        ++k.compared;
+        k.higher += soft > by_sum;
+        k.lower += soft < by_sum;
+    }
+    return k;
+}
+
+std::string explanation_of(const json& trace, const std::string& stage) {
+    for (const auto& s : trace["stages"])
+        if (s["name"] == stage && s.contains("explanation")) return s["explanation"][0].get<std::string>();
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("the explanation counts every row: compared, or left out with the reason", "[claims][explain]") {
+    // book_fascinating: the six words whose query is 0 (feature 4 is 0: the, that, the,
+    // borrowed, from, the) score 0 against every key; the other five are compared.
+    const json book = run_json({"example:book_fascinating", "--explain", "-s", "masked,weights"});
+    const RowKinds k = row_kinds(book);
+    CHECK(k.compared == 5);
+    CHECK(k.zero == 6);
+    CHECK(k.compared + k.negative + k.zero + k.blind == 11);
+    const std::string text = explanation_of(book, "weights");
+    CHECK_THAT(text, Contains(fmt::format("in {} of the 5 rows where both give weights and less in {}", k.higher, k.lower)));
+    CHECK_THAT(text, Contains("Not compared: 6 rows whose scores are all 0, where a sum of 0 cannot divide and softmax gives "
+                              "even weights."));
+    CHECK_THAT(text, !Contains("rows without negative scores"));
+
+    // Causal, padded: some rows have negative scores, the <pad> rows' are all 0; none compared.
+    const json padded = run_json({"example:journey_padded", "-m", "causal", "--explain", "-s", "masked,weights"});
+    const RowKinds p = row_kinds(padded);
+    REQUIRE(p.compared == 0);
+    CHECK(p.negative + p.zero + p.blind == 8);
+    CHECK_THAT(explanation_of(padded, "weights"),
+               Contains(fmt::format("no row here has them ({} rows with a negative score, where dividing gives no "
+                                    "distribution and {} rows whose scores are all 0",
+                                    p.negative, p.zero)));
+
+    // Whatever the run, the sentence accounts for every row: "all N rows" only when every row
+    // was compared, else the rows left out, each kind with its count.
+    const std::vector<std::vector<std::string>> runs{{"example:teacher_smiled"},
+                                                     {"example:book_borrowed", "-m", "causal"},
+                                                     {"example:journey_padded"},
+                                                     {"example:your_journey", "-m", "causal", "--window", "2"},
+                                                     {"example:big_dream", "-m", "self", "--temperature", "2"}};
+    for (auto args : runs) {
+        INFO(fmt::format("{}", fmt::join(args, " ")));
+        args.insert(args.end(), {"--explain", "-s", "masked,weights"});
+        const json t = run_json(args);
+        const RowKinds r = row_kinds(t);
+        const std::string sentence = explanation_of(t, "weights");
+        const std::size_t n = stage_rows(t, "masked").size();
+        const bool all = r.compared == n;
+        if (r.compared == 0) {
+            CHECK_THAT(sentence, Contains("so the two cannot be compared on this run"));
+        } else if (all) {
+            CHECK_THAT(sentence, !Contains("Not compared"));
+            if (r.higher == n || r.lower == n) CHECK_THAT(sentence, Contains(n == 1 ? "in the one row" : fmt::format("in all {} rows", n)));
+        } else {
+            CHECK_THAT(sentence, Contains("Not compared: "));
+        }
+        if (r.negative > 0) CHECK_THAT(sentence, Contains(fmt::format("{} row{} with a negative score", r.negative, r.negative == 1 ? "" : "s")));
+        if (r.zero > 0) CHECK_THAT(sentence, Contains(fmt::format("{} row{} whose scores are all 0", r.zero, r.zero == 1 ? "" : "s")));
+        if (r.blind > 0) CHECK_THAT(sentence, Contains(fmt::format("{} row{} that see", r.blind, r.blind == 1 ? "" : "s")));
+    }
+}
+

@@ -142,6 +142,9 @@ struct RunFacts {
         std::string label;
         double by_softmax = 0, by_sum = 0;  // the row's largest weight each way
     };
+    // The rows left out of that comparison, by why: a visible score below 0 (the division
+    // gives no distribution), every visible score 0 (a sum of 0 cannot divide), no key seen.
+    std::size_t negative_rows = 0, zero_rows = 0, blind_rows = 0;
     std::optional<Row> example;  // the first compared row where the two differ most
 };
 
