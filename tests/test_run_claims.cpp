@@ -294,3 +294,40 @@ TEST_CASE("the explanation counts every row: compared, or left out with the reas
     }
 }
 
+TEST_CASE("the tiles blame the rescales only when a later tile raised m", "[claims][tiles]") {
+    // The row of "journey" scores 0.9544, 1.4950, 1.4754, … (README): the first key does not
+    // hold the row's max, so one key per tile raises m once, at "journey"; "Your" holds its
+    // row's max first, so its tiles never rescale; one tile of all six never does.
+    const auto scores = stage_rows(run_json({"-s", "scores"}), "scores");
+    const auto raises = [&](std::size_t row, std::size_t tile) {
+        std::size_t count = 0;
+        double m = -INFINITY;
+        for (std::size_t first = 0; first < scores[row].size(); first += tile) {
+            double top = -INFINITY;
+            for (std::size_t j = first; j < std::min(scores[row].size(), first + tile); ++j) top = std::max(top, scores[row][j]);
+            if (std::isfinite(m) && top > m) ++count;
+            m = std::max(m, top);
+        }
+        return count;
+    };
+    REQUIRE(raises(1, 1) == 1);
+    REQUIRE(raises(1, 100) == 0);
+    REQUIRE(raises(0, 1) == 0);
+    const auto last_line = [](const std::vector<std::string>& args) {
+        const auto lines = text::lines_of(cli::run(args).out);
+        return lines.back();
+    };
+    for (const auto& [query, tile] : {std::pair{"journey", "100"}, {"journey", "2"}, {"Your", "1"}}) {
+        const std::string line = last_line({"-q", query, "--tiles", tile, "--width", "0"});
+        INFO(query << " in tiles of " << tile << ": " << line);
+        CHECK_THAT(line, !Contains("rescale"));
+    }
+    const std::string one = last_line({"-q", "journey", "--tiles", "1", "--width", "0"});
+    INFO(one);
+    if (one.find("rescale") != std::string::npos) CHECK_THAT(one, Contains("went through 1 rescale by"));
+    // float32: the reason is the two precisions.
+    CHECK_THAT(last_line({"-q", "journey", "--tiles", "2", "--dtype", "float32", "--width", "0"}),
+               Contains("the full trace computed this row in float32, the tiles compute it in float64") ||
+                   Contains("to the last bit"));
+}
+

@@ -297,6 +297,42 @@ void write_tiles(Writer& out, const WorkedExample& w) {
     out.line(fmt::format("online softmax in tiles of {} key{}: the streaming path's way through this row, never holding "
                          "all its weights at once; m is the largest {} so far, l = Σ e^({} − m) and the accumulator "
                          "Σ e^({} − m)·v over the keys so far",
+// The largest |a_k − b_k|.
+double largest_gap(const std::vector<double>& a, const std::vector<double>& b) {
+    double largest = 0;
+    for (std::size_t k = 0; k < a.size() && k < b.size(); ++k) largest = std::max(largest, std::fabs(a[k] - b[k]));
+    return largest;
+}
+
+// Why the tiles' numbers differ from the full row's in their last bits, from what this row
+// did: a float32 trace against the tiles' float64, the rescales that happened (a later tile
+// raising m; e^0 = 1 and the first tile's e^(−∞) = 0 round nothing), and the context divided
+// by l once at the end where the trace multiplies weights already divided by their sum.
+std::string tiles_rounding(const WorkedExample& w) {
+    if (w.dtype == Dtype::float32)
+        return "the full trace computed this row in float32, the tiles compute it in float64 from the same scores";
+    std::size_t rescales = 0;
+    for (const WorkedTile& t : w.tiles)
+        if (!t.skipped && !t.hidden && std::isfinite(t.m_before) && t.rescale != 1) ++rescales;
+    const double weights = largest_gap(w.tiled_weights, w.weights), context = largest_gap(w.tiled_context, w.context);
+    std::vector<std::string> causes;
+    if (weights > 0)
+        causes.push_back(rescales > 0 ? fmt::format("the weights went through {} rescale{} by e^(m_old − m_new), each "
+                                                    "rounded (largest difference {:.1e})",
+                                                    rescales, rescales == 1 ? "" : "s", weights)
+                                      : fmt::format("the weights' sum l was added in another order (largest "
+                                                    "difference {:.1e})",
+                                                    weights));
+    if (context > 0)
+        causes.push_back(fmt::format("the context is the accumulator ÷ l, where the full trace multiplies the values by "
+                                     "weights already divided by their sum, a matrix product that rounds in its own order "
+                                     "(largest difference {:.1e}{})",
+                                     context, weights == 0 ? "; the weights are the same to the last bit" : ""));
+    std::string text;
+    for (std::size_t k = 0; k < causes.size(); ++k) text += (k ? "; " : "") + causes[k];
+    return text;
+}
+
                          w.tile_size, w.tile_size == 1 ? "" : "s", s, s, s));
     for (std::size_t t = 0; t < w.tiles.size(); ++t) {
         const WorkedTile& tile = w.tiles[t];
@@ -349,9 +385,8 @@ void write_tiles(Writer& out, const WorkedExample& w) {
         out.line("  the same weights and context as the full softmax row above, to the last bit (largest difference 0)");
     else
         out.line(fmt::format("  the same weights and context as the full softmax row above within {:.0e} of their size: "
-                             "largest difference {:.1e}, not 0, because the tiles reach the same sums through other "
-                             "roundings (another order, and the rescales)",
-                             w.tiles_tolerance, w.tiles_difference));
+                             "largest difference {:.1e}, not 0: {}",
+                             w.tiles_tolerance, w.tiles_difference, tiles_rounding(w)));
 }
 
 // One key's score: its dot product, or its additive score with the tanh features.
