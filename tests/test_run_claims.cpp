@@ -331,3 +331,39 @@ TEST_CASE("the tiles blame the rescales only when a later tile raised m", "[clai
                    Contains("to the last bit"));
 }
 
+TEST_CASE("dividing by the row sum leaves the padding rows it cannot divide at 0 and says so", "[claims][padding]") {
+    const json t = run_json({"example:journey_padded", "--normalize", "sum"});
+    const auto masked = stage_rows(t, "masked");
+    const auto weights = stage_rows(t, "weights");
+    const auto tokens = tokens_of(t);
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+        double sum = 0;
+        for (double s : masked[i])
+            if (std::isfinite(s)) sum += s;
+        for (std::size_t j = 0; j < weights[i].size(); ++j) {
+            INFO(tokens[i] << " → " << tokens[j]);
+            if (tokens[i] == "<pad>") CHECK(weights[i][j] == 0);  // the padding rows: not divided
+            else CHECK(weights[i][j] == Approx(std::isfinite(masked[i][j]) ? masked[i][j] / sum : 0).margin(1e-15));
+        }
+    }
+    const auto notes = t["notes"].get<std::vector<std::string>>();
+    CHECK(std::count_if(notes.begin(), notes.end(), [](const std::string& n) {
+              return n.starts_with("--normalize sum: the scores of the padding rows <pad> (position 7), <pad> (position 8) "
+                                   "do not sum to a positive number");
+          }) == 1);
+    CHECK(std::none_of(notes.begin(), notes.end(), [](const std::string& n) { return n.find("computed like any other") != std::string::npos; }));
+    const auto check = cli::run({"example:journey_padded", "--normalize", "sum", "--check"});
+    CHECK(check.exit_code == 0);
+    CHECK_THAT(check.out, Contains("; 2 padding rows left at 0 (their scores could not be divided by their sums) sum to 0"));
+    const auto table = cli::run({"example:journey_padded", "--normalize", "sum", "-s", "weights", "--explain"});
+    CHECK_THAT(table.out, Contains("<pad>    0.0000   0.0000  0.0000  0.0000  0.0000  0.0000      0      0  0.0000  —\n"));
+    CHECK_THAT(table.out, Contains("Here 2 padding rows could not be divided"));
+    CHECK_THAT(cli::run({"example:journey_padded", "--normalize", "sum", "-q", "8"}).out,
+               Contains("weights: the visible scores sum to 0, which cannot divide them; this padding row stands for nothing") &&
+                   !Contains("0 ÷ 0"));
+    // A row that is not padding and cannot divide is still refused, by name.
+    const cli::TempFile zero(R"({"tokens": ["a", "b", "<pad>"], "embeddings": [[1, 0], [0, 0], [0, 0]]})");
+    cli::require_error_line(cli::run({zero.path(), "--normalize", "sum"}), 1,
+                            "cannot normalise by the sum: the scores of \"b\" (row 2) sum to 0");
+}
+

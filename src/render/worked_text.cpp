@@ -213,6 +213,13 @@ void write_weights(Writer& out, const WorkedExample& w) {
     }
     const std::size_t width = widest(w.keys);
     const std::vector<double>& scores = w.tempered.empty() ? w.scaled : w.tempered;
+    if (w.normalization == Normalization::sum && !(w.sum > 0 && std::isfinite(w.sum))) {
+        // Only a padding row gets here (any other row with such a sum is refused): left at 0.
+        out.line(fmt::format("weights: the visible scores sum to {}, which cannot divide them; this padding row stands "
+                             "for nothing, so its weights are left 0, not divided (see the note)",
+                             out.number(w.sum)));
+        return;
+    }
     if (w.normalization == Normalization::sum) {
         out.line(fmt::format("weights: each score ÷ their sum {}", out.number(w.sum)));
         for (std::size_t j = 0; j < w.keys.size(); ++j)
@@ -290,13 +297,6 @@ void write_context(Writer& out, const WorkedExample& w) {
 // "−∞" or the number.
 std::string running(const Writer& out, double value) { return std::isinf(value) ? "−∞" : out.number(value); }
 
-// The same row by the online softmax, a tile of keys at a time (--tiles).
-void write_tiles(Writer& out, const WorkedExample& w) {
-    if (w.tile_size == 0) return;
-    const std::string s = w.tempered.empty() ? "s" : "s/T";
-    out.line(fmt::format("online softmax in tiles of {} key{}: the streaming path's way through this row, never holding "
-                         "all its weights at once; m is the largest {} so far, l = Σ e^({} − m) and the accumulator "
-                         "Σ e^({} − m)·v over the keys so far",
 // The largest |a_k − b_k|.
 double largest_gap(const std::vector<double>& a, const std::vector<double>& b) {
     double largest = 0;
@@ -333,6 +333,13 @@ std::string tiles_rounding(const WorkedExample& w) {
     return text;
 }
 
+// The same row by the online softmax, a tile of keys at a time (--tiles).
+void write_tiles(Writer& out, const WorkedExample& w) {
+    if (w.tile_size == 0) return;
+    const std::string s = w.tempered.empty() ? "s" : "s/T";
+    out.line(fmt::format("online softmax in tiles of {} key{}: the streaming path's way through this row, never holding "
+                         "all its weights at once; m is the largest {} so far, l = Σ e^({} − m) and the accumulator "
+                         "Σ e^({} − m)·v over the keys so far",
                          w.tile_size, w.tile_size == 1 ? "" : "s", s, s, s));
     for (std::size_t t = 0; t < w.tiles.size(); ++t) {
         const WorkedTile& tile = w.tiles[t];
