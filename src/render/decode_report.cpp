@@ -112,6 +112,7 @@ Stage attention_table(const DecodeHead& h, const Decode& d, std::int64_t tokens)
     stage.formula = d.temperature == 1 ? fmt::format("{}, weight = softmax(scaled)", scaled)
                                        : fmt::format("{}, weight = softmax(scaled / T) at T = {}", scaled, d.temperature);
     stage.rows = std::vector<std::string>{"score", "scaled", "weight"};
+    stage.row_stages = {StageId::scores, StageId::scaled, StageId::weights};  // shaded each as its stage is
     stage.cols = std::vector<std::string>(d.tokens.begin(), d.tokens.begin() + tokens);
     stage.data.resize(3, tokens);
     BoolMatrix allowed = BoolMatrix::Constant(3, tokens, true);  // a padding key: scaled −∞, weight exactly 0
