@@ -367,3 +367,79 @@ TEST_CASE("dividing by the row sum leaves the padding rows it cannot divide at 0
                             "cannot normalise by the sum: the scores of \"b\" (row 2) sum to 0");
 }
 
+TEST_CASE("bench counts the operations of attention exactly", "[claims][bench]") {
+    // n = 4, d = 3: 16 pairs, or 4·5/2 = 10 under the causal mask; 2·d multiply-adds a pair.
+    const attntrace::AttentionOperations self = attntrace::attention_operations(4, 3, false);
+    CHECK(self.pairs == 16);
+    CHECK(self.multiply_adds == 96);
+    CHECK(self.exps == 16);
+    const attntrace::AttentionOperations causal = attntrace::attention_operations(4, 3, true);
+    CHECK(causal.pairs == 10);
+    CHECK(causal.multiply_adds == 60);
+    CHECK(causal.exps == 10);
+    const auto r = cli::run({"bench", "--sizes", "16,32", "--dim", "4", "--dtypes", "float64", "--threads", "1", "--repeats", "2",
+                             "--paths", "streaming", "-f", "json"});
+    REQUIRE(r.exit_code == 0);
+    const json doc = json::parse(r.out);
+    REQUIRE(doc["runs"].size() == 4);
+    for (const auto& run : doc["runs"]) {
+        const std::int64_t n = run["n"];
+        const bool is_causal = run["mode"] == "causal";
+        const std::int64_t pairs = is_causal ? n * (n + 1) / 2 : n * n;
+        INFO(run.dump());
+        CHECK(run["pairs"] == pairs);
+        CHECK(run["multiply_adds"] == pairs * 2 * 4);
+        CHECK(run["exps"] == pairs);
+        CHECK(run["timed_runs"].get<int>() >= 2);
+        CHECK(run["timed_runs"].get<int>() <= 6);
+        if (n == 32) {
+            CHECK(run["operations_doubling"].get<double>() == Approx(is_causal ? 32.0 * 33 / (16.0 * 17) : 4).margin(5e-5));
+            // the ratio is called stable only when both its times are
+            bool half_stable = false;
+            for (const auto& other : doc["runs"])
+                if (other["n"] == 16 && other["mode"] == run["mode"]) half_stable = other["stable"].get<bool>();
+            CHECK(run["doubling_stable"].get<bool>() == (run["stable"].get<bool>() && half_stable));
+        }
+    }
+    const auto table = cli::run({"bench", "--sizes", "16", "--dim", "4", "--dtypes", "float64", "--threads", "1", "--repeats",
+                                 "1", "--paths", "streaming", "--modes", "self"});
+    REQUIRE(table.exit_code == 0);
+    CHECK_THAT(table.out, Contains("multiply-adds") && Contains("×ops") && Contains("×time"));
+    CHECK_THAT(table.out, Contains(fmt::format("{:>14} {:>12}", 16 * 16 * 8, 16 * 16)));
+    CHECK_THAT(table.out, Contains("1 of the 1 configurations had one timed run (--repeats 1), so whether their times are stable "
+                                   "was not checked"));
+}
+
+TEST_CASE("bench repeats a configuration until its runs agree, or says the machine was busy", "[claims][bench]") {
+    const auto timed = [](std::vector<double> seconds, int agree, int max_runs) {
+        std::size_t next = 0;
+        return attntrace::time_until_stable([&] { return seconds.at(next++); }, agree, max_runs, 0.10);
+    };
+    // Three runs within 5%: done after three, the median of them.
+    const attntrace::Timing calm = timed({1.0, 1.05, 1.02}, 3, 9);
+    CHECK(calm.runs.size() == 3);
+    CHECK(calm.checked);
+    CHECK(calm.stable);
+    CHECK(calm.seconds == 1.02);
+    CHECK(calm.spread == Approx(0.05));
+    // A slow first run: a fourth makes three agree (1.0, 1.03, 1.05).
+    const attntrace::Timing settles = timed({2.0, 1.0, 1.03, 1.05}, 3, 9);
+    CHECK(settles.runs.size() == 4);
+    CHECK(settles.stable);
+    CHECK(settles.seconds == 1.03);
+    // Never three within 10% in six runs: busy, the median of all six (sorted 1.0, 1.4, 1.5,
+    // 2.0, 2.2, 3.0: the fourth).
+    const attntrace::Timing busy = timed({1.0, 2.0, 1.5, 3.0, 1.4, 2.2}, 3, 6);
+    CHECK(busy.runs.size() == 6);
+    CHECK(busy.checked);
+    CHECK(!busy.stable);
+    CHECK(busy.seconds == 2.0);
+    CHECK(busy.spread == Approx(2.0));
+    // One run asked for: nothing to compare.
+    const attntrace::Timing one = timed({1.0}, 1, 3);
+    CHECK(one.runs.size() == 1);
+    CHECK(!one.checked);
+    CHECK(!one.stable);
+    CHECK(one.seconds == 1.0);
+}
+

@@ -34,4 +34,64 @@ struct BenchRequest {
 
 void run_bench(const BenchRequest& request, std::ostream& out);
 
+// The arithmetic attention itself defines for n tokens of d numbers (whatever the heads: their
+// d_head add up to d), counted exactly: the (query, key) pairs a query may see (n², or n(n+1)/2
+// under the causal mask), a score (d multiply-adds) and a share of a value (d more) per pair,
+// and one exponential per pair. The projections (3·n·d² multiply-adds, linear in n) are not in it.
+struct AttentionOperations {
+    std::int64_t pairs = 0, multiply_adds = 0, exps = 0;
+};
+AttentionOperations attention_operations(std::int64_t n, std::int64_t d, bool causal);
+
+// How a configuration was timed: runs until the `agree` fastest lie within `tolerance` of the
+// fastest (relative), at most `max_runs`. The time is the median of those agreeing runs, or of
+// every run when they never agreed: the machine was busy. With `agree` = 1 nothing is
+// compared and `checked` is false.
+struct Timing {
+    std::vector<double> runs;  // every timed run, in order
+    double seconds = 0;
+    bool checked = false;  // at least two runs were compared
+    bool stable = false;   // checked, and `agree` runs agreed
+    double spread = 0;     // (slowest − fastest) / fastest of the runs the time is the median of
+};
+// `run_once` runs the job once and returns its seconds (the benchmark times the job; a test
+// gives timings of its own).
+template <typename RunOnce>
+Timing time_until_stable(RunOnce&& run_once, int agree, int max_runs, double tolerance);
+
+}  // namespace attntrace
+
+#include <algorithm>
+
+namespace attntrace {
+
+template <typename RunOnce>
+Timing time_until_stable(RunOnce&& run_once, int agree, int max_runs, double tolerance) {
+    Timing t;
+    agree = std::max(agree, 1);
+    max_runs = std::max(max_runs, agree);
+    t.checked = agree > 1;
+    const auto median_of = [&](std::vector<double> sorted, std::size_t count) {
+        sorted.resize(count);
+        t.spread = sorted.front() > 0 ? (sorted.back() - sorted.front()) / sorted.front() : 0;
+        return sorted[count / 2];
+    };
+    while (static_cast<int>(t.runs.size()) < max_runs) {
+        t.runs.push_back(run_once());
+        if (static_cast<int>(t.runs.size()) < agree) continue;
+        std::vector<double> sorted = t.runs;
+        std::sort(sorted.begin(), sorted.end());
+        const auto k = static_cast<std::size_t>(agree);
+        if (!t.checked || sorted[k - 1] - sorted[0] <= tolerance * sorted[0]) {
+            t.stable = t.checked;
+            t.seconds = median_of(sorted, k);
+            return t;
+        }
+    }
+    std::vector<double> sorted = t.runs;
+    std::sort(sorted.begin(), sorted.end());
+    t.seconds = median_of(sorted, sorted.size());
+    return t;
+}
+
 }  // namespace attntrace
