@@ -443,3 +443,59 @@ TEST_CASE("bench repeats a configuration until its runs agree, or says the machi
     CHECK(one.seconds == 1.0);
 }
 
+namespace {
+
+std::vector<std::string> words_of(std::string_view sentence) {
+    const attntrace::SplitWords words = attntrace::split_sentence(sentence);
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < words.size(); ++i) out.push_back(words.texts[i] + (words.punctuation[i] ? "(p)" : ""));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a special token in brackets is one word, and a lone bracket stays punctuation", "[claims][tokenize]") {
+    CHECK(words_of("the black cat <pad>") == std::vector<std::string>{"the", "black", "cat", "<pad>"});
+    CHECK(words_of("cat<pad>.") == std::vector<std::string>{"cat", "<pad>", ".(p)"});
+    CHECK(words_of("the cat <pad>.") == std::vector<std::string>{"the", "cat", "<pad>", ".(p)"});  // docs/input-format.md
+    CHECK(words_of("</s> <|endoftext|> [CLS] x [SEP]") ==
+          std::vector<std::string>{"</s>", "<|endoftext|>", "[CLS]", "x", "[SEP]"});
+    CHECK(words_of("a < b > c") == std::vector<std::string>{"a", "<(p)", "b", ">(p)", "c"});
+    CHECK(words_of("<3 <> [ ] <a b>") ==
+          std::vector<std::string>{"<(p)", "3", "<(p)", ">(p)", "[(p)", "](p)", "<(p)", "a", "b", ">(p)"});
+    CHECK(words_of("<<pad>>") == std::vector<std::string>{"<(p)", "<pad>", ">(p)"});
+}
+
+TEST_CASE("docs/input-format.md's Bahdanau input with a <pad> in its sentence traces", "[claims][tokenize]") {
+    // The page's example, with black_cat_fr's numbers and a state for <pad> that would
+    // outscore every word if the mask did not hide it.
+    const cli::TempFile input(R"({
+      "mode": "bahdanau",
+      "source": {"sentence": "the black cat <pad>",
+                 "states": {"the": [1, 0, 0], "black": [0, 1, 0], "cat": [0, 0, 1], "<pad>": [1, 1, 1]},
+                 "mask": [true, true, true, false]},
+      "target": {"sentence": "le chat noir", "states": [[1, 0, 0], [0, 0, 1], [0, 1, 0]]},
+      "weights": {"W_a": [[0, 3, 3], [3, 0, 3], [3, 3, 0]], "U_a": [[2, 0, 0], [0, 2, 0], [0, 0, 2]], "v_a": [3, 3, 3]}})");
+    const json t = run_json({input.path()});
+    CHECK(t["source_tokens"] == json::parse(R"(["the", "black", "cat", "<pad>"])"));
+    // e_tj = v_a · tanh(s_t·W_a + h_j·U_a), softmax over the three visible words, by hand.
+    const double W_a[3][3] = {{0, 3, 3}, {3, 0, 3}, {3, 3, 0}};
+    const double s[3][3] = {{1, 0, 0}, {0, 0, 1}, {0, 1, 0}};
+    const double h[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    const auto weights = stage_rows(t, "weights");
+    for (int i = 0; i < 3; ++i) {
+        double e[3], total = 0;
+        for (int j = 0; j < 3; ++j) {
+            e[j] = 0;
+            for (int k = 0; k < 3; ++k) {
+                double sw = 0;
+                for (int m = 0; m < 3; ++m) sw += s[i][m] * W_a[m][k];
+                e[j] += 3 * std::tanh(sw + 2 * h[j][k]);
+            }
+        }
+        const double top = std::max({e[0], e[1], e[2]});
+        for (double v : e) total += std::exp(v - top);
+        for (int j = 0; j < 3; ++j) CHECK(weights[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] == Approx(std::exp(e[j] - top) / total).margin(1e-15));
+        CHECK(weights[static_cast<std::size_t>(i)][3] == 0);
+    }
+}
