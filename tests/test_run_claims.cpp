@@ -394,12 +394,16 @@ TEST_CASE("bench counts the operations of attention exactly", "[claims][bench]")
         CHECK(run["timed_runs"].get<int>() <= 6);
         if (n == 32) {
             CHECK(run["operations_doubling"].get<double>() == Approx(is_causal ? 32.0 * 33 / (16.0 * 17) : 4).margin(5e-5));
-            // the ratio is called stable only when both its times are
-            bool half_stable = false;
+            // the ratio is called stable only when neither of its times came from a busy machine
+            bool half_busy = true;
             for (const auto& other : doc["runs"])
-                if (other["n"] == 16 && other["mode"] == run["mode"]) half_stable = other["stable"].get<bool>();
-            CHECK(run["doubling_stable"].get<bool>() == (run["stable"].get<bool>() && half_stable));
+                if (other["n"] == 16 && other["mode"] == run["mode"]) half_busy = other["busy"].get<bool>();
+            CHECK(run["doubling_stable"].get<bool>() == (!run["busy"].get<bool>() && !half_busy));
         }
+        // busy: the runs never agreed, or a run was off the CPU for more than 10% of its time
+        // (off_cpu is printed to 3 decimals: within half of the last one of 0.1 either is right)
+        const double off_cpu = run["off_cpu"].get<double>();
+        if (std::abs(off_cpu - 0.1) > 5e-4) CHECK(run["busy"].get<bool>() == (!run["stable"].get<bool>() || off_cpu > 0.1));
     }
     const auto table = cli::run({"bench", "--sizes", "16", "--dim", "4", "--dtypes", "float64", "--threads", "1", "--repeats",
                                  "1", "--paths", "streaming", "--modes", "self"});
@@ -411,9 +415,15 @@ TEST_CASE("bench counts the operations of attention exactly", "[claims][bench]")
 }
 
 TEST_CASE("bench repeats a configuration until its runs agree, or says the machine was busy", "[claims][bench]") {
-    const auto timed = [](std::vector<double> seconds, int agree, int max_runs) {
+    // Runs that had the CPU all the time they ran (cpu = wall), unless given otherwise.
+    const auto timed = [](std::vector<double> seconds, int agree, int max_runs, double on_cpu = 1) {
         std::size_t next = 0;
-        return attntrace::time_until_stable([&] { return seconds.at(next++); }, agree, max_runs, 0.10);
+        return attntrace::time_until_stable(
+            [&] {
+                const double wall = seconds.at(next++);
+                return attntrace::RunTime{wall, wall * on_cpu};
+            },
+            agree, max_runs, 0.10);
     };
     // Three runs within 5%: done after three, the median of them.
     const attntrace::Timing calm = timed({1.0, 1.05, 1.02}, 3, 9);
@@ -422,6 +432,8 @@ TEST_CASE("bench repeats a configuration until its runs agree, or says the machi
     CHECK(calm.stable);
     CHECK(calm.seconds == 1.02);
     CHECK(calm.spread == Approx(0.05));
+    CHECK(!calm.busy);
+    CHECK(calm.off_cpu == 0);
     // A slow first run: a fourth makes three agree (1.0, 1.03, 1.05).
     const attntrace::Timing settles = timed({2.0, 1.0, 1.03, 1.05}, 3, 9);
     CHECK(settles.runs.size() == 4);
@@ -435,11 +447,22 @@ TEST_CASE("bench repeats a configuration until its runs agree, or says the machi
     CHECK(!busy.stable);
     CHECK(busy.seconds == 2.0);
     CHECK(busy.spread == Approx(2.0));
+    CHECK(busy.busy);
+    // Runs that agree but had the CPU for half their time only: other work had it, busy too.
+    const attntrace::Timing shared = timed({1.0, 1.01, 1.02}, 3, 9, 0.5);
+    CHECK(shared.stable);
+    CHECK(shared.off_cpu == Approx(0.5));
+    CHECK(shared.busy);
+    // Two threads on the CPU count twice the wall time: not off the CPU.
+    const attntrace::Timing parallel = timed({1.0, 1.01, 1.02}, 3, 9, 2);
+    CHECK(parallel.off_cpu == 0);
+    CHECK(!parallel.busy);
     // One run asked for: nothing to compare.
     const attntrace::Timing one = timed({1.0}, 1, 3);
     CHECK(one.runs.size() == 1);
     CHECK(!one.checked);
     CHECK(!one.stable);
+    CHECK(!one.busy);  // not judged
     CHECK(one.seconds == 1.0);
 }
 

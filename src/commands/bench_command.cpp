@@ -12,6 +12,7 @@
 #include "util/format.hpp"
 
 #include <omp.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -26,6 +27,14 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The CPU time of the whole process so far, every thread's, user and system.
+double process_cpu_seconds() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 // The runs of one configuration must agree within this fraction of the fastest to be a
@@ -45,9 +54,11 @@ Timing timed(int repeats, Job&& job) {
     const int agree = seconds_since(start) > 0.25 ? std::min(repeats, 2) : repeats;
     return time_until_stable(
         [&] {
+            const double cpu_before = process_cpu_seconds();
             const auto begin = Clock::now();
             job();
-            return seconds_since(begin);
+            const double wall = seconds_since(begin);
+            return RunTime{wall, process_cpu_seconds() - cpu_before};
         },
         agree, tries_per_agreeing_run * agree, stable_tolerance);
 }
@@ -75,7 +86,7 @@ struct Run {
     double gflops = 0, of_gemm = 0;
     double doubling = 0;      // seconds / seconds at n/2 (0: no smaller n measured)
     double ops_doubling = 0;  // multiply-adds / multiply-adds at n/2, exactly (0: as doubling)
-    bool doubling_stable = false;  // both times agreed with their repeats
+    bool doubling_stable = false;  // neither time is from a busy machine (Timing::busy)
     double seconds() const { return timing.seconds; }
 };
 
@@ -194,7 +205,7 @@ std::vector<Run> run_grid(const BenchRequest& request, const GemmRates& gemm) {
                             run.doubling = run.seconds() / half->second.seconds();
                             run.ops_doubling = static_cast<double>(run.operations.multiply_adds) /
                                                static_cast<double>(half->second.operations.multiply_adds);
-                            run.doubling_stable = run.timing.stable && half->second.timing.stable;
+                            run.doubling_stable = !run.timing.busy && !half->second.timing.busy && run.timing.checked;
                         }
                         measured[{path, mode, dtype, t, n}] = run;
                         runs.push_back(run);
@@ -238,6 +249,8 @@ void write_json(const BenchRequest& request, const GemmRates& gemm, const GemmRa
             .key("timed_runs").integer(static_cast<std::int64_t>(r.timing.runs.size()))
             .key("spread").literal(fmt::format("{:.3f}", r.timing.spread))
             .key("stable").literal(r.timing.checked ? (r.timing.stable ? "true" : "false") : "null")
+            .key("off_cpu").literal(fmt::format("{:.3f}", r.timing.off_cpu))
+            .key("busy").literal(r.timing.checked ? (r.timing.busy ? "true" : "false") : "null")
             .key("pairs").integer(r.operations.pairs)
             .key("multiply_adds").integer(r.operations.multiply_adds)
             .key("exps").integer(r.operations.exps)
@@ -277,20 +290,21 @@ void write_table(const BenchRequest& request, const GemmRates& gemm, const GemmR
     std::size_t busy = 0, unchecked = 0;
     for (const Run& r : runs) {
         const bool marked = r.doubling > 0 && r.timing.checked && !r.doubling_stable;
-        busy += !r.timing.stable && r.timing.checked;
+        busy += r.timing.busy;
         unchecked += !r.timing.checked;
         out << fmt::format("{:<10} {:<7} {:<8} {:>7} {:>6} {:>10.4f} {:>6} {:>14} {:>12} {:>8} {:>8} {:>8.1f} {:>8.2f}\n",
                            to_string(r.path), to_string(r.mode), to_string(r.dtype), r.threads, r.n, r.seconds(),
-                           fmt::format("{}{}", r.timing.runs.size(), r.timing.checked && !r.timing.stable ? "*" : ""),
+                           fmt::format("{}{}", r.timing.runs.size(), r.timing.busy ? "*" : ""),
                            r.operations.multiply_adds, r.operations.exps,
                            r.ops_doubling > 0 ? fmt::format("{:.2f}", r.ops_doubling) : "",
                            r.doubling > 0 ? fmt::format("{:.2f}{}", r.doubling, marked ? "*" : "") : "", r.gflops, r.of_gemm);
     }
     if (busy > 0)
-        out << fmt::format("\n* the machine was busy: {} of the {} configurations never had their runs agree within {:.0f}% "
-                           "in {} times as many tries, so their times, and each ×time that uses one, measure the load as "
+        out << fmt::format("\n* the machine was busy: in {} of the {} configurations the runs never agreed within {:.0f}% "
+                           "in {} times as many tries, or the process was off the CPU for more than {:.0f}% of a run's "
+                           "time (other work had it), so their times, and each ×time that uses one, measure the load as "
                            "much as the cost; ×ops is the cost\n",
-                           busy, runs.size(), stable_tolerance * 100, tries_per_agreeing_run);
+                           busy, runs.size(), stable_tolerance * 100, tries_per_agreeing_run, stable_tolerance * 100);
     if (unchecked > 0)
         out << fmt::format("\n{} of the {} configurations had one timed run (--repeats 1), so whether their times are "
                            "stable was not checked\n",
