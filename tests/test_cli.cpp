@@ -353,7 +353,7 @@ TEST_CASE("misspelt options, values and commands are answered with the likely na
         {{"--mode", "casual"}, "--mode: \"casual\" is not one of plain, self, causal, bahdanau (did you mean causal?)"},
         {{"--mode", "foo"}, "--mode: \"foo\" is not one of plain, self, causal, bahdanau"},
         {{"-f", "jsn"}, "--format: \"jsn\" is not one of table, json, markdown, csv, jsonl (did you mean json?)"},
-        {{"--shade", "rows"}, "--shade: \"rows\" is not one of row, table (did you mean row?)"},
+        {{"--shade", "rows"}, "--shade: \"rows\" is not one of absolute, row, table (did you mean row?)"},
         {{"--temprature", "2"}, "attntrace has no option --temprature (did you mean --temperature?)"},
         {{"--formt=json"}, "attntrace has no option --formt (did you mean --format?)"},
         {{"-x"}, "attntrace has no option -x"},

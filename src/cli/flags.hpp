@@ -146,7 +146,7 @@ CLI::Option* add_enum(CLI::App& app, const std::string& flags, std::string& valu
 struct OutputFlags {
     std::string format = "table";
     std::string color = "auto";
-    std::string shade = "row";
+    std::string shade = "absolute";
     int width = -1;
     int digits = 4;
     std::optional<std::string> path;  // -o FILE
@@ -218,7 +218,10 @@ inline void OutputFlags::add_to(CLI::App& app, bool lines) {
            "Output", {"auto", "always", "never"})
         ->capture_default_str();
     add_enum<Shade>(app, "--shade", shade,
-                    "shade each weight against its own row (a row is one distribution) or the whole table", "Output")
+                    "absolute: weights on one scale from 0 to 1 in every row (scores, which have no fixed range, on "
+                    "one scale for the table); table: from the table's smallest entry to its largest; row: each row on "
+                    "its own scale",
+                    "Output")
         ->capture_default_str();
     add_output_path(app, path);
 }

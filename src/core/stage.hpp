@@ -82,6 +82,10 @@ struct Stage {
     // A quiz's question: the entries shown as "?" (with a row's sum and strongest key when any
     // entry of the row is hidden); absent everywhere else.
     std::optional<BoolMatrix> hidden;
+    // A table whose rows are different quantities (decode's score, scaled score and weight of
+    // each cached key): the stage each row belongs to, for shading it as that stage is shaded;
+    // empty: every row is of this stage.
+    std::vector<StageId> row_stages;
 
     std::string_view name() const { return to_string(id); }
     Eigen::Index row_count() const { return data.rows(); }
@@ -138,6 +142,9 @@ struct RunFacts {
     // with a positive sum (the only rows where the division gives a distribution): in how many the top
     // weight is higher by softmax (at the run's temperature), lower, or the same.
     std::size_t compared_rows = 0, softmax_higher = 0, softmax_lower = 0;
+    // The rows left out of that comparison, by why: a visible score below 0 (the division
+    // gives no distribution), every visible score 0 (a sum of 0 cannot divide), no key seen.
+    std::size_t negative_rows = 0, zero_rows = 0, blind_rows = 0;
     struct Row {
         std::string label;
         double by_softmax = 0, by_sum = 0;  // the row's largest weight each way
