@@ -306,6 +306,16 @@ TEST_CASE("backward: layer normalisation before the projections", "[backward]") 
     Case c = single_case(std::move(p), Mode::causal, 3);
     c.layer.layernorm = true, c.layer.epsilon = 0.01;
     check_losses(c, 3, 1);
+    // a GPT-2 layer's shape: ln_1, then two heads with every bias and W_o with b_o
+    Problem gpt = sentence(5, 4, 64, random_projections(4, 4, 4, true, true, 9));
+    auto& in = std::get<SingleSequenceInput>(gpt.input);
+    in.layernorm = ln;
+    in.layernorm->gamma = naive::matrix_of(naive::Lcg{65}.grid(1, 4)).row(0);
+    in.layernorm->beta = naive::matrix_of(naive::Lcg{66}.grid(1, 4)).row(0);
+    in.heads = 2;
+    Case layer = single_case(std::move(gpt), Mode::causal, 2);
+    layer.layer.layernorm = true, layer.layer.epsilon = 0.01, layer.layer.heads = 2;
+    check_losses(layer, 4, 2, 2);
 }
 
 TEST_CASE("backward: every mask, and every way of applying one", "[backward]") {
@@ -394,6 +404,9 @@ TEST_CASE("backward: Bahdanau's additive score through tanh, and Luong's dot and
             c.options.temperature = c.pair.temperature = 0.7;
             CHECK(check_case(c, Loss::sum()) > 0);
         }
+    Case by_sum = pair_case(Score::additive, true);  // v_a = (3, 3, 3) and tanh > 0 here: positive scores
+    by_sum.options.normalization = Normalization::sum, by_sum.pair.sum_normalize = true;
+    check_losses(by_sum, 2, 0);
 }
 
 TEST_CASE("backward: a float32 trace's gradients, in float64 from its stored stages", "[backward]") {
