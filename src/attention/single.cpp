@@ -210,6 +210,7 @@ private:
     // ln_1: each token's vector normalised, with the layer's γ and β among the parameters.
     void record_layernorm(MatrixT<T> normed) {
         const Eigen::Index d = normed.cols();
+        trace_.layernorm_epsilon = layernorm_->epsilon;
         stages_.add(StageId::layernorm,
                     fmt::format("Layer normalisation ({}): each token's vector minus its mean, divided by its standard "
                                 "deviation, then scaled by γ and shifted by β",

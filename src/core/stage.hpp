@@ -59,12 +59,23 @@ inline constexpr NameTable<StageId, 24> stage_names{{
 }};
 constexpr const auto& names_of(StageId) { return stage_names; }
 
+// Which way a stage runs. A forward stage holds what the pipeline computed; a backward stage
+// holds dL/d(that matrix) for a loss L (attention/backward.hpp): the same id, head, shape and
+// labels as the forward stage it belongs to, so every consumer keeps one vocabulary.
+enum class Direction { forward, backward };
+inline constexpr NameTable<Direction, 2> direction_names{{{Direction::forward, "forward"}, {Direction::backward, "backward"}}};
+constexpr const auto& names_of(Direction) { return direction_names; }
+
 struct Stage {
     StageId id = StageId::inputs;
     // Several heads: the 1-based head a per-head stage belongs to (0: one stage for the run),
     // and the key/value head it reads (grouped-query attention; 0 when every head has its own).
     int head = 0;
     int kv_head = 0;
+    Direction direction = Direction::forward;
+    // A backward stage of a parameter (id `parameters`): the parameter's name ("W_q"); empty
+    // for a stage of the pipeline.
+    std::string parameter;
     std::string title;    // for people: "Attention weights"
     std::string formula;  // plain text: "S = Q·Kᵀ"
     bool applied = true;
@@ -88,6 +99,8 @@ struct Stage {
     std::vector<StageId> row_stages;
 
     std::string_view name() const { return to_string(id); }
+    // What a backward stage is keyed by: its parameter's name, else the stage's name.
+    std::string_view key() const { return parameter.empty() ? name() : std::string_view(parameter); }
     Eigen::Index row_count() const { return data.rows(); }
     Eigen::Index col_count() const { return data.cols(); }
     bool is_masked(Eigen::Index r, Eigen::Index c) const { return allowed && !(*allowed)(r, c); }
@@ -161,6 +174,7 @@ struct Trace : RunHeader {
     std::vector<Parameter> parameters;    // the weights the run uses (none in plain mode)
     std::optional<WorkedExample> worked;  // --query: one row's arithmetic
     std::vector<RunFacts> facts;  // one per head (one with one head)
+    double layernorm_epsilon = 0;  // ln_1's ε, when the trace has a layernorm stage (for the backward pass)
     // The facts of `head` (1-based; 0: the first).
     const RunFacts& facts_of(int head) const { return facts.at(head > 0 ? static_cast<std::size_t>(head - 1) : 0); }
 
