@@ -14,6 +14,7 @@
 #include "util/memory.hpp"
 #include "util/output.hpp"
 #include "util/progress.hpp"
+#include "util/suggest.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
@@ -52,8 +53,11 @@ std::vector<StageId> stage_ids(const std::vector<std::string>& requested) {
     std::vector<StageId> ids;
     const auto known = all_stage_names();
     for (const auto& name : requested) {
-        if (std::find(known.begin(), known.end(), name) == known.end())
-            throw UsageError(fmt::format("--stage: no stage named \"{}\" ({})", printable(name), stage_lists()));
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+            const auto near = likely_typo(name, known);
+            throw UsageError(fmt::format("--stage: no stage named \"{}\"{} ({})", printable(name),
+                                         near ? fmt::format(" (did you mean {}?)", *near) : "", stage_lists()));
+        }
         ids.push_back(*parse_enum<StageId>(name));
     }
     return ids;
@@ -76,8 +80,13 @@ StageId svg_stage_id(const std::string& name) {
     if (id && std::find(svg_stages.begin(), svg_stages.end(), *id) != svg_stages.end()) return *id;
     const std::string choices = svg_stage_choices();
     const auto known = all_stage_names();
-    if (std::find(known.begin(), known.end(), name) == known.end())
-        throw UsageError(fmt::format("--svg-stage: no stage named \"{}\"; --svg draws {}", printable(name), choices));
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::vector<std::string> drawn;
+        for (const StageId drawable : svg_stages) drawn.emplace_back(to_string(drawable));
+        const auto near = likely_typo(name, drawn);
+        throw UsageError(fmt::format("--svg-stage: no stage named \"{}\"{}; --svg draws {}", printable(name),
+                                     near ? fmt::format(" (did you mean {}?)", *near) : "", choices));
+    }
     throw UsageError(fmt::format("--svg-stage: the {} stage is not a matrix over (query, key) pairs; --svg draws {}", name,
                                  choices));
 }

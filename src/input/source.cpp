@@ -3,6 +3,8 @@
 #include "core/error.hpp"
 #include "input/examples.hpp"
 #include "input/json_text.hpp"
+#include "util/suggest.hpp"
+#include "util/utf8.hpp"
 
 #include <fmt/format.h>
 
@@ -175,9 +177,11 @@ std::optional<InputText> piped_input(std::uint64_t max_bytes) {
 
 InputText example_input(std::string_view name) {
     if (const Example* example = find_example(name)) return {example->json, fmt::format("example:{}", name), nullptr};
-    std::string names;
-    for (const auto& example : examples()) names += (names.empty() ? "" : ", ") + std::string(example.name);
-    throw UsageError(fmt::format("no example named \"{}\" (examples: {})", printable(name), names));
+    std::vector<std::string> names;
+    for (const auto& example : examples()) names.emplace_back(example.name);
+    const auto near = likely_typo(name, names);
+    throw UsageError(fmt::format("no example named \"{}\"{} (examples: {})", printable(name),
+                                 near ? fmt::format(" (did you mean {}?)", *near) : "", fmt::join(names, ", ")));
 }
 
 }  // namespace attntrace
