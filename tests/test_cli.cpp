@@ -373,3 +373,34 @@ TEST_CASE("misspelt options, values and commands are answered with the likely na
         CHECK(r.err == "attntrace: error: " + message + " (see attntrace --help)\n");
     }
 }
+
+TEST_CASE("quiz echoes an answer through the rule for control text, and its JSON stays UTF-8", "[cli][quiz][labels]") {
+    // A window title (OSC 0), a clear screen (CSI 2J), the clipboard (OSC 52), and bytes that
+    // are not UTF-8, each an answer line.
+    const std::string title = "\x1b]0;owned\x07", clear = "\x1b[2J", clipboard = "\x1b]52;c;SGVsbG8=\x07",
+                      not_utf8 = "0.5\xff\xfe";
+    const cli::TempFile answers(title + "\n" + clear + "\n" + clipboard + "\n" + not_utf8 + "\n");
+    for (const bool piped : {false, true}) {
+        INFO("piped: " << piped);
+        const auto r = piped ? cli::run({"quiz", "-n", "4", "--answers", "-"}, cli::read_file(answers.path()))
+                             : cli::run({"quiz", "-n", "4", "--answers", answers.path()});
+        CHECK(r.exit_code == 1);
+        CHECK(r.out.find('\x1b') == std::string::npos);
+        CHECK(r.out.find('\x07') == std::string::npos);
+        CHECK_THAT(r.out, Contains("your answer: \\x1b]0;owned\\x07\n"));
+        CHECK_THAT(r.out, Contains("your answer: \\x1b[2J\n"));
+        CHECK_THAT(r.out, Contains("your answer: \\x1b]52;c;SGVsbG8=\\x07\n"));
+        CHECK_THAT(r.out, Contains("your answer: 0.5\\xff\\xfe\n"));
+    }
+    const auto r = cli::run({"quiz", "-n", "4", "--answers", answers.path(), "-f", "json"});
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.empty());
+    const json doc = json::parse(r.out);  // throws on bytes that are not UTF-8
+    REQUIRE(doc["questions"].size() == 4);
+    CHECK(doc["questions"][0]["answer"] == "\\x1b]0;owned\\x07");
+    CHECK(doc["questions"][1]["answer"] == "\\x1b[2J");
+    CHECK(doc["questions"][2]["answer"] == "\\x1b]52;c;SGVsbG8=\\x07");
+    CHECK(doc["questions"][3]["answer"] == "0.5\\xff\\xfe");
+    for (const auto& question : doc["questions"]) CHECK(question["verdict"] == "wrong");
+}
