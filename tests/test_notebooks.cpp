@@ -277,3 +277,68 @@ TEST_CASE("JSON Lines: the first line arrives long before the run ends", "[noteb
     CHECK(running_at_first_line);
     CHECK(first < total / 4);
 }
+
+namespace {
+
+// Runs `cell` (Python) with /usr/bin/python3 as a Jupyter kernel would (tests/notebooks/in_kernel.py:
+// standard input an empty pipe, inherited by what the cell starts).
+cli::Result run_cell(const std::string& cell) {
+    const cli::TempFile file(cell, "cell.py");
+    return cli::run_program({"/usr/bin/python3", std::string(ATTNTRACE_SOURCE_DIR) + "/tests/notebooks/in_kernel.py",
+                             file.path()});
+}
+
+const std::string empty_stdin_note =
+    "attntrace: note: standard input is empty, so this is the built-in example your_journey (name an INPUT, or pipe "
+    "one in, to trace your own)\n";
+
+}  // namespace
+
+TEST_CASE("in a notebook, an empty standard input is no input: the built-in example, said on stderr",
+          "[notebooks][stdin]") {
+    const std::string binary = ATTNTRACE_BINARY;
+    const auto r = run_cell(fmt::format(R"(import json, subprocess
+run = subprocess.run(["{0}", "-f", "json"], capture_output=True, text=True)
+piped = subprocess.run(["{0}", "-f", "json"], input='{{"sentence": "a b", "embeddings": {{"a": [1, 0], "b": [0, 1]}}}}',
+                       capture_output=True, text=True)
+print(json.dumps({{"code": run.returncode, "input": json.loads(run.stdout)["input"], "err": run.stderr,
+                  "piped_code": piped.returncode, "piped_input": json.loads(piped.stdout)["input"],
+                  "piped_err": piped.stderr}}))
+)",
+                                        binary));
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const json got = json::parse(r.out);
+    CHECK(got["code"] == 0);
+    CHECK(got["input"] == "example:your_journey");
+    CHECK(got["err"] == empty_stdin_note);
+    // Something piped is still read, and nothing is said.
+    CHECK(got["piped_code"] == 0);
+    CHECK(got["piped_input"] == "<stdin>");
+    CHECK(got["piped_err"] == "");
+    // The same run as with no standard input at all (/dev/null), byte for byte.
+    CHECK(json::parse(cli::run({"-f", "json"}).out)["input"] == "example:your_journey");
+}
+
+TEST_CASE("the pandas recipe of docs/output-formats.md runs in a notebook", "[notebooks][csv][pandas][stdin]") {
+    // The recipe as the docs give it, its path to attntrace made this build's, run as a cell.
+    const std::string doc = cli::read_file(std::string(ATTNTRACE_SOURCE_DIR) + "/docs/output-formats.md");
+    const std::size_t start = doc.find("```python\nimport pandas");
+    REQUIRE(start != std::string::npos);
+    const std::size_t body = doc.find('\n', start) + 1;
+    std::string recipe = doc.substr(body, doc.find("```", body) - body);
+    const std::size_t at = recipe.find("\"build/attntrace\"");
+    REQUIRE(at != std::string::npos);
+    recipe.replace(at, 17, fmt::format("\"{}\"", ATTNTRACE_BINARY));
+    const auto r = run_cell(recipe + "print(weights.to_json(orient=\"values\", double_precision=15))\n");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    // The causal weights of the built-in example, as its JSON trace has them (masked entries 0).
+    const json weights = json::parse(r.out);
+    const json trace = trace_json::run_json({"-m", "causal", "-s", "weights"});
+    const json& expected = trace["stages"][0]["data"];
+    REQUIRE(weights.size() == expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        for (std::size_t j = 0; j < expected[i].size(); ++j)
+            CHECK(weights[i][j].get<double>() == Approx(expected[i][j].get<double>()).margin(1e-15));
+}

@@ -123,7 +123,7 @@ struct TraceState {
 void add_trace_options(CLI::App& app, TraceState& s) {
     auto* input = describe(app.add_option("INPUT", s.request.input_path,
                                           "input JSON file (docs/input-format.md), - for stdin, example:NAME; none: "
-                                          "standard input when it is a pipe or a file (empty: an error), else the "
+                                          "standard input when it is a pipe or a file with something in it, else the "
                                           "built-in example your_journey"),
                            "Input", "", Completes::input);
     auto* example = describe(app.add_option("--example", s.request.example, "trace a built-in example by name"), "Input",
@@ -700,8 +700,9 @@ ProgramDoc program_doc(const CLI::App& app, const std::vector<Command>& subcomma
         "Lines, Markdown or CSV for other programs. Four modes follow two lectures on attention: plain (no trainable "
         "weights), self (scaled dot product), causal (self with a mask on later positions) and bahdanau (a decoder "
         "looking back at encoder states).",
-        "With no INPUT, attntrace reads standard input when it is a pipe or a file (as jq does; an empty one is an "
-        "error), and traces the built-in example your_journey otherwise (a terminal, /dev/null). " +
+        "With no INPUT, attntrace reads standard input when it is a pipe or a file with something in it (as jq "
+        "does), and traces the built-in example your_journey otherwise: a terminal, /dev/null, or an empty pipe (as a "
+        "notebook's kernel gives its commands), which a note on standard error mentions. " +
             fmt::format("{} examples are built in; --list-examples names them.", examples().size()),
         "For long inputs --summary takes a streaming path that never holds the n×n matrix and prints, per query, its "
         "strongest keys, its largest weight and the entropy of its weights; tables of more than 64 tokens switch to it "

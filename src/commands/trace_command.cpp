@@ -22,6 +22,7 @@
 #include <tuple>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <span>
@@ -220,9 +221,17 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     // Opened before any work, so that a path that cannot be written, or that names the main
     // output's file, is refused at once; committed with the rest.
     std::ostream* svg = request.svg_path ? &outputs.add(*request.svg_path) : nullptr;
-    // No input named: what is piped in, else the built-in example.
+    // No input named: what is piped in, else the built-in example (also for an empty pipe,
+    // which is what a notebook's kernel gives: said on stderr once the run has succeeded).
     std::optional<InputText> piped;
-    if (!request.input_path && !request.example) piped = piped_input(request.max_input);
+    bool empty_stdin = false;
+    if (!request.input_path && !request.example) piped = piped_input(request.max_input, &empty_stdin);
+    const auto said = [&] {
+        if (empty_stdin)
+            std::fprintf(stderr, "attntrace: note: standard input is empty, so this is the built-in example %s (name "
+                                 "an INPUT, or pipe one in, to trace your own)\n",
+                         std::string(default_example).c_str());
+    };
     const InputText input = request.input_path ? read_input(*request.input_path, request.max_input)
                             : piped            ? std::move(*piped)
                                                : example_input(request.example.value_or(std::string(default_example)));
@@ -240,16 +249,21 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     const auto summary_of = [&](std::string note) {
         run_summary(problem, request, outputs, std::move(note), [&] { input.require_unchanged(); });
     };
-    if (request.summary) return summary_of("");
+    if (request.summary) {
+        summary_of("");
+        return said();
+    }
     // A table of more than summary_threshold columns is unreadable: show the summary instead.
     const std::size_t n = token_count(problem);
-    if (may_summarise && n > summary_threshold)
-        return summary_of(fmt::format("{} tokens make tables too wide to read, so this is the summary "
-                                      "(--summary); --stage NAME shows a stage's table, --format json "
-                                      "every number",
-                                      n));
+    if (may_summarise && n > summary_threshold) {
+        summary_of(fmt::format("{} tokens make tables too wide to read, so this is the summary (--summary); --stage "
+                               "NAME shows a stage's table, --format json every number",
+                               n));
+        return said();
+    }
     if (auto* single = std::get_if<SingleSequenceInput>(&problem.input)) single->sequence.materialise();
     run_full_trace(problem, request, outputs.main(), svg);
+    said();
 }
 
 void list_examples(std::ostream& out) {
