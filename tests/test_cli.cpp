@@ -404,3 +404,124 @@ TEST_CASE("quiz echoes an answer through the rule for control text, and its JSON
     CHECK(doc["questions"][3]["answer"] == "0.5\\xff\\xfe");
     for (const auto& question : doc["questions"]) CHECK(question["verdict"] == "wrong");
 }
+
+namespace {
+
+// A run's JSON without the field that names its input (the two files of a pair differ there).
+json without_input(const std::string& text) {
+    json doc = json::parse(text);
+    doc.erase("input");
+    doc.erase("origin");
+    return doc;
+}
+
+}  // namespace
+
+TEST_CASE("the option --kv-heads reads W_k and W_v of G·d_head columns, as the field kv_heads does", "[cli][options][heads]") {
+    // 3 tokens of d_in = 4; 2 query heads of d_head = 2 sharing 1 key/value head: W_q is 4×4,
+    // W_k and W_v 4×2 (d_in × G·d_head), the shape docs/multi-head.md gives.
+    const json x = {{1, 0, 2, 0}, {0, 1, 0, 1}, {1, 1, 0, -1}};
+    const json wq = {{1, 0, 0, 1}, {0, 1, 1, 0}, {1, 1, 0, 0}, {0, 0, 1, 1}};
+    const json wk = {{1, 0}, {0, 1}, {1, 0}, {0, 2}};
+    const json wv = {{1, 2}, {0, 1}, {1, 0}, {1, 1}};
+    json doc = {{"tokens", {"a", "b", "c"}}, {"embeddings", x}, {"weights", {{"query", wq}, {"key", wk}, {"value", wv}}}};
+    const cli::TempFile bare(doc.dump());
+    doc["heads"] = 2;
+    doc["kv_heads"] = 1;
+    const cli::TempFile fields(doc.dump());
+    const std::vector<std::string> common{"-m", "self", "-f", "json", "-s", "weights"};
+    std::vector<std::string> by_flags{bare.path(), "--heads", "2", "--kv-heads", "1"};
+    by_flags.insert(by_flags.end(), common.begin(), common.end());
+    std::vector<std::string> by_fields{fields.path()};
+    by_fields.insert(by_fields.end(), common.begin(), common.end());
+    const auto flagged = cli::run(by_flags);
+    INFO(flagged.err);
+    REQUIRE(flagged.exit_code == 0);
+    CHECK(without_input(flagged.out) == without_input(cli::run(by_fields).out));
+    // The weights of each head, worked out here: q = x·W_q's two columns of the head, k = x·W_k
+    // (the one key head), softmax(q·k / √2) per row.
+    const json trace = json::parse(flagged.out);
+    REQUIRE(trace["stages"].size() == 2);
+    for (int head = 0; head < 2; ++head) {
+        const auto& stage = trace["stages"][head];
+        CHECK(stage["head"] == head + 1);
+        for (int i = 0; i < 3; ++i) {
+            double q[2] = {0, 0}, scores[3], total = 0, top = -1e300;
+            for (int c = 0; c < 2; ++c)
+                for (int d = 0; d < 4; ++d) q[c] += x[i][d].get<double>() * wq[d][2 * head + c].get<double>();
+            for (int j = 0; j < 3; ++j) {
+                double k[2] = {0, 0};
+                for (int c = 0; c < 2; ++c)
+                    for (int d = 0; d < 4; ++d) k[c] += x[j][d].get<double>() * wk[d][c].get<double>();
+                scores[j] = (q[0] * k[0] + q[1] * k[1]) / std::sqrt(2.0);
+                top = std::max(top, scores[j]);
+            }
+            for (double& s : scores) total += (s = std::exp(s - top));
+            for (int j = 0; j < 3; ++j) CHECK(stage["data"][i][j].get<double>() == Approx(scores[j] / total).epsilon(1e-12));
+        }
+    }
+    // The input's "heads" with --kv-heads on the command line, and the other way round.
+    doc.erase("kv_heads");
+    const cli::TempFile heads_only(doc.dump());
+    std::vector<std::string> mixed{heads_only.path(), "--kv-heads", "1"};
+    mixed.insert(mixed.end(), common.begin(), common.end());
+    CHECK(without_input(cli::run(mixed).out) == without_input(flagged.out));
+    // decode reads the same input the same way with either.
+    const auto decode_flags = cli::run({"decode", bare.path(), "--heads", "2", "--kv-heads", "1", "-f", "json"});
+    INFO(decode_flags.err);
+    REQUIRE(decode_flags.exit_code == 0);
+    CHECK(without_input(decode_flags.out) == without_input(cli::run({"decode", fields.path(), "-f", "json"}).out));
+}
+
+TEST_CASE("each option and the input field it overrides give the same run", "[cli][options]") {
+    // (option and its value, the field and its value): the same input with the field, and
+    // without it but with the option, must trace the same, in each command that takes both.
+    const json base = {{"tokens", {"a", "b", "c"}},
+                       {"embeddings", {{1, 0, 2, 0}, {0, 1, 0, 1}, {1, 1, 0, -1}}},
+                       {"weights",
+                        {{"query", {{1, 0, 0, 1}, {0, 1, 1, 0}, {1, 1, 0, 0}, {0, 0, 1, 1}}},
+                         {"key", {{1, 0, 1, 0}, {0, 1, 0, 2}, {1, 0, 0, 1}, {0, 2, 1, 0}}},
+                         {"value", {{1, 2, 0, 1}, {0, 1, 1, 1}, {1, 0, 2, 0}, {1, 1, 0, 1}}}}}};
+    struct Pair {
+        std::vector<std::string> option;
+        json field;
+    };
+    const std::vector<Pair> pairs{
+        {{"--heads", "2"}, {{"heads", 2}}},
+        {{"--heads", "2", "--kv-heads", "2"}, {{"heads", 2}, {"kv_heads", 2}}},
+        {{"--positions", "rope"}, {{"positions", "rope"}}},
+        {{"--positions", "sinusoidal"}, {{"positions", "sinusoidal"}}},
+        {{"--layout", "out_in"}, {{"layout", "out_in"}}},
+        {{"-m", "causal"}, {{"mode", "causal"}}},
+    };
+    for (const Pair& pair : pairs) {
+        INFO(pair.field.dump());
+        json with_field = base;
+        for (const auto& [key, value] : pair.field.items()) with_field[key] = value;
+        if (!with_field.contains("mode")) with_field["mode"] = "self";
+        json without = base;  // the mode pair's file has no mode: the option gives it
+        if (!pair.field.contains("mode")) without["mode"] = with_field["mode"];
+        const cli::TempFile field_file(with_field.dump()), option_file(without.dump());
+        const auto compare_runs = [&](std::vector<std::string> by_field, std::vector<std::string> by_option) {
+            by_option.insert(by_option.end(), pair.option.begin(), pair.option.end());
+            const auto a = cli::run(by_field), b = cli::run(by_option);
+            INFO(a.err << b.err);
+            CHECK(a.exit_code == b.exit_code);
+            // The outputs the same, but for the file each names; refusals too.
+            const auto unnamed = [&](std::string text, const std::string& path) {
+                for (std::size_t at; (at = text.find(path)) != std::string::npos;) text.replace(at, path.size(), "INPUT");
+                return text;
+            };
+            CHECK(unnamed(a.out, field_file.path()) == unnamed(b.out, option_file.path()));
+            // A refusal names what it refuses, the field or the option; a success says the same.
+            if (a.exit_code == 0) CHECK(unnamed(a.err, field_file.path()) == unnamed(b.err, option_file.path()));
+        };
+        compare_runs({field_file.path(), "-f", "json"}, {option_file.path(), "-f", "json"});
+        compare_runs({"decode", field_file.path(), "-f", "json"}, {"decode", option_file.path(), "-f", "json"});
+        compare_runs({"compare", field_file.path(), field_file.path(), "-t", "b", "-f", "json"},
+                     {"compare", option_file.path(), option_file.path(), "-t", "b", "-f", "json"});
+        const cli::TempFile answers(R"({"weights": {"row": 2, "values": [0.3, 0.3, 0.4]}})");
+        compare_runs({"check-answers", field_file.path(), answers.path(), "-f", "json"},
+                     {"check-answers", option_file.path(), answers.path(), "-f", "json"});
+    }
+}

@@ -111,7 +111,7 @@ struct TraceState {
                 request.max_memory = limits.memory();
                 request.max_seconds = limits.seconds();
                 request.max_input = limits.input();
-                request.load = input.apply(request.max_input, flags.heads > 0);
+                request.load = input.apply(request.max_input, flags.heads > 0, flags.kv_heads > 0);
                 request.mode = flags.requested_mode();
                 output.apply(request.render, outputs.main_output());
                 run_trace(std::move(request), outputs);
@@ -194,7 +194,7 @@ Runner run_traced(std::shared_ptr<State> s, void (*job)(Request, std::ostream&))
                 request.max_memory = s->limits.memory();
                 request.max_seconds = s->limits.seconds();
                 request.max_input = s->limits.input();
-                request.load = s->input.apply(request.max_input, s->flags.heads > 0);
+                request.load = s->input.apply(request.max_input, s->flags.heads > 0, s->flags.kv_heads > 0);
                 job(std::move(request), outputs.main());
             },
             s->output.path);
@@ -226,7 +226,7 @@ Runner add_similarity(CLI::App* command) {
                 s->request.max_memory = s->limits.memory();
                 s->request.max_seconds = s->limits.seconds();
                 s->request.max_input = s->limits.input();
-                s->request.load = s->input.apply(s->request.max_input, false);
+                s->request.load = s->input.apply(s->request.max_input, false, false);
                 run_similarity(s->request, outputs);
             },
             s->output.path);
@@ -435,7 +435,7 @@ Runner add_check_answers(CLI::App* command) {
                 request.max_memory = s->limits.memory();
                 request.max_seconds = s->limits.seconds();
                 request.max_input = s->limits.input();
-                request.load = s->input.apply(request.max_input, s->flags.heads > 0);
+                request.load = s->input.apply(request.max_input, s->flags.heads > 0, s->flags.kv_heads > 0);
                 status = run_check_answers(std::move(request), outputs.main());
             },
             s->output.path);

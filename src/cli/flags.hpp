@@ -177,7 +177,8 @@ struct InputFlags {
     std::string hidden_states;
 
     void add_to(CLI::App& app, bool model = true);
-    LoadOptions apply(std::uint64_t max_input, bool heads_given) const;
+    // `heads_given`, `kv_heads_given`: --heads and --kv-heads, which the input's own fields would say.
+    LoadOptions apply(std::uint64_t max_input, bool heads_given, bool kv_heads_given) const;
 };
 
 // How attention is computed: shared by the trace and compare commands.
@@ -261,10 +262,11 @@ inline void InputFlags::add_to(CLI::App& app, bool model) {
     hidden->needs(from_option);
 }
 
-inline LoadOptions InputFlags::apply(std::uint64_t max_input, bool heads_given) const {
+inline LoadOptions InputFlags::apply(std::uint64_t max_input, bool heads_given, bool kv_heads_given) const {
     LoadOptions load;
     load.max_input = max_input;
     load.heads_given = heads_given;
+    load.kv_heads_given = kv_heads_given;
     if (!tokens.empty()) {
         std::vector<std::string> labels;
         for (std::size_t from = 0; from < tokens.size();) {
