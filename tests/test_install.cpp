@@ -93,12 +93,17 @@ std::set<std::string> long_options(const std::string& help) {
 }
 
 // The example command lines at the end of a --help ("Examples:", each command indented by two
-// spaces, what it shows by six).
+// spaces, what it shows by six), a command that goes on below (" \\") joined back into one.
 std::vector<std::string> example_commands(const std::string& help) {
     std::vector<std::string> commands;
     std::istringstream in(help.substr(help.find("\nExamples:\n")));
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind("  ", 0) == 0 && line.rfind("   ", 0) != 0) commands.push_back(line.substr(2));
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("  ", 0) != 0 || line.rfind("   ", 0) == 0) continue;
+        std::string command = line.substr(2);
+        while (command.ends_with(" \\") && std::getline(in, line))
+            command = command.substr(0, command.size() - 1) + line.substr(line.find_first_not_of(' '));
+        commands.push_back(command);
+    }
     return commands;
 }
 

@@ -222,7 +222,7 @@ TEST_CASE("JSON Lines are refused without --summary and in the other commands", 
     CHECK(similarity.exit_code == 2);
     CHECK(similarity.out.empty());
     CHECK(similarity.err == "attntrace: error: --format: \"jsonl\" is not one of table, json, markdown, csv (did you "
-                            "mean json?) (see attntrace --help)\n");
+                            "mean json?) (see attntrace similarity --help)\n");
     CHECK(cli::run({"compare", "example:big_dream", "example:big_mistake", "-t", "big", "-f", "jsonl"}).exit_code == 2);
 }
 
@@ -318,6 +318,48 @@ print(json.dumps({{"code": run.returncode, "input": json.loads(run.stdout)["inpu
     CHECK(got["piped_err"] == "");
     // The same run as with no standard input at all (/dev/null), byte for byte.
     CHECK(json::parse(cli::run({"-f", "json"}).out)["input"] == "example:your_journey");
+}
+
+TEST_CASE("in a notebook, each command with no INPUT does what it does without one", "[notebooks][stdin]") {
+    // Each command, with its exit code and the start of what it prints on stdout or stderr.
+    struct Case {
+        std::vector<std::string> args;
+        int code;
+        std::string says;
+    };
+    const std::vector<Case> cases{
+        {{"-s", "weights"}, 0, "attntrace · plain mode · 6 tokens"},  // the built-in example, with the note
+        {{"--summary"}, 0, "attntrace · plain mode · summary of 6 queries"},
+        {{"decode", "--step", "2"}, 0, "attntrace decode · causal mode · 6 tokens"},  // decode's default example
+        {{"similarity"}, 2, "attntrace: error: attntrace similarity needs INPUT"},
+        {{"compare", "-t", "a"}, 2, "attntrace: error: attntrace compare needs A"},
+        {{"check-answers"}, 2, "attntrace: error: attntrace check-answers needs INPUT"},
+        {{"quiz", "-n", "1"}, 1, "no answer: the answers ended, so the quiz stops after 0 of 1 rounds"},
+        {{"generate", "-n", "2", "-d", "1"}, 0, "{"},
+    };
+    std::string cell = "import json, subprocess\nresults = []\n";
+    for (const Case& c : cases) {
+        std::vector<std::string> quoted{fmt::format("\"{}\"", ATTNTRACE_BINARY)};
+        for (const auto& arg : c.args) quoted.push_back(fmt::format("\"{}\"", arg));
+        cell += fmt::format("r = subprocess.run([{}], capture_output=True, text=True)\n"
+                            "results.append({{\"code\": r.returncode, \"out\": r.stdout, \"err\": r.stderr}})\n",
+                            fmt::join(quoted, ", "));
+    }
+    cell += "print(json.dumps(results))\n";
+    const auto r = run_cell(cell);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const json results = json::parse(r.out);
+    REQUIRE(results.size() == cases.size());
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        INFO(fmt::format("{}", fmt::join(cases[i].args, " ")));
+        const json& got = results[i];
+        CHECK(got["code"] == cases[i].code);
+        const std::string out = got["out"], err = got["err"];
+        CHECK_THAT(out + err, Contains(cases[i].says));
+        if (i < 2) CHECK(err == empty_stdin_note);  // the trace says which input it took
+        else if (cases[i].code != 2) CHECK(err.empty());
+    }
 }
 
 TEST_CASE("the pandas recipe of docs/output-formats.md runs in a notebook", "[notebooks][csv][pandas][stdin]") {

@@ -538,7 +538,7 @@ TEST_CASE("svg: the svg-stage option refuses what is not a query by key matrix",
         CHECK(r.exit_code == 2);
         CHECK(r.out.empty());
         if (!message.empty()) CHECK(r.err == message);
-        else CHECK_THAT(r.err, Catch::StartsWith("attntrace: error: --svg-stage requires --svg"));
+        else CHECK_THAT(r.err, Catch::StartsWith("attntrace: error: --svg-stage NAME needs --svg FILE"));
         CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
         CHECK(folder.names().empty());
     }
