@@ -5,6 +5,7 @@
 #include "support/cli.hpp"
 
 #include "support/catch.hpp"
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -410,4 +411,96 @@ TEST_CASE("the portable binary runs the widest copy of the kernels this CPU has,
             CHECK(r.out == cli::run(args, "", {{"COLUMNS", ""}}).out);
         }
     }
+}
+
+namespace {
+
+// The words of `text`, split at white space.
+std::vector<std::string> words_in(const std::string& text) {
+    std::vector<std::string> words;
+    std::istringstream in(text);
+    for (std::string word; in >> word;) words.push_back(word);
+    return words;
+}
+
+}  // namespace
+
+TEST_CASE("the program is built with the distribution's hardening flags", "[install][hardening]") {
+    // What Debian's dpkg-buildflags gives with every hardening feature on, less what is not
+    // hardening (-g, -O2, the file prefix map, -Wdate-time): each flag must be in the compile
+    // command of every file of the program, and in none of the tests' own (compiled at -O0,
+    // where _FORTIFY_SOURCE does nothing but warn).
+    std::vector<std::string> wanted;
+    for (const char* variable : {"CXXFLAGS", "CPPFLAGS"}) {
+        const auto r = cli::run_program({"dpkg-buildflags", "--get", variable}, "",
+                                        {{"DEB_BUILD_MAINT_OPTIONS", "hardening=+all"}});
+        REQUIRE(r.exit_code == 0);  // dpkg-dev, which `make test` installs
+        for (const std::string& flag : words_in(r.out))
+            if (flag != "-g" && !flag.starts_with("-O") && !flag.starts_with("-ffile-prefix-map") && flag != "-Wdate-time")
+                wanted.push_back(flag);
+    }
+    INFO(joined(wanted));
+    for (const char* flag : {"-fstack-protector-strong", "-D_FORTIFY_SOURCE=2", "-Wformat", "-Werror=format-security"})
+        CHECK(std::find(wanted.begin(), wanted.end(), flag) != wanted.end());
+    const nlohmann::json commands = nlohmann::json::parse(cli::read_file(build_dir + "/compile_commands.json"));
+    std::size_t program_files = 0, test_files = 0;
+    for (const auto& entry : commands) {
+        const std::string file = entry["file"], command = entry["command"];
+        const std::vector<std::string> flags = words_in(command);
+        const auto has = [&](const std::string& flag) { return std::find(flags.begin(), flags.end(), flag) != flags.end(); };
+        INFO(file);
+        if (file.find("/tests/") != std::string::npos) {
+            if (file.find("/tests/test_") == std::string::npos) continue;
+            CHECK_FALSE(has("-D_FORTIFY_SOURCE=2"));
+            ++test_files;
+            continue;
+        }
+        for (const std::string& flag : wanted) {
+            INFO(flag);
+            CHECK(has(flag));
+        }
+        ++program_files;
+    }
+    CHECK(program_files >= 10);
+    CHECK(test_files >= 10);
+    // And what the link made of them, read off the binary: bound at start (-z now, dpkg's
+    // bindnow), a read-only segment for the relocations (-z relro), position-independent (PIE),
+    // stack canaries and the C library's checked functions called.
+    const std::string program = ATTNTRACE_BINARY;
+    const auto dynamic = cli::run_program({"readelf", "-d", "-W", program});
+    CHECK_THAT(dynamic.out, Contains("BIND_NOW") || Contains("Flags: NOW"));
+    CHECK_THAT(dynamic.out, Contains("PIE"));
+    CHECK_THAT(cli::run_program({"readelf", "-l", "-W", program}).out, Contains("GNU_RELRO"));
+    const std::string symbols = cli::run_program({"readelf", "--dyn-syms", "-W", program}).out;
+    CHECK_THAT(symbols, Contains("__stack_chk_fail"));
+    static const std::regex checked(R"(__[a-z]+_chk\b)");
+    CHECK(std::distance(std::sregex_iterator(symbols.begin(), symbols.end(), checked), std::sregex_iterator()) >= 2);
+}
+
+TEST_CASE("the Debian package passes lintian without errors", "[install][lintian]") {
+    const cli::TempDir out;
+    const auto packed = cli::run_program({"cpack", "-G", "DEB", "-B", out.path(), "--config", build_dir + "/CPackConfig.cmake"});
+    INFO(packed.out << packed.err);
+    REQUIRE(packed.exit_code == 0);
+    std::string deb;
+    for (const auto& entry : fs::directory_iterator(out.path()))
+        if (entry.path().extension() == ".deb") deb = entry.path();
+    REQUIRE(!deb.empty());
+    // lintian (which `make test` installs), its tags one a line: "E: attntrace: TAG …" for an error.
+    const auto r = cli::run_program({"lintian", "--no-tag-display-limit", deb});
+    INFO(r.out << r.err);
+    REQUIRE(r.err.find("not found") == std::string::npos);
+    std::vector<std::string> errors;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);)
+        if (line.starts_with("E: ")) errors.push_back(line);
+    CHECK(errors.empty());
+    CHECK(r.exit_code == 0);
+    // The two it reported before: a maintainer address that reaches no one, and no changelog.
+    CHECK_THAT(cli::run_program({"dpkg-deb", "-f", deb, "Maintainer"}).out, !Contains("localhost"));
+    CHECK_THAT(cli::run_program({"dpkg-deb", "-c", deb}).out, Contains("./usr/share/doc/attntrace/changelog.gz"));
+    // The change log is this version's, in Debian's format (dpkg's own parser reads it).
+    const auto parsed = cli::run_program({"dpkg-parsechangelog", "-l", build_dir + "/debian/changelog", "-S", "Version"});
+    CHECK(parsed.exit_code == 0);
+    CHECK(parsed.out == version + "\n");
 }
