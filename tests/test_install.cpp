@@ -215,6 +215,8 @@ comp attntrace -f ''
 comp attntrace -s scores,w
 comp attntrace similarity --s
 comp attntrace compare example:big_dream example:big_mistake --mode ''
+comp attntrace help de
+comp attntrace h
 )";
     const auto r = cli::run_program({"bash", "-c", program, "bash", script});
     INFO(r.err);
@@ -222,7 +224,7 @@ comp attntrace compare example:big_dream example:big_mistake --mode ''
     std::istringstream lines(r.out);
     std::vector<std::string> got;
     for (std::string line; std::getline(lines, line);) got.push_back(line);
-    REQUIRE(got.size() == 10);
+    REQUIRE(got.size() == 12);
     CHECK(got[0] == "complete -F _attntrace attntrace");
     CHECK(got[1] == "bahdanau causal plain self");
     CHECK(got[2] == "causal");
@@ -233,6 +235,8 @@ comp attntrace compare example:big_dream example:big_mistake --mode ''
     CHECK(got[7] == "scores,weights");
     CHECK(got[8] == "--shade --svg");
     CHECK(got[9] == "bahdanau causal plain self");
+    CHECK(got[10] == "decode");  // attntrace help COMMAND
+    CHECK(got[11] == "help");
 }
 
 TEST_CASE("fish completes options, modes and example names from the installed script", "[install]") {
@@ -257,6 +261,7 @@ TEST_CASE("fish completes options, modes and example names from the installed sc
     CHECK(complete("attntrace --mo") == "--mode");
     CHECK(complete("attntrace simi") == "similarity");
     CHECK(complete("attntrace similarity --s") == "--shade --svg");
+    CHECK(complete("attntrace help de") == "decode");
     // The menu's descriptions keep the help's words: an apostrophe as ’, a colon as a dash.
     const auto described = cli::run_program(
         {"fish", "--no-config", "-c", "source $argv[1]; complete -C 'attntrace --position-o'", script}, "", env);

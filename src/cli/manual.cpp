@@ -313,8 +313,15 @@ _attntrace() {{
         const bool takes_input = std::any_of(c.options.begin(), c.options.end(), [](const OptionDoc& o) {
             return o.flags.empty() && o.completes == Completes::input;
         });
-        out += fmt::format("        if [[ $cur == -* || {} == 0 ]]; then _attntrace_words \"{}\"; else _attntrace_inputs; fi\n        ;;\n",
-                           takes_input ? 1 : 0, words(all_flags(c)));
+        // A positional of a few names (help's COMMAND): those names.
+        const auto chosen = std::find_if(c.options.begin(), c.options.end(), [](const OptionDoc& o) {
+            return o.flags.empty() && o.completes == Completes::choice;
+        });
+        const std::string argument = chosen != c.options.end()
+                                         ? fmt::format("_attntrace_words \"{}\"", words(offered(*chosen, doc)))
+                                         : std::string("_attntrace_inputs");
+        out += fmt::format("        if [[ $cur == -* || {} == 0 ]]; then _attntrace_words \"{}\"; else {}; fi\n        ;;\n",
+                           takes_input || chosen != c.options.end() ? 1 : 0, words(all_flags(c)), argument);
     }
     out += "    *)\n        case $prev in\n";
     bash_values(out, doc.main, doc, "            ");
@@ -404,6 +411,8 @@ complete -c attntrace -f
                     std::string inputs = "-";
                     for (const auto& name : doc.example_names) inputs += " example:" + name;
                     out += fmt::format("{} -k -a '(__fish_complete_suffix .json)'\n{} -a '{}'\n", line, line, inputs);
+                } else if (o.completes == Completes::choice) {
+                    out += fmt::format("{} -a '{}'\n", line, words(offered(o, doc)));
                 }
                 continue;
             }
