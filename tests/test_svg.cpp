@@ -559,7 +559,8 @@ TEST_CASE("svg: the svg-stage option refuses what is not a query by key matrix",
          "attntrace: error: --svg-stage: the context stage is not a matrix over (query, key) pairs; " + choices + "\n"},
         {{"example:black_cat_fr", "--svg", path, "--svg-stage", "encoder_states"},
          "attntrace: error: --svg-stage: the encoder_states stage is not a matrix over (query, key) pairs; " + choices + "\n"},
-        {{"--svg", path, "--svg-stage", "weight"}, "attntrace: error: --svg-stage: no stage named \"weight\"; " + choices + "\n"},
+        {{"--svg", path, "--svg-stage", "weight"},
+         "attntrace: error: --svg-stage: no stage named \"weight\" (did you mean weights?); " + choices + "\n"},
         {{"--svg-stage", "scores"}, ""},  // without --svg there is nothing to draw
         {{"--svg", path, "--svg-stage", "scores", "--summary"},
          "attntrace: error: --svg needs the full trace, which --summary does not build\n"},
@@ -570,7 +571,7 @@ TEST_CASE("svg: the svg-stage option refuses what is not a query by key matrix",
         CHECK(r.exit_code == 2);
         CHECK(r.out.empty());
         if (!message.empty()) CHECK(r.err == message);
-        else CHECK_THAT(r.err, Catch::StartsWith("attntrace: error: --svg-stage requires --svg"));
+        else CHECK_THAT(r.err, Catch::StartsWith("attntrace: error: --svg-stage NAME needs --svg FILE"));
         CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
         CHECK(folder.names().empty());
     }

@@ -4,6 +4,7 @@
 #include "attention/modes.hpp"
 #include "attention/numeric.hpp"
 #include "core/error.hpp"
+#include "util/suggest.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
@@ -20,7 +21,9 @@ Eigen::Index find_token(const Trace& t, const std::string& token) {
     const std::string folded = fold_case(token);
     for (std::size_t i = 0; i < t.tokens.size(); ++i)
         if (fold_case(t.tokens[i]) == folded) return static_cast<Eigen::Index>(i);
-    throw UsageError(fmt::format("--token: \"{}\" does not occur in {} (tokens: {})", printable(token), t.origin,
+    const auto near = likely_typo(token, t.tokens.size(), [&](std::size_t i) { return std::string_view(t.tokens[i]); });
+    throw UsageError(fmt::format("--token: \"{}\" does not occur in {}{} (tokens: {})", printable(token), t.origin,
+                                 near ? fmt::format(" (did you mean {}?)", printable(*near, 24)) : "",
                                  bounded_list(t.tokens)));
 }
 

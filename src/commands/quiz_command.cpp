@@ -622,7 +622,8 @@ void write_json(const QuizRequest& request, const std::vector<Run>& runs, const 
         j["col_token"] = cell ? nlohmann::ordered_json(stage.cols[static_cast<std::size_t>(q.col)]) : nlohmann::ordered_json(nullptr);
         j["question"] = q.text;
         j["expected"] = number_or_null(q.expected, q.expected_masked);
-        j["answer"] = r.verdict == Verdict::unanswered ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.answer.text);
+        j["answer"] = r.verdict == Verdict::unanswered ? nlohmann::ordered_json(nullptr)
+                                                       : nlohmann::ordered_json(printable(r.answer.text, 4096));  // valid UTF-8
         j["verdict"] = verdict_name(r.verdict);
         j["tolerance"] = r.answer.form == Answer::Form::number && r.verdict != Verdict::unanswered && !q.expected_masked
                              ? nlohmann::ordered_json(tolerance_for(r.answer.decimals, q.expected, trace.dtype))
@@ -691,7 +692,8 @@ int quiz(const QuizRequest& request, const QuizTerminal& terminal, std::ostream&
             const std::optional<std::string> line = answers.next();
             if (!line) break;
             Answer a = read_answer(*line);
-            if (!json && terminal.echo) out << (a.text.empty() ? "your answer:" : "your answer: " + a.text) << '\n';
+            // As written, made printable: a line typed or piped may hold escape sequences.
+            if (!json && terminal.echo) out << (a.text.empty() ? "your answer:" : "your answer: " + printable(a.text, 200)) << '\n';
             if (a.form == Answer::Form::unreadable && typed) {
                 put_wrapped(out, fmt::format("\"{}\" is not a number: type one such as 0.25, -inf for a masked score, or "
                                              "? to skip",
