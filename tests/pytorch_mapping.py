@@ -4,9 +4,11 @@
     /usr/bin/python3 tests/pytorch_mapping.py [--attntrace build/attntrace] [--seed 0]
 
 Needs Debian's python3-torch (tests/perf/README.md); not part of `make test`. Two layers, in
-float64, causal, without biases:
+float64, causal, without biases, and the first again with its biases:
   - torch.nn.MultiheadAttention(8, 2): W_q, W_k, W_v are in_proj_weight's three blocks of rows,
-    transposed, and W_o is out_proj.weight transposed;
+    transposed, and W_o is out_proj.weight transposed; with bias=True, b_q, b_k, b_v are
+    in_proj_bias's three blocks and b_o is out_proj.bias (drawn at random here: PyTorch starts
+    them at zero);
   - a grouped-query layer of four Linear layers (q_proj, k_proj, v_proj, o_proj, as in
     Hugging Face's LLaMA, without its rotary positions), 4 query heads sharing 2 key/value
     heads the way LLaMA's repeat_kv shares them: each weight transposed, "kv_heads": 2.
@@ -65,6 +67,20 @@ def main():
                "weights": {"query": W[0:d].T.tolist(), "key": W[d:2 * d].T.tolist(),
                            "value": W[2 * d:3 * d].T.tolist(), "output": mha.out_proj.weight.T.tolist()}}
     worst = compare("nn.MultiheadAttention, 2 heads", trace(args.attntrace, doc), out[0], per_head[0])
+
+    mha = torch.nn.MultiheadAttention(d, H, bias=True, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_bias.copy_(torch.randn(3 * d, dtype=torch.float64))
+        mha.out_proj.bias.copy_(torch.randn(d, dtype=torch.float64))
+        out, per_head = mha(x[None], x[None], x[None], attn_mask=hidden, average_attn_weights=False)
+        W, b = mha.in_proj_weight, mha.in_proj_bias
+        doc = {"tokens": tokens, "embeddings": x.tolist(), "heads": H,
+               "weights": {"query": W[0:d].T.tolist(), "key": W[d:2 * d].T.tolist(),
+                           "value": W[2 * d:3 * d].T.tolist(), "output": mha.out_proj.weight.T.tolist(),
+                           "query_bias": b[0:d].tolist(), "key_bias": b[d:2 * d].tolist(),
+                           "value_bias": b[2 * d:3 * d].tolist(), "output_bias": mha.out_proj.bias.tolist()}}
+    worst = max(worst, compare("nn.MultiheadAttention with biases, 2 heads", trace(args.attntrace, doc), out[0],
+                               per_head[0]))
 
     H, G, d_head = 4, 2, 2
     q_proj = torch.nn.Linear(d, H * d_head, bias=False, dtype=torch.float64)

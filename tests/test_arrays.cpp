@@ -268,7 +268,7 @@ TEST_CASE("bad array inputs get one clear error line", "[arrays]") {
           "no layer 7 of GPT-2's tensors (h.7.attn.c_attn.weight); the layers here: 0–1");
     fails({at("gpt2.safetensors"), "--from", "gpt2", "--layer", "0"}, 1, "no array \"hidden_states\"");
     fails({at("gpt2.safetensors")}, 1, "holds GPT-2's tensors (h.0.attn.c_attn.weight): read them with --from gpt2 --layer L");
-    fails({at("layer.npz"), "--layer", "1"}, 2, "--layer requires --from");
+    fails({at("layer.npz"), "--layer", "1"}, 2, "--layer L needs --from gpt2");
     // More rows than the limit on tokens: refused before a label is made for each. A .npy
     // of 2,000,000 × 1 float16 zeros, laid out here byte by byte (version 1.0).
     {

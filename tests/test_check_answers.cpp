@@ -2,6 +2,7 @@
 // here, by a naive pipeline of plain loops written for this test, and the answers it gives must
 // be diagnosed as that mistake; right answers (the equivalent way of masking among them) pass.
 #include "support/cli.hpp"
+#include "support/limited.hpp"
 #include "support/naive.hpp"
 
 #include "support/catch.hpp"
@@ -352,4 +353,67 @@ TEST_CASE("check-answers refuses bad answers with one error line and nothing on 
     const auto usage = cli::run({"check-answers", "example:teacher_smiled"});
     CHECK(usage.exit_code == 2);
     CHECK(usage.out.empty());
+}
+
+TEST_CASE("check-answers tries the one fill a learner wrote in the hidden scores, and not every number written there",
+          "[check-answers]") {
+    Fixture f(1);
+    // The hidden scores set to -5, a fill of the learner's own: named, with that number.
+    const Stages filled = naive_run(f, 1, "finite_fill", -5);
+    const Checked c = check(f, fmt::format(R"({{"masked": {}, "weights": {}}})", answer_text(filled.masked),
+                                           answer_text(filled.weights)),
+                            {});
+    REQUIRE(c.result.exit_code == 1);
+    CHECK_THAT(c.result.out, Contains("masked: differs at row 1 (a), column 2 (b): expected hidden (−∞), given -5.000000\n"));
+    CHECK_THAT(c.result.out, Contains("Likely cause (finite_fill), reproducing all 25 numbers given: the hidden scores "
+                                      "were set to -5 instead of −∞"));
+    CHECK_THAT(c.result.out, Contains("weights: differs at row 1 (a), column 1 (a)"));
+    // Different numbers in every hidden cell are no fill: nothing is named, the row is worked through.
+    Grid scattered = filled.masked;
+    for (std::size_t i = 0; i < scattered.size(); ++i)
+        for (std::size_t j = i + 1; j < scattered.size(); ++j) scattered[i][j] = -5.0 - static_cast<double>(i * 5 + j);
+    const Checked none = check(f, fmt::format(R"({{"masked": {}}})", answer_text(scattered)));
+    REQUIRE(none.result.exit_code == 1);
+    CHECK(none.doc.at("stages").at(0).at("diagnosis").is_null());
+}
+
+TEST_CASE("check-answers of a masked stage with thousands of different fills stays within --max-memory", "[check-answers]") {
+    // Issue 29: 100 causal tokens, 4,950 hidden scores each written as a number of its own.
+    cli::TempDir dir;
+    const auto generated = cli::run({"generate", "-n", "100", "-d", "4", "-o", dir / "input.json"});
+    REQUIRE(generated.exit_code == 0);
+    std::string rows;
+    std::size_t distinct = 0;
+    for (std::size_t i = 0; i < 100; ++i) {
+        std::vector<std::string> cells;
+        for (std::size_t j = 0; j < 100; ++j)
+            cells.push_back(j > i ? fmt::format("{:.4f}", -1.0 - 0.001 * static_cast<double>(distinct++)) : "0.0000");
+        rows += fmt::format("{}[{}]", i ? ", " : "", fmt::join(cells, ", "));
+    }
+    REQUIRE(distinct == 4950);
+    std::ofstream(dir / "answers.json") << fmt::format(R"({{"masked": [{}]}})", rows);
+    const auto r = limited::run({"check-answers", dir / "input.json", dir / "answers.json", "-m", "causal", "-f", "json",
+                                 "--max-memory", "64M"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 1);
+    CHECK(r.err.empty());
+    const json doc = json::parse(r.out);
+    CHECK(doc.at("stages").at(0).at("agree") == false);
+    CHECK(doc.at("stages").at(0).at("diagnosis").is_null());
+    INFO("peak " << r.peak_kib << " KiB");
+    CHECK(r.peak_kib < 64 * 1024);
+    // The memory of the recomputations is charged to --max-memory: a run far too large for it is refused first.
+    const auto refused = cli::run({"check-answers", dir / "input.json", dir / "answers.json", "-m", "causal",
+                                   "--max-memory", "1M"});
+    CHECK(refused.exit_code == 1);
+    CHECK(refused.out.empty());
+    CHECK_THAT(refused.err, Contains("checking answers against a trace of this size needs about"));
+    // And their time to --max-time: 1000 tokens of 16 numbers, each of about two dozen passes
+    // of 1000 × 1000 scores (about 45 million operations, 1.5 ns each: about 1.8 s).
+    const auto longer = cli::run({"generate", "-n", "1000", "-d", "16", "-o", dir / "long.json"});
+    REQUIRE(longer.exit_code == 0);
+    const auto slow = cli::run({"check-answers", dir / "long.json", dir / "answers.json", "-m", "causal", "--max-time", "1"});
+    CHECK(slow.exit_code == 1);
+    CHECK(slow.out.empty());
+    CHECK_THAT(slow.err, Contains("(and, where a stage differs, against each known mistake) takes about"));
 }

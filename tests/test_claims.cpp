@@ -174,8 +174,8 @@ TEST_CASE("the explanation says whether softmax sharpened the weights on this ru
     CHECK(a.row == "smiled");
     CHECK(a.by_sum == Approx(0.348).margin(5e-4));
     CHECK_THAT(explanation_of(smiled, "weights"),
-               Contains(fmt::format("softmax gives the top key less weight than dividing by the row sum, in all 12 rows "
-                                    "without negative scores: the scores differ too little for it to sharpen; for "
+               Contains(fmt::format("softmax gives the top key less weight than dividing by the row sum, in all 12 rows: "
+                                    "the scores differ too little for it to sharpen; for "
                                     "\"smiled\", {:.4g} by softmax against {:.4g} by the sum.",
                                     a.by_softmax, a.by_sum)));
     CHECK_THAT(explanation_of(smiled, "weights"), !Contains("sharpens the differences"));
@@ -184,8 +184,8 @@ TEST_CASE("the explanation says whether softmax sharpened the weights on this ru
     const Contrast b = contrast(fr);
     REQUIRE(b.higher == 4);
     CHECK_THAT(explanation_of(fr, "weights"),
-               Contains(fmt::format("softmax gives the top key more weight than dividing by the row sum, in all 4 rows "
-                                    "without negative scores: the scores differ enough for it to sharpen; for \"{}\", "
+               Contains(fmt::format("softmax gives the top key more weight than dividing by the row sum, in all 4 rows: "
+                                    "the scores differ enough for it to sharpen; for \"{}\", "
                                     "{:.4g} by softmax against {:.4g} by the sum.",
                                     b.row, b.by_softmax, b.by_sum)));
     // The lecture's example: some rows each way.
@@ -194,8 +194,7 @@ TEST_CASE("the explanation says whether softmax sharpened the weights on this ru
     REQUIRE(c.higher > 0);
     REQUIRE(c.lower > 0);
     CHECK_THAT(explanation_of(journey, "weights"),
-               Contains(fmt::format("more weight than dividing by the row sum in {} of the {} rows without negative "
-                                    "scores and less in {}",
+               Contains(fmt::format("more weight than dividing by the row sum in {} of the {} rows and less in {}",
                                     c.higher, c.compared, c.lower)));
     // Negative scores: no comparison is made.
     const json self = run_json({"-m", "self", "--explain", "-s", "masked,weights"});

@@ -275,7 +275,7 @@ TEST_CASE("decode --step shows one step and the summary still counts every step"
     CHECK(d["dot_products"]["recomputed"] == 90);
     const auto r = cli::run({"decode", "example:your_journey", "--step", "4"}, "", {{"NO_COLOR", "1"}, {"COLUMNS", ""}});
     REQUIRE(r.exit_code == 0);
-    CHECK_THAT(r.out, Contains("step 3 of 5 · position 4 · \"with\" · the cache now holds 4 tokens"));
+    CHECK_THAT(r.out, Contains("step 4 (of steps 2–6) · \"with\" · the cache now holds 4 tokens"));
     CHECK_THAT(r.out, Contains("dot products of the query with keys: 4 with the cache, against 16 recomputing"));
     CHECK_THAT(r.out, Contains("20 with the cache (i at step i) against 90 recomputing"));
     CHECK_THAT(r.out, Contains("4.5 times as many"));
@@ -325,7 +325,7 @@ TEST_CASE("the KV cache bytes follow 2 · layers · H_kv · d_head · bytes · t
 TEST_CASE("decode in every format and with --explain", "[decode]") {
     const auto md = cli::run({"decode", "example:your_journey", "-f", "markdown", "--step", "2"});
     REQUIRE(md.exit_code == 0);
-    CHECK_THAT(md.out, Contains("# step 1 of 5 · position 2 · \"journey\""));
+    CHECK_THAT(md.out, Contains("# step 2 (of steps 2–6) · \"journey\""));
     const auto csv = cli::run({"decode", "example:your_journey", "-f", "csv", "--step", "2"});
     REQUIRE(csv.exit_code == 0);
     CHECK(csv.out.rfind("position,token,head,kv_head,key_position,key,score,scaled,weight\n", 0) == 0);

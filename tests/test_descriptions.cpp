@@ -446,7 +446,7 @@ TEST_CASE("where an example has no description for the mode, the run withholds i
     const auto compare = cli::run({"compare", "example:big_dream", "example:big_mistake", "--token", "big", "-m", "causal"});
     REQUIRE(compare.exit_code == 0);
     CHECK_THAT(compare.out, !Contains("takes on hope"));
-    CHECK_THAT(compare.out, Contains("note on A: causal mode hides the tokens after \"big\" from it (dream)"));
+    CHECK_THAT(compare.out, Contains("note on A: the causal mask hides the token after \"big\" (dream) from it: weight 0"));
     CHECK_THAT(compare.out, Contains("note on A: weights generated from seed 123 (splitmix64), not learned"));
     // similarity has a description of its own, or says it has none.
     CHECK_THAT(cli::run({"similarity", "example:fruit_and_pets"}).out, Contains("apple and orange point almost"));

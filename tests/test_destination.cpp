@@ -3,6 +3,7 @@
 // and --svg, standard input is read when no INPUT is named and something is piped in, and
 // size options take their suffixes in any case.
 #include "support/cli.hpp"
+#include "support/error_line.hpp"
 
 #include "util/memory.hpp"
 
@@ -139,16 +140,20 @@ TEST_CASE("with no INPUT and nothing piped in (a terminal, /dev/null), the built
     CHECK_THAT(cli::run_in_terminal({"-s", "weights"}).out, Contains("example:your_journey"));
 }
 
-TEST_CASE("an empty pipe with no INPUT is an error that says stdin was read", "[destination][cli]") {
+TEST_CASE("an empty or blank standard input with no INPUT is no input: the built-in example, and a note",
+          "[destination][cli]") {
+    // A notebook's kernel gives every command an empty pipe; a blank file is as empty.
+    const auto example = cli::run({"-s", "weights"});
     for (const std::string empty : {" ", "\n", " \t\r\n"}) {
-        const auto r = cli::run({}, empty);
-        CHECK(r.exit_code == 1);
-        CHECK(r.out.empty());
+        const auto r = cli::run({"-s", "weights"}, empty);
+        CHECK(r.exit_code == 0);
+        CHECK(r.out == example.out);
         CHECK(r.err ==
-              "attntrace: error: standard input is empty: with no INPUT named, attntrace reads standard input when it is "
-              "a pipe or a file, as jq does; name a file, example:NAME or --example NAME, or redirect from /dev/null for "
-              "the built-in example\n");
+              "attntrace: note: standard input is empty, so this is the built-in example your_journey (name an INPUT, "
+              "or pipe one in, to trace your own)\n");
     }
+    // The note comes only with a run that succeeds: a refusal is still its one line.
+    cli::require_error_line(cli::run({"-q", "nobody"}, "\n"), 2, "--query: \"nobody\" is neither a token");
 }
 
 TEST_CASE("sizes take their suffix in any case, always in binary units", "[destination][limits]") {

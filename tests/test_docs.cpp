@@ -94,7 +94,7 @@ std::string without_rounding_residuals(const Shown& shown, const std::string& te
     static const std::vector<std::pair<std::regex, std::string>> same_residual{
         {std::regex(R"( \(every row at once, by matrix products\): largest difference 0, to the last bit)"), " ≈ (ε)"},
         {std::regex(R"(: largest difference 0, to the last bit)"), " ≈ (ε)"},
-        {std::regex(R"( within 1e-12 of their size: largest difference ε(, not 0, because [^\n]*)?)"), " ≈ (ε)"},
+        {std::regex(R"( within 1e-12 of their size: largest difference ε(, not 0(, because|:) [^\n]*)?)"), " ≈ (ε)"},
         {std::regex(R"(\(largest difference 0\))"), "(largest difference ε)"},
         {std::regex(R"( to the last bit \(largest difference ε\))"), " within 1e-12 of their size (largest difference ε)"},
         {std::regex(R"(largest \|context − weights·values\| = 0,)"), "largest |context − weights·values| = ε,"},

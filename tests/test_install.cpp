@@ -5,6 +5,7 @@
 #include "support/cli.hpp"
 
 #include "support/catch.hpp"
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -93,12 +94,17 @@ std::set<std::string> long_options(const std::string& help) {
 }
 
 // The example command lines at the end of a --help ("Examples:", each command indented by two
-// spaces, what it shows by six).
+// spaces, what it shows by six), a command that goes on below (" \\") joined back into one.
 std::vector<std::string> example_commands(const std::string& help) {
     std::vector<std::string> commands;
     std::istringstream in(help.substr(help.find("\nExamples:\n")));
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind("  ", 0) == 0 && line.rfind("   ", 0) != 0) commands.push_back(line.substr(2));
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("  ", 0) != 0 || line.rfind("   ", 0) == 0) continue;
+        std::string command = line.substr(2);
+        while (command.ends_with(" \\") && std::getline(in, line))
+            command = command.substr(0, command.size() - 1) + line.substr(line.find_first_not_of(' '));
+        commands.push_back(command);
+    }
     return commands;
 }
 
@@ -209,6 +215,8 @@ comp attntrace -f ''
 comp attntrace -s scores,w
 comp attntrace similarity --s
 comp attntrace compare example:big_dream example:big_mistake --mode ''
+comp attntrace help de
+comp attntrace h
 )";
     const auto r = cli::run_program({"bash", "-c", program, "bash", script});
     INFO(r.err);
@@ -216,7 +224,7 @@ comp attntrace compare example:big_dream example:big_mistake --mode ''
     std::istringstream lines(r.out);
     std::vector<std::string> got;
     for (std::string line; std::getline(lines, line);) got.push_back(line);
-    REQUIRE(got.size() == 10);
+    REQUIRE(got.size() == 12);
     CHECK(got[0] == "complete -F _attntrace attntrace");
     CHECK(got[1] == "bahdanau causal plain self");
     CHECK(got[2] == "causal");
@@ -227,6 +235,8 @@ comp attntrace compare example:big_dream example:big_mistake --mode ''
     CHECK(got[7] == "scores,weights");
     CHECK(got[8] == "--shade --svg");
     CHECK(got[9] == "bahdanau causal plain self");
+    CHECK(got[10] == "decode");  // attntrace help COMMAND
+    CHECK(got[11] == "help");
 }
 
 TEST_CASE("fish completes options, modes and example names from the installed script", "[install]") {
@@ -251,6 +261,7 @@ TEST_CASE("fish completes options, modes and example names from the installed sc
     CHECK(complete("attntrace --mo") == "--mode");
     CHECK(complete("attntrace simi") == "similarity");
     CHECK(complete("attntrace similarity --s") == "--shade --svg");
+    CHECK(complete("attntrace help de") == "decode");
     // The menu's descriptions keep the help's words: an apostrophe as ’, a colon as a dash.
     const auto described = cli::run_program(
         {"fish", "--no-config", "-c", "source $argv[1]; complete -C 'attntrace --position-o'", script}, "", env);
@@ -405,4 +416,101 @@ TEST_CASE("the portable binary runs the widest copy of the kernels this CPU has,
             CHECK(r.out == cli::run(args, "", {{"COLUMNS", ""}}).out);
         }
     }
+}
+
+namespace {
+
+// The words of `text`, split at white space.
+std::vector<std::string> words_in(const std::string& text) {
+    std::vector<std::string> words;
+    std::istringstream in(text);
+    for (std::string word; in >> word;) words.push_back(word);
+    return words;
+}
+
+}  // namespace
+
+TEST_CASE("the program is built with the distribution's hardening flags", "[install][hardening]") {
+    // What Debian's dpkg-buildflags gives with every hardening feature on, less what is not
+    // hardening (-g, -O2, the file prefix map, -Wdate-time): each flag must be in the compile
+    // command of every file of the program, and in none of the tests' own (compiled at -O0,
+    // where _FORTIFY_SOURCE does nothing but warn).
+    std::vector<std::string> wanted;
+    for (const char* variable : {"CXXFLAGS", "CPPFLAGS"}) {
+        const auto r = cli::run_program({"dpkg-buildflags", "--get", variable}, "",
+                                        {{"DEB_BUILD_MAINT_OPTIONS", "hardening=+all"}});
+        REQUIRE(r.exit_code == 0);  // dpkg-dev, which `make test` installs
+        for (const std::string& flag : words_in(r.out))
+            if (flag != "-g" && !flag.starts_with("-O") && !flag.starts_with("-ffile-prefix-map") && flag != "-Wdate-time")
+                wanted.push_back(flag);
+    }
+    INFO(joined(wanted));
+    for (const char* flag : {"-fstack-protector-strong", "-D_FORTIFY_SOURCE=2", "-Wformat", "-Werror=format-security"})
+        CHECK(std::find(wanted.begin(), wanted.end(), flag) != wanted.end());
+    const nlohmann::json commands = nlohmann::json::parse(cli::read_file(build_dir + "/compile_commands.json"));
+    std::size_t program_files = 0, test_files = 0;
+    for (const auto& entry : commands) {
+        const std::string file = entry["file"], command = entry["command"];
+        const std::vector<std::string> flags = words_in(command);
+        const auto has = [&](const std::string& flag) { return std::find(flags.begin(), flags.end(), flag) != flags.end(); };
+        INFO(file);
+        if (file.find("/tests/") != std::string::npos) {
+            if (file.find("/tests/test_") == std::string::npos) continue;
+            CHECK_FALSE(has("-D_FORTIFY_SOURCE=2"));
+            ++test_files;
+            continue;
+        }
+        for (const std::string& flag : wanted) {
+            INFO(flag);
+            CHECK(has(flag));
+        }
+        ++program_files;
+    }
+    CHECK(program_files >= 10);
+    CHECK(test_files >= 10);
+    // And what the link made of them, read off the binary: bound at start (-z now, dpkg's
+    // bindnow), a read-only segment for the relocations (-z relro), position-independent (PIE),
+    // stack canaries and the C library's checked functions called.
+    const std::string program = ATTNTRACE_BINARY;
+    const auto dynamic = cli::run_program({"readelf", "-d", "-W", program});
+    CHECK_THAT(dynamic.out, Contains("BIND_NOW") || Contains("Flags: NOW"));
+    CHECK_THAT(dynamic.out, Contains("PIE"));
+    // libstdc++ first among the libraries it needs, so that the symbols bound at start are
+    // found in the first library searched (CMakeLists.txt: it makes up for -z now's cost).
+    const std::size_t needed = dynamic.out.find("(NEEDED)");
+    REQUIRE(needed != std::string::npos);
+    CHECK_THAT(dynamic.out.substr(needed, dynamic.out.find('\n', needed) - needed), Contains("[libstdc++.so.6]"));
+    CHECK_THAT(cli::run_program({"readelf", "-l", "-W", program}).out, Contains("GNU_RELRO"));
+    const std::string symbols = cli::run_program({"readelf", "--dyn-syms", "-W", program}).out;
+    CHECK_THAT(symbols, Contains("__stack_chk_fail"));
+    static const std::regex checked(R"(__[a-z]+_chk\b)");
+    CHECK(std::distance(std::sregex_iterator(symbols.begin(), symbols.end(), checked), std::sregex_iterator()) >= 2);
+}
+
+TEST_CASE("the Debian package passes lintian without errors", "[install][lintian]") {
+    const cli::TempDir out;
+    const auto packed = cli::run_program({"cpack", "-G", "DEB", "-B", out.path(), "--config", build_dir + "/CPackConfig.cmake"});
+    INFO(packed.out << packed.err);
+    REQUIRE(packed.exit_code == 0);
+    std::string deb;
+    for (const auto& entry : fs::directory_iterator(out.path()))
+        if (entry.path().extension() == ".deb") deb = entry.path();
+    REQUIRE(!deb.empty());
+    // lintian (which `make test` installs), its tags one a line: "E: attntrace: TAG …" for an error.
+    const auto r = cli::run_program({"lintian", "--no-tag-display-limit", deb});
+    INFO(r.out << r.err);
+    REQUIRE(r.err.find("not found") == std::string::npos);
+    std::vector<std::string> errors;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);)
+        if (line.starts_with("E: ")) errors.push_back(line);
+    CHECK(errors.empty());
+    CHECK(r.exit_code == 0);
+    // The two it reported before: a maintainer address that reaches no one, and no changelog.
+    CHECK_THAT(cli::run_program({"dpkg-deb", "-f", deb, "Maintainer"}).out, !Contains("localhost"));
+    CHECK_THAT(cli::run_program({"dpkg-deb", "-c", deb}).out, Contains("./usr/share/doc/attntrace/changelog.gz"));
+    // The change log is this version's, in Debian's format (dpkg's own parser reads it).
+    const auto parsed = cli::run_program({"dpkg-parsechangelog", "-l", build_dir + "/debian/changelog", "-S", "Version"});
+    CHECK(parsed.exit_code == 0);
+    CHECK(parsed.out == version + "\n");
 }

@@ -279,7 +279,7 @@ TEST_CASE("mask options that do not fit the run are refused", "[masks][cli]") {
     refused({"example:teacher_smiled_fr", "--window", "2"}, "--window applies to modes");
     refused({"-m", "causal", "--mask-fill", "-1e9", "--normalize", "sum"}, "--normalize sum has no softmax");
     refused({"-m", "causal", "--mask-fill", "big"}, "expected -inf, lowest or a number");
-    refused({"-m", "causal", "--mask-fill", "-1", "--mask-after-softmax"}, "excludes");
+    refused({"-m", "causal", "--mask-fill", "-1", "--mask-after-softmax"}, "do not go together");
     refused({"-m", "causal", "--mask-fill", "-1", "-q", "2"}, "--query works through the standard mask");
     refused({"-m", "causal", "--mask-fill", "-1e9", "--summary"}, "--summary masks the right way only");
     refused({"--window", "0"}, "--window");

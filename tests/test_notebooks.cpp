@@ -222,7 +222,7 @@ TEST_CASE("JSON Lines are refused without --summary and in the other commands", 
     CHECK(similarity.exit_code == 2);
     CHECK(similarity.out.empty());
     CHECK(similarity.err == "attntrace: error: --format: \"jsonl\" is not one of table, json, markdown, csv (did you "
-                            "mean json?) (see attntrace --help)\n");
+                            "mean json?) (see attntrace similarity --help)\n");
     CHECK(cli::run({"compare", "example:big_dream", "example:big_mistake", "-t", "big", "-f", "jsonl"}).exit_code == 2);
 }
 
@@ -276,4 +276,111 @@ TEST_CASE("JSON Lines: the first line arrives long before the run ends", "[noteb
     INFO("first line after " << first << " s, all 20000 after " << total << " s");
     CHECK(running_at_first_line);
     CHECK(first < total / 4);
+}
+
+namespace {
+
+// Runs `cell` (Python) with /usr/bin/python3 as a Jupyter kernel would (tests/notebooks/in_kernel.py:
+// standard input an empty pipe, inherited by what the cell starts).
+cli::Result run_cell(const std::string& cell) {
+    const cli::TempFile file(cell, "cell.py");
+    return cli::run_program({"/usr/bin/python3", std::string(ATTNTRACE_SOURCE_DIR) + "/tests/notebooks/in_kernel.py",
+                             file.path()});
+}
+
+const std::string empty_stdin_note =
+    "attntrace: note: standard input is empty, so this is the built-in example your_journey (name an INPUT, or pipe "
+    "one in, to trace your own)\n";
+
+}  // namespace
+
+TEST_CASE("in a notebook, an empty standard input is no input: the built-in example, said on stderr",
+          "[notebooks][stdin]") {
+    const std::string binary = ATTNTRACE_BINARY;
+    const auto r = run_cell(fmt::format(R"(import json, subprocess
+run = subprocess.run(["{0}", "-f", "json"], capture_output=True, text=True)
+piped = subprocess.run(["{0}", "-f", "json"], input='{{"sentence": "a b", "embeddings": {{"a": [1, 0], "b": [0, 1]}}}}',
+                       capture_output=True, text=True)
+print(json.dumps({{"code": run.returncode, "input": json.loads(run.stdout)["input"], "err": run.stderr,
+                  "piped_code": piped.returncode, "piped_input": json.loads(piped.stdout)["input"],
+                  "piped_err": piped.stderr}}))
+)",
+                                        binary));
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const json got = json::parse(r.out);
+    CHECK(got["code"] == 0);
+    CHECK(got["input"] == "example:your_journey");
+    CHECK(got["err"] == empty_stdin_note);
+    // Something piped is still read, and nothing is said.
+    CHECK(got["piped_code"] == 0);
+    CHECK(got["piped_input"] == "<stdin>");
+    CHECK(got["piped_err"] == "");
+    // The same run as with no standard input at all (/dev/null), byte for byte.
+    CHECK(json::parse(cli::run({"-f", "json"}).out)["input"] == "example:your_journey");
+}
+
+TEST_CASE("in a notebook, each command with no INPUT does what it does without one", "[notebooks][stdin]") {
+    // Each command, with its exit code and the start of what it prints on stdout or stderr.
+    struct Case {
+        std::vector<std::string> args;
+        int code;
+        std::string says;
+    };
+    const std::vector<Case> cases{
+        {{"-s", "weights"}, 0, "attntrace · plain mode · 6 tokens"},  // the built-in example, with the note
+        {{"--summary"}, 0, "attntrace · plain mode · summary of 6 queries"},
+        {{"decode", "--step", "2"}, 0, "attntrace decode · causal mode · 6 tokens"},  // decode's default example
+        {{"similarity"}, 2, "attntrace: error: attntrace similarity needs INPUT"},
+        {{"compare", "-t", "a"}, 2, "attntrace: error: attntrace compare needs A"},
+        {{"check-answers"}, 2, "attntrace: error: attntrace check-answers needs INPUT"},
+        {{"quiz", "-n", "1"}, 1, "no answer: the answers ended, so the quiz stops after 0 of 1 rounds"},
+        {{"generate", "-n", "2", "-d", "1"}, 0, "{"},
+    };
+    std::string cell = "import json, subprocess\nresults = []\n";
+    for (const Case& c : cases) {
+        std::vector<std::string> quoted{fmt::format("\"{}\"", ATTNTRACE_BINARY)};
+        for (const auto& arg : c.args) quoted.push_back(fmt::format("\"{}\"", arg));
+        cell += fmt::format("r = subprocess.run([{}], capture_output=True, text=True)\n"
+                            "results.append({{\"code\": r.returncode, \"out\": r.stdout, \"err\": r.stderr}})\n",
+                            fmt::join(quoted, ", "));
+    }
+    cell += "print(json.dumps(results))\n";
+    const auto r = run_cell(cell);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const json results = json::parse(r.out);
+    REQUIRE(results.size() == cases.size());
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        INFO(fmt::format("{}", fmt::join(cases[i].args, " ")));
+        const json& got = results[i];
+        CHECK(got["code"] == cases[i].code);
+        const std::string out = got["out"], err = got["err"];
+        CHECK_THAT(out + err, Contains(cases[i].says));
+        if (i < 2) CHECK(err == empty_stdin_note);  // the trace says which input it took
+        else if (cases[i].code != 2) CHECK(err.empty());
+    }
+}
+
+TEST_CASE("the pandas recipe of docs/output-formats.md runs in a notebook", "[notebooks][csv][pandas][stdin]") {
+    // The recipe as the docs give it, its path to attntrace made this build's, run as a cell.
+    const std::string doc = cli::read_file(std::string(ATTNTRACE_SOURCE_DIR) + "/docs/output-formats.md");
+    const std::size_t start = doc.find("```python\nimport pandas");
+    REQUIRE(start != std::string::npos);
+    const std::size_t body = doc.find('\n', start) + 1;
+    std::string recipe = doc.substr(body, doc.find("```", body) - body);
+    const std::size_t at = recipe.find("\"build/attntrace\"");
+    REQUIRE(at != std::string::npos);
+    recipe.replace(at, 17, fmt::format("\"{}\"", ATTNTRACE_BINARY));
+    const auto r = run_cell(recipe + "print(weights.to_json(orient=\"values\", double_precision=15))\n");
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    // The causal weights of the built-in example, as its JSON trace has them (masked entries 0).
+    const json weights = json::parse(r.out);
+    const json trace = trace_json::run_json({"-m", "causal", "-s", "weights"});
+    const json& expected = trace["stages"][0]["data"];
+    REQUIRE(weights.size() == expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        for (std::size_t j = 0; j < expected[i].size(); ++j)
+            CHECK(weights[i][j].get<double>() == Approx(expected[i][j].get<double>()).margin(1e-15));
 }

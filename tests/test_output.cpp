@@ -3,6 +3,8 @@
 // Outputs class itself where a test needs this process's own descriptors.
 #include "support/cli.hpp"
 #include "util/output.hpp"
+#include "util/progress.hpp"
+#include "util/utf8.hpp"
 
 #include "support/catch.hpp"
 #include <fmt/format.h>
@@ -16,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+using Catch::Contains;
 using Catch::StartsWith;
 
 namespace {
@@ -305,4 +308,96 @@ TEST_CASE("a hard link is broken by the rename, the path named gets the output",
     CHECK_THAT(cli::read_file(folder / "named.txt"), StartsWith("attntrace · plain mode"));
     CHECK(cli::read_file(folder / "other.txt") == "old");
     CHECK(std::filesystem::hard_link_count(folder / "other.txt") == 1);
+}
+
+TEST_CASE("the progress bar's clock: minutes and seconds, then hours", "[output][progress]") {
+    CHECK(attntrace::clock_text(0) == "0:00");
+    CHECK(attntrace::clock_text(0.4) == "0:00");
+    CHECK(attntrace::clock_text(59.4) == "0:59");
+    CHECK(attntrace::clock_text(61) == "1:01");
+    CHECK(attntrace::clock_text(3599) == "59:59");
+    CHECK(attntrace::clock_text(3661) == "1:01:01");
+    CHECK(attntrace::clock_text(-3) == "0:00");
+}
+
+TEST_CASE("the progress bar shows the time elapsed and an estimate of the time left", "[output][progress]") {
+    using Clock = attntrace::ProgressBar::Clock;
+    const Clock::time_point start{};
+    Clock::time_point now = start;
+    std::FILE* file = std::tmpfile();
+    REQUIRE(file != nullptr);
+    const auto drawn = [&] {
+        std::fflush(file);
+        std::string text(static_cast<std::size_t>(std::ftell(file)), '\0');
+        std::rewind(file);
+        text.resize(std::fread(text.data(), 1, text.size(), file));
+        std::fseek(file, 0, SEEK_END);
+        return text;
+    };
+    {
+        attntrace::ProgressBar bar("attention", {file, true, 120, [&] { return now; }});
+        // Under a second: nothing.
+        now = start + std::chrono::milliseconds(900);
+        bar.update(10, 100);
+        CHECK(drawn().empty());
+        // 30 of 100 after 1.5 s: 1.5 s elapsed (shown rounded, 0:02) and 70 more at that pace,
+        // 1.5 × 70 / 30 = 3.5 s (0:04). 30 % of 30 marks is 9.
+        now = start + std::chrono::milliseconds(1500);
+        bar.update(30, 100);
+        CHECK(drawn() == "\rattention [#########.....................]  30% · 0:02 elapsed · ETA 0:04\x1b[K");
+        // Within a tenth of a second of the last drawing: not drawn again.
+        now += std::chrono::milliseconds(50);
+        bar.update(40, 100);
+        CHECK(drawn().size() == std::string("\rattention [#########.....................]  30% · 0:02 elapsed · ETA 0:04\x1b[K").size());
+        // 80 of 100 after 12 s: ETA 12 × 20 / 80 = 3 s.
+        now = start + std::chrono::seconds(12);
+        bar.update(80, 100);
+        CHECK_THAT(drawn(), Contains("\rattention [########################......]  80% · 0:12 elapsed · ETA 0:03\x1b[K"));
+    }
+    // Erased at the end: the line as it was.
+    CHECK_THAT(drawn(), Catch::EndsWith("\r\x1b[K"));
+    std::fclose(file);
+    // Not a terminal: nothing at all.
+    std::FILE* quiet = std::tmpfile();
+    {
+        attntrace::ProgressBar bar("attention", {quiet, false, 120, [&] { return now; }});
+        now += std::chrono::seconds(5);
+        bar.update(1, 2);
+    }
+    CHECK(std::ftell(quiet) == 0);
+    std::fclose(quiet);
+}
+
+TEST_CASE("the progress bar fits the terminal: the bar narrows, then the time and the estimate go",
+          "[output][progress]") {
+    using attntrace::ProgressBar;
+    const std::string full = ProgressBar::line("attention", 30, 100, 1.5, 120);
+    CHECK(full == "attention [#########.....................]  30% · 0:02 elapsed · ETA 0:04");
+    // Every line one column short of the terminal at most (a full line would wrap on some).
+    for (std::size_t columns = 10; columns <= 120; ++columns) {
+        const std::string line = ProgressBar::line("attention", 30, 100, 1.5, columns);
+        INFO(columns << ": " << line);
+        CHECK((attntrace::display_width(line) < columns || line == "attention 30%"));
+    }
+    // 9 + 2 + 30 + 2 + 4 + 15 + 11 = 73 columns in all; in 70 (69 usable) the bar takes 26
+    // marks (7 of them filled); in 40, without the time, 11 (3); in 30, without the estimate too,
+    // 12 (3); in 20 no bar fits.
+    CHECK(ProgressBar::line("attention", 30, 100, 1.5, 70) ==
+          "attention [#######...................]  30% · 0:02 elapsed · ETA 0:04");
+    CHECK(ProgressBar::line("attention", 30, 100, 1.5, 40) == "attention [###........]  30% · ETA 0:04");
+    CHECK(ProgressBar::line("attention", 30, 100, 1.5, 30) == "attention [###.........]  30%");
+    CHECK(ProgressBar::line("attention", 30, 100, 1.5, 20) == "attention 30%");
+    // Done: no estimate.
+    CHECK(ProgressBar::line("attention", 100, 100, 7, 120) == "attention [##############################] 100% · 0:07 elapsed");
+}
+
+TEST_CASE("Ctrl-C while the progress bar shows erases its line", "[output][progress][signals]") {
+    // A summary of seconds on a terminal: once the bar shows its estimate, SIGINT (Ctrl-C).
+    const auto r = cli::run_in_terminal_until(cli::busy_run_args(), "ETA", SIGINT);
+    CHECK(r.exit_code == 128 + SIGINT);
+    const std::size_t bar = r.out.rfind("attention [");
+    REQUIRE(bar != std::string::npos);
+    // After the last drawing of the bar: the erasure, and nothing else (the summary was held).
+    const std::string after = r.out.substr(r.out.find("\x1b[K", bar) + 3);
+    CHECK(after == "\r\x1b[K");
 }

@@ -8,6 +8,11 @@
 
 #include "support/catch.hpp"
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 using namespace attntrace;
@@ -248,4 +253,119 @@ TEST_CASE("prose wraps at the width between words, never inside one", "[render][
         INFO(line);
         CHECK(opened % 3 == 0);  // each swatch: background, foreground, reset
     }
+}
+
+namespace {
+
+// Labels that are markup in Markdown, HTML or CSV, for the tests of every format below.
+const std::vector<std::string> markup_labels{"<script>alert(1)</script>", "<b>d</b>", "*x*", "_y_", "a,\"b\"", "c|d"};
+
+std::string markup_input(double shift) {
+    std::string tokens, embeddings;
+    for (std::size_t i = 0; i < markup_labels.size(); ++i) {
+        std::string quoted;
+        for (const char c : markup_labels[i]) quoted += c == '"' ? std::string("\\\"") : std::string(1, c);
+        tokens += fmt::format("{}\"{}\"", i ? ", " : "", quoted);
+        embeddings += fmt::format("{}[{}, {}]", i ? ", " : "", std::sin(1.0 + static_cast<double>(i)) + shift,
+                                  std::cos(2.0 * static_cast<double>(i)));
+    }
+    return fmt::format(R"({{"description": "see <i>this</i> *now*", "tokens": [{}], "embeddings": [{}]}})", tokens,
+                       embeddings);
+}
+
+// Markdown as a CommonMark renderer with GitHub's tables reads it (cmark-gfm, Debian's), raw
+// HTML let through (--unsafe): what a page would show.
+std::string rendered_html(const std::string& markdown) {
+    const cli::TempFile file(markdown, "page.md");
+    const auto r = cli::run_program({"cmark-gfm", "--unsafe", "-e", "table", file.path()});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);  // `make test` installs cmark-gfm
+    return r.out;
+}
+
+}  // namespace
+
+TEST_CASE("markdown keeps every label text in titles, prose and tables, in every command", "[render][markdown]") {
+    const cli::TempFile first(markup_input(0)), second(markup_input(0.5));
+    const std::string a = first.path(), b = second.path();
+    const std::vector<std::vector<std::string>> runs{
+        {a, "--explain"},
+        {a, "-m", "causal", "--explain", "-q", "2"},
+        {a, "-m", "self", "--heads", "2", "--explain"},
+        {a, "-m", "causal", "--summary", "--heads", "2", "--stage", "context"},
+        {"decode", a, "--explain"},
+        {"decode", a, "--step", "3", "--heads", "2", "--kv-heads", "1", "--explain"},
+        {"compare", a, b, "-t", "<b>d</b>"},
+        {"compare", a, b, "-t", "<b>d</b>", "-m", "self", "--heads", "2"},
+        {"similarity", a},
+    };
+    for (std::vector<std::string> args : runs) {
+        args.insert(args.end(), {"-f", "markdown"});
+        INFO(fmt::format("{}", fmt::join(args, " ")));
+        const auto r = cli::run(args);
+        INFO(r.err);
+        REQUIRE(r.exit_code == 0);
+        const std::string html = rendered_html(r.out);
+        // No element came from an input: the page's only tags are the renderer's own.
+        for (const char* tag : {"<script", "<b>", "<i>", "<em>x</em>", "<strong>x</strong>", "<em>y</em>", "<em>this</em>"}) {
+            INFO(tag);
+            CHECK_THAT(html, !Contains(tag));
+        }
+        // And the labels read as written: every one in a trace's tables, the word followed in a
+        // comparison.
+        CHECK_THAT(html, Contains("&lt;b&gt;d&lt;/b&gt;"));
+        const bool every_token = std::find(args.begin(), args.end(), "--step") == args.end();  // a step shows its own
+        if (every_token && (args.front() == a || args.front() == "decode" || args.front() == "similarity"))
+            for (const char* text : {"&lt;script&gt;alert(1)&lt;/script&gt;", "*x*", "_y_", "c|d"}) {
+                INFO(text);
+                CHECK_THAT(html, Contains(text));
+            }
+    }
+    // Where the issue found the labels raw: decode's cache titles, compare's titles, --explain's
+    // sentences. Each of them as text on the page.
+    const std::string decode = rendered_html(cli::run({"decode", a, "--explain", "-f", "markdown"}).out);
+    CHECK_THAT(decode, Contains("after appending k_&lt;b&gt;d&lt;/b&gt;"));
+    const std::string compare = rendered_html(cli::run({"compare", a, b, "-t", "<b>d</b>", "-f", "markdown"}).out);
+    CHECK_THAT(compare, Contains("The context vector of &quot;&lt;b&gt;d&lt;/b&gt;&quot; in each input"));
+    CHECK_THAT(compare, Contains("attntrace compare · &quot;&lt;b&gt;d&lt;/b&gt;&quot;"));
+}
+
+TEST_CASE("the other formats keep the same labels as text", "[render][formats]") {
+    const cli::TempFile first(markup_input(0)), second(markup_input(0.5));
+    const std::string a = first.path(), b = second.path();
+    // JSON: every label back as written.
+    const auto trace = cli::run({a, "-f", "json"});
+    REQUIRE(trace.exit_code == 0);
+    CHECK(nlohmann::json::parse(trace.out)["tokens"] == nlohmann::json(markup_labels));
+    const auto compare = cli::run({"compare", a, b, "-t", "<b>d</b>", "-f", "json"});
+    REQUIRE(compare.exit_code == 0);
+    CHECK_THAT(nlohmann::json::parse(compare.out).dump(), Contains("<b>d</b>"));
+    // CSV: the label with a comma and quotes quoted, quotes doubled (RFC 4180).
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{a, "-f", "csv"}, {a, "-f", "csv", "--tidy"}, {"similarity", a, "-f", "csv"},
+          {"decode", a, "-f", "csv"}}) {
+        INFO(fmt::format("{}", fmt::join(args, " ")));
+        const auto r = cli::run(args);
+        REQUIRE(r.exit_code == 0);
+        CHECK_THAT(r.out, Contains("\"a,\"\"b\"\"\""));
+        CHECK_THAT(r.out, !Contains(",a,\"b\","));
+    }
+    // SVG: well-formed XML, no element from a label, and the labels as text.
+    const cli::TempDir folder;
+    REQUIRE(cli::run({a, "--svg", folder / "trace.svg", "-o", folder / "trace.txt"}).exit_code == 0);
+    REQUIRE(cli::run({"similarity", a, "--svg", folder / "words.svg", "-o", folder / "words.txt"}).exit_code == 0);
+    for (const char* name : {"trace.svg", "words.svg"}) {
+        INFO(name);
+        const std::string svg = folder / name;
+        const auto well_formed = cli::run_program({"xmllint", "--noout", svg});
+        CHECK(well_formed.exit_code == 0);
+        const auto scripts = cli::run_program({"xmllint", "--xpath", "count(//*[local-name()='script' or local-name()='b'])", svg});
+        CHECK(scripts.out == "0\n");
+        CHECK_THAT(cli::read_file(svg), Contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    }
+    // The table: the labels as they are, nothing to escape in plain text, no control character.
+    const auto table = cli::run({a, "-s", "weights"});
+    REQUIRE(table.exit_code == 0);
+    CHECK_THAT(table.out, Contains("<b>d</b>") && Contains("a,\"b\"") && Contains("<script>alert(1)</scrip…"));
+    CHECK(table.out.find('\x1b') == std::string::npos);
 }

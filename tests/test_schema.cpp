@@ -122,6 +122,13 @@ TEST_CASE("every JSON document attntrace writes validates against its schema in 
         REQUIRE(r.exit_code == 1);
         batch.add(r.out, "check-answers");
     }
+    {  // two mistakes that give the same number: the diagnosis and its "also"
+        const cli::TempFile file(R"({"weights": {"cell": [1, 2], "value": 0.2}})", "answers.json");
+        const auto r = cli::run({"check-answers", "example:your_journey", file.path(), "-m", "causal", "-f", "json"});
+        REQUIRE(r.exit_code == 1);
+        REQUIRE(nlohmann::json::parse(r.out)["stages"][0]["diagnosis"].contains("also"));
+        batch.add(r.out, "check-answers");
+    }
     // quiz: every round answered (right, wrong with a mistake, skipped), and none.
     {
         const cli::TempFile answers("0.1350\n0.9422\n?\n-inf\nabc\n", "answers.txt");

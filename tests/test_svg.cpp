@@ -215,9 +215,12 @@ TEST_CASE("svg: values are printed in small matrices only", "[svg]") {
     // for the table, the causal first row's 1.00 is the darkest and the last row's 0.16 light.
     const std::string causal = svg_of(example_trace("your_journey", Mode::causal), {StageId::weights, Shade::table});
     CHECK_THAT(causal, Contains(" fill=\"#ffffff\">1.00</text>") && Contains("\">0.16</text>"));
-    // Shaded per row, the last row's largest weight (0.1752, "one") is as dark as that 1.00.
-    const std::string per_row = svg_of(example_trace("your_journey", Mode::causal));
+    // Shaded per row, the last row's largest weight (0.1752, "one") is as dark as that 1.00;
+    // on the weights' own scale (the default) it is light, as on one scale for the table.
+    const std::string per_row = svg_of(example_trace("your_journey", Mode::causal), {StageId::weights, Shade::row});
     CHECK_THAT(per_row, Contains(" fill=\"#ffffff\">1.00</text>") && Contains(" fill=\"#ffffff\">0.18</text>"));
+    const std::string absolute = svg_of(example_trace("your_journey", Mode::causal));
+    CHECK_THAT(absolute, Contains(" fill=\"#ffffff\">1.00</text>") && !Contains(" fill=\"#ffffff\">0.18</text>"));
 
     // The 20×20 picture has the same fixed texts (headings, ticks) as the 6×6 one and its 40
     // labels, but no values: only the tooltips carry them.
@@ -347,10 +350,13 @@ std::vector<std::vector<double>> abc_weights() {
 
 }  // namespace
 
-TEST_CASE("svg: weights are shaded per row by default, on one scale with the table option", "[svg]") {
+TEST_CASE("svg: weights are shaded on 0 to 1 by default, per row or on the table's scale as asked", "[svg]") {
     const Trace trace = abc_trace();
     const auto w = abc_weights();
-    const std::string per_row = svg_of(trace);
+    const std::string per_row = svg_of(trace, {StageId::weights, Shade::row});
+    const std::string absolute = svg_of(trace);
+    require_well_formed(absolute);
+    CHECK(output_checks::svg_problem(absolute).empty());
     const std::string table = svg_of(trace, {StageId::weights, Shade::table});
     require_well_formed(per_row);
     require_well_formed(table);
@@ -364,8 +370,18 @@ TEST_CASE("svg: weights are shaded per row by default, on one scale with the tab
             INFO(names[i] << " → " << names[j] << ": " << w[i][j]);
             CHECK(fill_of(per_row, names[i], names[j]) == expected_fill(w[i][j] / row_max));
             CHECK(fill_of(table, names[i], names[j]) == expected_fill(w[i][j] / table_max));
+            CHECK(fill_of(absolute, names[i], names[j]) == expected_fill(w[i][j]));  // a weight's own scale: 0 to 1
         }
     }
+    CHECK_THAT(absolute, Contains(">Shaded on the weights&apos; own scale: from 0 to 1, the same in every row</text>"));
+    CHECK_THAT(absolute, Contains(">weight, one scale for every row</text>"));
+    CHECK(ticks_of(absolute) == std::vector<std::string>{"0.00", "0.25", "0.50", "0.75", "1.00"});
+    // Scores have no fixed range: by default they are shaded on the table's, and the note says why.
+    const std::string scores = svg_of(trace, {StageId::scores, Shade::absolute});
+    CHECK(fill_of(scores, "c", "c") == expected_fill(1));  // c·c = 2, the table's largest
+    CHECK(fill_of(scores, "c", "a") == expected_fill(0.5));
+    CHECK_THAT(scores, Contains(">Shaded on one scale for the whole table: from 0 to its largest score (scores have no fixed "
+                                "range)</text>"));
     // Where the two scales differ the fills do: b's weight on a is about 0.33, half of b's
     // largest weight (0.67) but a third of the table's (1).
     CHECK(fill_of(per_row, "b", "a") != fill_of(table, "b", "a"));
@@ -374,12 +390,29 @@ TEST_CASE("svg: weights are shaded per row by default, on one scale with the tab
     CHECK(fill_of(per_row, "a", "a") == fill_of(table, "a", "a"));
 
     // Each picture says how it is shaded, and its bar is labelled to match.
-    CHECK_THAT(per_row, Contains(">Shaded per row: from 0 to the row&apos;s largest weight</text>"));
+    CHECK_THAT(per_row, Contains(">Shaded per row: from 0 to the row&apos;s largest weight (a flat row looks as dark as a "
+                                 "peaked one)</text>"));
     CHECK_THAT(per_row, Contains(">share of the row&apos;s largest weight</text>"));
     CHECK(ticks_of(per_row) == std::vector<std::string>{"0%", "25%", "50%", "75%", "100%"});
     CHECK_THAT(table, Contains(">Shaded on one scale for the whole table: from 0 to its largest weight</text>"));
     CHECK_THAT(table, Contains(">weight, one scale for the table</text>"));
     CHECK(ticks_of(table) == std::vector<std::string>{"0.00", "0.25", "0.50", "0.75", "1.00"});
+}
+
+TEST_CASE("svg: weights beyond 0 to 1 (divided by the row sum) widen the one scale, and the note says so", "[svg]") {
+    // Plain, a = (1, 0), b = (−0.5, 1): a's scores 1 and −0.5 sum to 0.5, so its weights are 2
+    // and −1; b's, −0.5 and 1.25, sum to 0.75: −2/3 and 5/3. The scale reaches the largest |weight|, 2.
+    const Problem problem = load_problem(R"({"tokens": ["a", "b"], "embeddings": [[1, 0], [-0.5, 1]]})", "wide.json");
+    TraceOptions options;
+    options.mode = Mode::plain;
+    options.normalization = Normalization::sum;
+    const std::string svg = svg_of(attntrace::trace(problem, options));
+    CHECK(fill_of(svg, "a", "a") == expected_fill(1));
+    CHECK(fill_of(svg, "a", "b") == expected_fill(-0.5));
+    CHECK(fill_of(svg, "b", "b") == expected_fill(5.0 / 6));
+    CHECK_THAT(svg, Contains(">Shaded on one scale for every row: red below 0, blue above, darkest at the largest |weight|, "
+                             "as some weights lie beyond 1 (divided by the row sum)</text>"));
+    CHECK(ticks_of(svg) == std::vector<std::string>{"-2.00", "-1.00", "0.00", "1.00", "2.00"});
 }
 
 TEST_CASE("svg: each tooltip reads back as its weight exactly", "[svg]") {
@@ -526,7 +559,8 @@ TEST_CASE("svg: the svg-stage option refuses what is not a query by key matrix",
          "attntrace: error: --svg-stage: the context stage is not a matrix over (query, key) pairs; " + choices + "\n"},
         {{"example:black_cat_fr", "--svg", path, "--svg-stage", "encoder_states"},
          "attntrace: error: --svg-stage: the encoder_states stage is not a matrix over (query, key) pairs; " + choices + "\n"},
-        {{"--svg", path, "--svg-stage", "weight"}, "attntrace: error: --svg-stage: no stage named \"weight\"; " + choices + "\n"},
+        {{"--svg", path, "--svg-stage", "weight"},
+         "attntrace: error: --svg-stage: no stage named \"weight\" (did you mean weights?); " + choices + "\n"},
         {{"--svg-stage", "scores"}, ""},  // without --svg there is nothing to draw
         {{"--svg", path, "--svg-stage", "scores", "--summary"},
          "attntrace: error: --svg needs the full trace, which --summary does not build\n"},
@@ -537,7 +571,7 @@ TEST_CASE("svg: the svg-stage option refuses what is not a query by key matrix",
         CHECK(r.exit_code == 2);
         CHECK(r.out.empty());
         if (!message.empty()) CHECK(r.err == message);
-        else CHECK_THAT(r.err, Catch::StartsWith("attntrace: error: --svg-stage requires --svg"));
+        else CHECK_THAT(r.err, Catch::StartsWith("attntrace: error: --svg-stage NAME needs --svg FILE"));
         CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
         CHECK(folder.names().empty());
     }

@@ -172,7 +172,7 @@ TEST_CASE("colour: always, never, NO_COLOR, and none when stdout is not a termin
     CHECK_THAT(cli::run({"-s", "weights"}).out, !Contains(escape));  // auto, stdout a file
     CHECK_THAT(cli::run({"-s", "weights", "--color", "never"}).out, !Contains(escape));
     const auto always = cli::run({"-s", "weights", "--color", "always"}, "", {{"NO_COLOR", "1"}});
-    CHECK_THAT(always.out, Contains("\x1b[48;5;") && Contains("shading per row"));
+    CHECK_THAT(always.out, Contains("\x1b[48;5;") && Contains("shading: weights on their own scale"));
     CHECK_THAT(cli::run({"-s", "inputs", "--color", "always"}).out, !Contains(escape));  // only scores and weights
     CHECK_THAT(cli::run({"-f", "json", "--color", "always"}).out, !Contains(escape));
     // auto on a terminal colours, unless NO_COLOR is set.
@@ -193,7 +193,7 @@ TEST_CASE("the darkest shade marks the largest weight", "[teaching][color]") {
     CHECK_THAT(table.out, Contains("shading: "));
 }
 
-TEST_CASE("weights are shaded row by row unless --shade table asks for one scale", "[teaching][color]") {
+TEST_CASE("weights are shaded row by row with --shade row, and --shade table gives one scale", "[teaching][color]") {
     // The xterm colours of the eight steps, lightest first (render/table.cpp's scale, written
     // down again here): a weight w of a row whose largest is m takes step floor(8·w/m), the
     // largest step 7; with one scale, step floor(8·(w − low)/(high − low)) over the table.
@@ -207,7 +207,7 @@ TEST_CASE("weights are shaded row by row unless --shade table asks for one scale
     const auto cell = [](const std::string& text, int background, double w) {
         return std::regex_search(text, std::regex(fmt::format("\x1b\\[48;5;{}m\x1b\\[38;5;\\d+m *{:.4f}\x1b\\[0m", background, w)));
     };
-    const auto row_shaded = cli::run({"-m", "causal", "-s", "weights", "--color", "always"}).out;
+    const auto row_shaded = cli::run({"-m", "causal", "-s", "weights", "--color", "always", "--shade", "row"}).out;
     const auto one_scale = cli::run({"-m", "causal", "-s", "weights", "--color", "always", "--shade", "table"}).out;
     std::size_t differ = 0;
     for (std::size_t i = 0; i < weights.size(); ++i) {
@@ -225,9 +225,52 @@ TEST_CASE("weights are shaded row by row unless --shade table asks for one scale
     }
     CHECK(differ >= 5);  // the first row's 1.0 no longer washes out the rest
     CHECK_THAT(row_shaded, Contains("shading per row, as a share of the row's largest weight:"));
-    CHECK_THAT(row_shaded, Contains("(--shade table: one scale for the whole table)"));
-    CHECK_THAT(cli::run({"-m", "causal", "-s", "scores", "--color", "always"}).out,
+    CHECK_THAT(row_shaded, Contains("(a flat row looks as dark as a peaked one; --shade absolute: every weight on 0 to 1)"));
+    CHECK_THAT(one_scale, Contains("shading: one scale for the whole table, from its smallest entry to its largest:"));
+    CHECK_THAT(cli::run({"-m", "causal", "-s", "scores", "--color", "always", "--shade", "row"}).out,
                Contains("shading per row, from the row's smallest entry to its largest:"));
+}
+
+TEST_CASE("by default weights are shaded on their own scale, 0 to 1, and scores on one scale for the table", "[teaching][color]") {
+    // A weight w takes step floor(8·w) of the eight (render/table.cpp's, written down again
+    // here), the same in every row: the lecture's flat rows (0.10 to 0.24) stay light where
+    // causal's first row, 1.0, is the darkest.
+    const int backgrounds[] = {231, 189, 147, 105, 63, 21, 19, 17};
+    const json doc = json::parse(cli::run({"-m", "causal", "-f", "json", "-s", "weights,scores"}).out);
+    const auto& weights = doc["stages"][1]["data"];
+    const auto cell = [](const std::string& text, int background, double w) {
+        return std::regex_search(text, std::regex(fmt::format("\x1b\\[48;5;{}m\x1b\\[38;5;\\d+m *{:.4f}\x1b\\[0m", background, w)));
+    };
+    const auto shaded = cli::run({"-m", "causal", "-s", "weights", "--color", "always"}).out;
+    for (std::size_t i = 0; i < weights.size(); ++i)
+        for (std::size_t j = 0; j <= i; ++j) {
+            const double w = weights[i][j];
+            INFO("row " << i + 1 << ", key " << j + 1 << ": " << w);
+            CHECK(cell(shaded, backgrounds[std::min(7, static_cast<int>(8 * w))], w));
+        }
+    CHECK_THAT(shaded, Contains("shading: weights on their own scale, 0 to 1, the same in every row:"));
+    CHECK_THAT(shaded, Contains("(up to 1.0000)  (--shade row: each row on its own scale)"));
+    // Scores have no fixed range: one scale from the table's smallest visible score to its largest.
+    const auto& scores = doc["stages"][0]["data"];
+    double low = INFINITY, high = -INFINITY;
+    for (std::size_t i = 0; i < scores.size(); ++i)
+        for (std::size_t j = 0; j < scores[i].size(); ++j)
+            low = std::min(low, scores[i][j].get<double>()), high = std::max(high, scores[i][j].get<double>());
+    const auto score_table = cli::run({"-m", "causal", "-s", "scores", "--color", "always"}).out;
+    for (std::size_t i = 0; i < scores.size(); ++i)
+        for (std::size_t j = 0; j < scores[i].size(); ++j) {
+            const double v = scores[i][j];
+            CHECK(cell(score_table, backgrounds[std::min(7, static_cast<int>(8 * (v - low) / (high - low)))], v));
+        }
+    CHECK_THAT(score_table, Contains("shading: one scale for the whole table, from its smallest entry to its largest (scores "
+                                     "have no fixed range):"));
+    // decode's table holds three quantities: the legend says how each row is shaded.
+    CHECK_THAT(cli::run({"decode", "--step", "3", "--color", "always"}).out,
+               Contains("shading: the score and scaled rows each from the row's smallest entry to its largest; the weight "
+                        "row: weights on their own scale, 0 to 1:"));
+    CHECK_THAT(cli::run({"decode", "--step", "3", "--color", "always", "--shade", "row"}).out,
+               Contains("shading per row: the score and scaled rows each from the row's smallest entry to its largest; the "
+                        "weight row as a share of its largest weight:"));
 }
 
 TEST_CASE("markdown and CSV hold the JSON numbers at the printed precision", "[teaching][formats]") {

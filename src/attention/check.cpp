@@ -73,10 +73,13 @@ CheckResult masked_weights_are_zero(const std::vector<const Stage*>& heads) {
     return result;
 }
 
-CheckResult rows_sum_to_one(const std::vector<const Stage*>& heads, double tolerance) {
+// `by_sum`: the weights divide by the row sum, and a padding row whose scores could not divide
+// was left at 0 (attention/single.cpp): such a row (its own key hidden, every weight 0) sums to 0.
+CheckResult rows_sum_to_one(const std::vector<const Stage*>& heads, double tolerance, bool by_sum) {
     CheckResult result{"each row of weights sums to 1", "", true, ""};
     double largest = 0;
     std::size_t blind = 0;  // rows whose every key is masked: they sum to 0
+    std::size_t undivided = 0;  // padding rows the sum could not divide
     for (const Stage* weights : heads)
         for (Eigen::Index r = 0; r < weights->row_count(); ++r) {
             double sum = 0;
@@ -85,8 +88,11 @@ CheckResult rows_sum_to_one(const std::vector<const Stage*>& heads, double toler
                 sum += weights->data(r, c);
                 any_visible = any_visible || !weights->is_masked(r, c);
             }
-            const double expected = any_visible ? 1.0 : 0.0;
+            const bool padding_left = by_sum && any_visible && r < weights->col_count() && weights->is_masked(r, r) &&
+                                      weights->data.row(r).isZero(0);
+            const double expected = any_visible && !padding_left ? 1.0 : 0.0;
             blind += !any_visible;
+            undivided += padding_left;
             const double gap = std::abs(sum - expected);
             largest = widest(largest, gap);
             if (!(gap <= tolerance))
@@ -95,7 +101,13 @@ CheckResult rows_sum_to_one(const std::vector<const Stage*>& heads, double toler
                                          weights->rows[static_cast<std::size_t>(r)], r + 1, sum, expected, tolerance));
         }
     result.measured = fmt::format("largest |row sum − 1| = {:.2g} (tolerance {:g}){}", largest, tolerance,
-                                  blind == 0 ? "" : fmt::format("; {} rows with every key masked sum to 0", blind));
+                                  (blind == 0 ? "" : fmt::format("; {} rows with every key masked sum to 0", blind)) +
+                                      (undivided == 0 ? ""
+                                                      : undivided == 1 ? std::string("; 1 padding row left at 0 (its scores "
+                                                                                     "could not be divided by their sum) sums to 0")
+                                                                       : fmt::format("; {} padding rows left at 0 (their scores "
+                                                                                     "could not be divided by their sums) sum to 0",
+                                                                                     undivided)));
     return result;
 }
 
@@ -201,7 +213,7 @@ CheckReport check_trace(const Trace& trace) {
     const auto weights = per_head(trace, StageId::weights);
     const double tolerance = trace.dtype == Dtype::float64 ? 1e-12 : 1e-5;
     report.checks.push_back(masked_weights_are_zero(weights));
-    report.checks.push_back(rows_sum_to_one(weights, tolerance));
+    report.checks.push_back(rows_sum_to_one(weights, tolerance, trace.normalization == Normalization::sum));
     report.checks.push_back(context_is_weighted_sum(trace, tolerance));
     for (auto& check : output_checks(trace, tolerance)) report.checks.push_back(std::move(check));
     if (auto warning = negative_weights(weights)) report.warnings.push_back(std::move(*warning));

@@ -258,6 +258,10 @@ Decode decode_steps(const Trace& full, const DecodeOptions& options) {
     out.prefill = options.prefill;
     out.d_head = s.d_head;
     out.d_v = s.d_v;
+    out.layernorm = full.find(StageId::layernorm) != nullptr;
+    out.bias_q = full.has_parameter("b_q");
+    out.bias_k = full.has_parameter("b_k");
+    out.bias_v = full.has_parameter("b_v");
     out.bytes_per_number = full.dtype == Dtype::float32 ? 4 : 8;
     out.tolerance = full.dtype == Dtype::float32 ? 1e-5 : 1e-12;
     out.exact = out.all_match = true;

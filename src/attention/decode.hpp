@@ -67,6 +67,10 @@ struct Decode : RunHeader {
     std::vector<std::string> tokens;
     std::int64_t prefill = 1;
     std::int64_t d_head = 0, d_v = 0;
+    // What a step projects: the token's vector, or after ln_1 (--from gpt2) its normalised
+    // vector LN(x); and which of the biases b_q, b_k, b_v the projections add.
+    bool layernorm = false;
+    bool bias_q = false, bias_k = false, bias_v = false;
     int bytes_per_number = 8;
     std::vector<KvCache> caches;  // one per key/value head, after the last step
     double prefill_difference = 0;  // the prefill's keys and values against the trace's

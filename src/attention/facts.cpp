@@ -30,17 +30,30 @@ double spread(const Stage& stage) {
     return largest * std::sqrt(squares / count);
 }
 
+// Why row r cannot be compared both ways, if it cannot: the division gives a distribution only
+// for scores of 0 or more with a positive sum.
+enum class Left { none, negative, zero, blind };
+
 // The largest weight of row r each way: softmax of the scores at temperature T, and the scores
-// divided by their sum. Nothing when a visible score is negative or they sum to 0: the
-// division gives a distribution only for scores of 0 or more with a positive sum.
-std::optional<RunFacts::Row> both_ways(const Stage& scores, Eigen::Index r, double temperature) {
+// divided by their sum. Nothing when a visible score is negative, they are all 0 or no key is
+// visible (`why` says which).
+std::optional<RunFacts::Row> both_ways(const Stage& scores, Eigen::Index r, double temperature, Left& why) {
     double largest = 0;
+    bool visible = false;
+    why = Left::none;
     for (Eigen::Index c = 0; c < scores.col_count(); ++c) {
         if (scores.is_masked(r, c)) continue;
-        if (!(scores.data(r, c) >= 0)) return std::nullopt;
+        visible = true;
+        if (!(scores.data(r, c) >= 0)) {
+            why = Left::negative;
+            return std::nullopt;
+        }
         largest = std::max(largest, scores.data(r, c));
     }
-    if (!(largest > 0)) return std::nullopt;
+    if (!visible || !(largest > 0)) {
+        why = visible ? Left::zero : Left::blind;
+        return std::nullopt;
+    }
     // Σ s / largest rather than largest / Σ s: a sum of scores near the double range overflows.
     double exps = 0, shares = 0;
     for (Eigen::Index c = 0; c < scores.col_count(); ++c)
@@ -65,7 +78,11 @@ void observe(Trace& trace) {
         const double temperature = trace.normalization == Normalization::softmax ? trace.temperature : 1;
         double widest = -1;
         for (Eigen::Index r = 0; r < masked.row_count(); ++r) {
-            const auto row = both_ways(masked, r, temperature);
+            Left why = Left::none;
+            const auto row = both_ways(masked, r, temperature, why);
+            facts.negative_rows += why == Left::negative;
+            facts.zero_rows += why == Left::zero;
+            facts.blind_rows += why == Left::blind;
             if (!row) continue;
             ++facts.compared_rows;
             facts.softmax_higher += row->by_softmax > row->by_sum;

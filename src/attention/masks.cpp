@@ -30,7 +30,8 @@ std::optional<Mask> build_mask(const MaskSpec& spec, Eigen::Index n) {
     return mask;
 }
 
-std::optional<std::string> padding_note(const MaskSpec& spec, const std::vector<std::string>& tokens) {
+std::optional<std::string> padding_note(const MaskSpec& spec, const std::vector<std::string>& tokens, double leaked,
+                                        bool undivided) {
     std::vector<std::string> padded;
     for (std::size_t i = 0; i < spec.padding.size(); ++i)
         if (spec.padding[i]) padded.push_back(fmt::format("{} (position {})", tokens[i], i + 1));
@@ -38,9 +39,15 @@ std::optional<std::string> padding_note(const MaskSpec& spec, const std::vector<
     constexpr std::size_t named = 8;  // a long padded input names the first few
     const std::size_t count = padded.size();
     if (count > named) padded.resize(named);
-    return fmt::format("padding: no query attends to {}{}; their own rows are computed like any other, but they stand "
-                       "for nothing, and a model ignores what comes out of them",
-                       fmt::join(padded, ", "), count > named ? fmt::format(" and {} more", count - named) : "");
+    const std::string list = fmt::format("{}{}", fmt::join(padded, ", "), count > named ? fmt::format(" and {} more", count - named) : "");
+    const std::string attended =
+        leaked > 0 ? fmt::format("{} {} hidden from every query, yet the finite --mask-fill still gives {} weight (up to "
+                                 "{:.6g})",
+                                 list, count == 1 ? "is" : "are", count == 1 ? "it" : "them", leaked)
+                   : "no query attends to " + list;
+    return fmt::format("padding: {}; their own rows are computed {}, but they stand for nothing, and a model ignores "
+                       "what comes out of them",
+                       attended, undivided ? "up to the scores (see the --normalize sum note)" : "like any other");
 }
 
 std::string reason_text(std::uint8_t reasons) {

@@ -33,9 +33,12 @@ struct Mask {
 // The mask of n tokens, or nothing when `spec` hides nothing.
 std::optional<Mask> build_mask(const MaskSpec& spec, Eigen::Index n);
 
-// What a run with padding tokens says about them (none without): no query attends to them,
-// and their own rows stand for nothing.
-std::optional<std::string> padding_note(const MaskSpec& spec, const std::vector<std::string>& tokens);
+// What a run with padding tokens says about them (none without): no query attends to them
+// (or, `leaked` > 0, a finite --mask-fill still gives them up to that weight), and their own
+// rows are computed (up to the scores only when `undivided`: --normalize sum could not divide
+// them) but stand for nothing.
+std::optional<std::string> padding_note(const MaskSpec& spec, const std::vector<std::string>& tokens, double leaked = 0,
+                                        bool undivided = false);
 
 // "causal", "window", "padding" or several joined by "+": the reasons a pair is hidden.
 std::string reason_text(std::uint8_t reasons);

@@ -10,6 +10,7 @@
 #include "attention/worked.hpp"
 #include "core/error.hpp"
 #include "core/generator.hpp"
+#include "util/utf8.hpp"
 
 #include <fmt/format.h>
 
@@ -209,6 +210,7 @@ private:
     // ln_1: each token's vector normalised, with the layer's γ and β among the parameters.
     void record_layernorm(MatrixT<T> normed) {
         const Eigen::Index d = normed.cols();
+        trace_.layernorm_epsilon = layernorm_->epsilon;
         stages_.add(StageId::layernorm,
                     fmt::format("Layer normalisation ({}): each token's vector minus its mean, divided by its standard "
                                 "deviation, then scaled by γ and shifted by β",
@@ -310,6 +312,7 @@ private:
         const std::string_view scores_name = scale_.rule == ScaleRule::none ? "S" : "S'";
         const MatrixT<T> masked = h.masked;  // the weights' message quotes it
         const bool masked_before = mask && !method_.after_softmax;
+        if (h.weights.bad_row) excuse_padding_rows(h.weights, masked);
         record_mask(std::move(h.masked), mask, scores_name);
         record_weights<T>(stages_, trace_, std::move(h.weights), masked, mask ? &mask->allowed : nullptr,
                           {"A", masked_before ? "S''" : scores_name, ""},
@@ -346,6 +349,35 @@ private:
         stages_.add(StageId::values, "Values: what each token passes on" + shared,
                     projection_formula("V", "W_v", head, layout_.d_v, true, biases_.value), tokens_,
                     numbered("v", h.v.cols()), h.v);
+    }
+
+    // --normalize sum: a row whose scores sum to 0 or less cannot be divided. A padding token's
+    // row stands for nothing and a model ignores it (padding_note), so such a row is left at
+    // weights 0, said in a note, rather than refusing the run; `bad_row` is then the first other
+    // row that cannot divide, if any, which record_weights refuses.
+    void excuse_padding_rows(Normalized<T>& weights, const MatrixT<T>& scores) {
+        weights.bad_row.reset();
+        std::vector<std::string> excused;  // the first few, named
+        std::size_t count = 0;
+        for (Eigen::Index r = 0; r < scores.rows(); ++r) {
+            T sum = 0;
+            bool any = false;
+            for (Eigen::Index c = 0; c < scores.cols(); ++c)
+                if (std::isfinite(scores(r, c))) sum += scores(r, c), any = true;
+            if (!any || (sum > 0 && std::isfinite(sum))) continue;  // divided (or every key hidden: weights 0)
+            const bool padding = static_cast<std::size_t>(r) < mask_.padding.size() && mask_.padding[static_cast<std::size_t>(r)];
+            if (!padding) {
+                weights.bad_row = r;
+                return;
+            }
+            undivided_padding_ = true;
+            if (excused.size() < 8) excused.push_back(fmt::format("{} (position {})", printable(tokens_[static_cast<std::size_t>(r)], 24), r + 1));
+            ++count;
+        }
+        add_note(trace_, fmt::format("--normalize sum: the scores of the padding row{} {} do not sum to a positive "
+                                     "number, so dividing by the sum gives no weights there; a model ignores padding "
+                                     "rows, so their weights are left 0 (and their context vectors 0), not divided",
+                                     count == 1 ? "" : "s", bounded_join(excused, count)));
     }
 
     // "1–2": the query heads that read key/value head g.
@@ -415,7 +447,13 @@ private:
     // What the learner should know about the mask of this run: the padding tokens' own rows, and
     // what a way of masking other than −∞ before softmax did here, measured.
     void note_mask(const Mask& mask) {
-        if (auto note = padding_note(mask_, trace_.tokens)) add_note(trace_, std::move(*note));
+        double padding_weight = 0;  // the largest weight a query gave a padding key (a finite --mask-fill)
+        for (const Stage& stage : trace_.stages)
+            if (stage.id == StageId::weights)
+                for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+                    if (static_cast<std::size_t>(c) < mask_.padding.size() && mask_.padding[static_cast<std::size_t>(c)])
+                        padding_weight = std::max(padding_weight, stage.data.col(c).cwiseAbs().maxCoeff());
+        if (auto note = padding_note(mask_, trace_.tokens, padding_weight, undivided_padding_)) add_note(trace_, std::move(*note));
         if (method_.standard()) return;
         double leaked = 0, shortest = 1;  // the largest weight on a hidden key; the smallest row sum
         for (const Stage& stage : trace_.stages) {
@@ -476,6 +514,7 @@ private:
     const ScaleSetting& scale_;
     const HeadLayout& layout_;
     const MaskSpec& mask_;
+    bool undivided_padding_ = false;  // --normalize sum left a padding row undivided (excuse_padding_rows)
     const MaskMethod& method_;
     const LayerNorm* layernorm_;  // ln_1 before the projections (--from gpt2)
     struct {

@@ -114,6 +114,11 @@ void record_weights(StageBuilder& stages, Trace& trace, Normalized<T> normalized
             (stage.data.row(r).isZero(0) ? blind : filled).push_back(stage.rows[static_cast<std::size_t>(r)]);
             continue;
         }
+        if (!softmax && stage.data.row(r).isZero(0)) {  // a padding row the sum could not divide: no strongest key
+            stage.strongest.push_back(-1);
+            stage.tied.push_back(0);
+            continue;
+        }
         Eigen::Index column = 0;
         const double top = stage.data.row(r).maxCoeff(&column);  // the first of equal maxima
         stage.strongest.push_back(column);

@@ -7,6 +7,7 @@
 #include "core/stage.hpp"
 #include "core/error.hpp"
 #include "core/problem.hpp"
+#include "util/suggest.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
@@ -418,9 +419,12 @@ Eigen::Index find_query_row(const std::vector<std::string>& tokens, const std::s
     if (const auto [stop, error] = std::from_chars(spec.data(), end, position);
         error == std::errc() && stop == end && position >= 1 && position <= tokens.size())
         return static_cast<Eigen::Index>(position - 1);
-    throw UsageError(fmt::format("--query: \"{}\" is neither a token nor a position from 1 to {} "
+    const auto near = likely_typo(spec, tokens.size(), [&](std::size_t i) { return std::string_view(tokens[i]); });
+    throw UsageError(fmt::format("--query: \"{}\" is neither a token nor a position from 1 to {}{} "
                                  "(tokens: {})",
-                                 printable(spec), tokens.size(), bounded_list(tokens)));
+                                 printable(spec), tokens.size(),
+                                 near ? fmt::format(" (did you mean {}?)", printable(*near, 24)) : "",
+                                 bounded_list(tokens)));
 }
 
 }  // namespace attntrace

@@ -28,6 +28,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <type_traits>
 #include <unistd.h>
@@ -111,7 +112,7 @@ struct TraceState {
                 request.max_memory = limits.memory();
                 request.max_seconds = limits.seconds();
                 request.max_input = limits.input();
-                request.load = input.apply(request.max_input, flags.heads > 0);
+                request.load = input.apply(request.max_input, flags.heads > 0, flags.kv_heads > 0);
                 request.mode = flags.requested_mode();
                 output.apply(request.render, outputs.main_output());
                 run_trace(std::move(request), outputs);
@@ -123,7 +124,7 @@ struct TraceState {
 void add_trace_options(CLI::App& app, TraceState& s) {
     auto* input = describe(app.add_option("INPUT", s.request.input_path,
                                           "input JSON file (docs/input-format.md), - for stdin, example:NAME; none: "
-                                          "standard input when it is a pipe or a file (empty: an error), else the "
+                                          "standard input when it is a pipe or a file with something in it, else the "
                                           "built-in example your_journey"),
                            "Input", "", Completes::input);
     auto* example = describe(app.add_option("--example", s.request.example, "trace a built-in example by name"), "Input",
@@ -136,19 +137,19 @@ void add_trace_options(CLI::App& app, TraceState& s) {
     s.input.add_to(app);
     s.flags.add_to(app);
     s.output.add_to(app, true);
-    describe(app.add_option("-s,--stage", s.request.stages, "show only these stages, comma-separated (e.g. scores,weights)")
-                 ->delimiter(','),
+    describe(list_option(app.add_option("-s,--stage", s.request.stages,
+                                        "show only these stages, comma-separated (e.g. scores,weights)")),
              "Output", "NAME,...", Completes::list, all_stage_names());
     describe(app.add_option("-q,--query", s.request.trace.query,
                             "work through one query's arithmetic: a token as spelled, or a 1-based position"),
              "Output", "TOKEN|N");
     describe(app.add_option("--tiles", s.tiles, "with -q: work the row through the online softmax, this many keys a tile "
                                                 "(the streaming path's way)")
-                 ->check(in_range(Eigen::Index{1}, static_cast<Eigen::Index>(max_tokens))),
+                 ->transform(in_range(Eigen::Index{1}, static_cast<Eigen::Index>(max_tokens))),
              "Output", "N");
     describe(app.add_option("--head", s.head, "several heads: show this head's stages alone, and work through it with -q "
                                               "(default: every head; -q works through head 1)")
-                 ->check(in_range(1, max_heads)),
+                 ->transform(in_range(1, max_heads)),
              "Attention", "H");
     app.add_flag("--explain", s.request.render.explain, "explain each stage before showing it")->group("Output");
     auto* svg = describe(app.add_option("--svg", s.request.svg_path,
@@ -158,8 +159,8 @@ void add_trace_options(CLI::App& app, TraceState& s) {
     auto* svg_stage = app.add_option("--svg-stage", s.request.svg_stage, "the stage --svg draws")->needs(svg)->capture_default_str();
     describe(svg_stage, "Output", "NAME", Completes::choice, svg_stage_names());
     app.add_flag("--tidy", s.request.render.tidy,
-                 "with --format csv: one line per number (stage,head,row,col,row_token,col_token,value,masked), "
-                 "for pandas.read_csv")
+                 "with --format csv: one line per number (columns stage, head, row, col, row_token, col_token, "
+                 "value, masked), for pandas.read_csv")
         ->group("Output");
     app.add_flag("--check", s.request.check,
                  "verify the trace (rows sum to 1, masked weights 0, context = weights·values, all finite) "
@@ -170,13 +171,13 @@ void add_trace_options(CLI::App& app, TraceState& s) {
                  "(no n×n matrix); --stage context adds the context vectors")
         ->group("Long inputs");
     describe(app.add_option("--top", s.request.top, "keys per query in the summary")
-                 ->check(in_range(1, 1000))
+                 ->transform(in_range(1, 1000))
                  ->capture_default_str(),
              "Long inputs", "K");
     s.limits.add_to(app);
     app.add_flag("--man", s.man, "print the man page (roff) and exit")->group("");
     app.add_option("--completions", s.completions, "print the completion script for this shell and exit")
-        ->check(one_of({"bash", "zsh", "fish"}))
+        ->check(one_of({"bash", "zsh", "fish"}, "--completions"))
         ->group("");
 }
 
@@ -194,7 +195,7 @@ Runner run_traced(std::shared_ptr<State> s, void (*job)(Request, std::ostream&))
                 request.max_memory = s->limits.memory();
                 request.max_seconds = s->limits.seconds();
                 request.max_input = s->limits.input();
-                request.load = s->input.apply(request.max_input, s->flags.heads > 0);
+                request.load = s->input.apply(request.max_input, s->flags.heads > 0, s->flags.kv_heads > 0);
                 job(std::move(request), outputs.main());
             },
             s->output.path);
@@ -226,7 +227,7 @@ Runner add_similarity(CLI::App* command) {
                 s->request.max_memory = s->limits.memory();
                 s->request.max_seconds = s->limits.seconds();
                 s->request.max_input = s->limits.input();
-                s->request.load = s->input.apply(s->request.max_input, false);
+                s->request.load = s->input.apply(s->request.max_input, false, false);
                 run_similarity(s->request, outputs);
             },
             s->output.path);
@@ -240,14 +241,14 @@ Runner add_generate(CLI::App* command) {
     };
     auto s = std::make_shared<State>();
     describe(command->add_option("-n,--tokens", s->request.tokens, "number of tokens")
-                 ->check(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))
+                 ->transform(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))
                  ->capture_default_str(),
              "Input", "N");
     describe(command->add_option("-d,--dim", s->request.dim, "vector dimension d_in = d_k = d_v")
-                 ->check(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_dimension)))
+                 ->transform(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_dimension)))
                  ->capture_default_str(),
              "Input", "N");
-    describe(command->add_option("--seed", s->request.seed, "seed of the generator")->check(whole_number_u64)->capture_default_str(),
+    describe(command->add_option("--seed", s->request.seed, "seed of the generator")->transform(whole_number_u64)->capture_default_str(),
              "Input", "N");
     choose(command->add_option("-f,--format", s->request.format,
                                "json, or arrays: npz (read with --layout in_out) or safetensors; the same numbers for "
@@ -292,39 +293,38 @@ Runner add_bench(CLI::App* command) {
     };
     auto s = std::make_shared<State>();
     BenchRequest& r = s->request;
-    describe(command->add_option("--sizes", r.sizes, "token counts, comma-separated")
-                 ->delimiter(',')
-                 ->check(in_range(std::int64_t{1}, std::int64_t{1} << 20))
+    describe(list_option(command->add_option("--sizes", r.sizes, "token counts, comma-separated"))
+                 ->transform(in_range(std::int64_t{1}, std::int64_t{1} << 20))
                  ->capture_default_str(),
              "Runs", "N,...");
     describe(command->add_option("--dim", r.dim, "d_in = d_k = d_v")
-                 ->check(in_range(std::int64_t{1}, std::int64_t{4096}))
+                 ->transform(in_range(std::int64_t{1}, std::int64_t{4096}))
                  ->capture_default_str(),
              "Runs", "N");
     describe(command->add_option("--heads", r.heads, "attention heads, each of d_head = dim / heads (a divisor of --dim)")
-                 ->check(in_range(1, 4096))
+                 ->transform(in_range(1, 4096))
                  ->capture_default_str(),
              "Runs", "H");
     std::vector<std::string> streaming;  // bench times the modes with a streaming path
     for (const ModeSpec& spec : mode_specs())
         if (spec.streams) streaming.emplace_back(spec.name());
-    choose(command->add_option("--modes", s->modes, "the modes to time")->delimiter(','), "Runs", streaming, true)
+    choose(list_option(command->add_option("--modes", s->modes, "the modes to time")), "Runs", streaming, true)
         ->capture_default_str();
-    choose(command->add_option("--dtypes", s->dtypes, "the working precisions to time")->delimiter(','), "Runs",
+    choose(list_option(command->add_option("--dtypes", s->dtypes, "the working precisions to time")), "Runs",
            enum_names<Dtype>(), true)
         ->capture_default_str();
-    describe(command->add_option("--threads", r.threads, "thread counts (default: 1 to the number of cores)")
-                 ->delimiter(',')
-                 ->check(in_range(1, max_threads)),
+    describe(list_option(command->add_option("--threads", r.threads, "thread counts (default: 1 to the number of cores)"))
+                 ->transform(in_range(1, max_threads)),
              "Runs", "N,...");
-    choose(command->add_option("--paths", s->paths, "the paths to time")->delimiter(','), "Runs", enum_names<BenchPath>(),
+    choose(list_option(command->add_option("--paths", s->paths, "the paths to time")), "Runs", enum_names<BenchPath>(),
            true)
         ->capture_default_str();
     describe(command->add_option("--trace-max", r.trace_max, "largest n for the trace path, which holds n×n matrices")
+                 ->transform(in_range(std::int64_t{0}, std::int64_t{1} << 20))
                  ->capture_default_str(),
              "Runs", "N");
     describe(command->add_option("--repeats", r.repeats, "timed runs per configuration after a warm-up (median)")
-                 ->check(in_range(1, 1000))
+                 ->transform(in_range(1, 1000))
                  ->capture_default_str(),
              "Runs", "N");
     choose(command->add_option("-f,--format", s->format, "output format"), "Output", {"table", "json"})->capture_default_str();
@@ -382,15 +382,15 @@ Runner add_decode(CLI::App* command) {
                                  "input JSON file, - for stdin, or example:NAME (default: the built-in example your_journey)"),
              "Input", "", Completes::input);
     describe(command->add_option("--prefill", d.prefill, "tokens that go in at once before the first step")
-                 ->check(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))
+                 ->transform(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))
                  ->capture_default_str(),
              "Decoding", "P");
     describe(command->add_option("--step", d.step, "show only the step of this position (1-based)")
-                 ->check(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens))),
+                 ->transform(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens))),
              "Decoding", "N");
     describe(command->add_option("--context", d.context,
                                  "context length of the table of K/V cache bytes (default: the input's tokens)")
-                 ->check(in_range(std::int64_t{1}, std::int64_t{1} << 40)),
+                 ->transform(in_range(std::int64_t{1}, std::int64_t{1} << 40)),
              "Decoding", "N");
     command->add_flag("--explain", s->request.render.explain,
                       "say why the query is not cached, why keys and values are, and why only causal attention")
@@ -435,7 +435,7 @@ Runner add_check_answers(CLI::App* command) {
                 request.max_memory = s->limits.memory();
                 request.max_seconds = s->limits.seconds();
                 request.max_input = s->limits.input();
-                request.load = s->input.apply(request.max_input, s->flags.heads > 0);
+                request.load = s->input.apply(request.max_input, s->flags.heads > 0, s->flags.kv_heads > 0);
                 status = run_check_answers(std::move(request), outputs.main());
             },
             s->output.path);
@@ -452,24 +452,23 @@ Runner add_quiz(CLI::App* command) {
     };
     auto s = std::make_shared<State>();
     describe(command->add_option("--seed", s->request.seed, "seed of the questions: the same seed and options ask the same ones")
-                 ->check(whole_number_u64)
+                 ->transform(whole_number_u64)
                  ->capture_default_str(),
              "Quiz", "N");
-    describe(command->add_option("-n,--rounds", s->request.rounds, "questions to ask")->check(in_range(1, 1000))->capture_default_str(),
+    describe(command->add_option("-n,--rounds", s->request.rounds, "questions to ask")->transform(in_range(1, 1000))->capture_default_str(),
              "Quiz", "N");
-    choose(command->add_option("-m,--mode", s->modes, "ask only about these modes (default: every mode that reads the example)")
-               ->delimiter(','),
+    choose(list_option(command->add_option("-m,--mode", s->modes,
+                                           "ask only about these modes (default: every mode that reads the example)")),
            "Quiz", enum_names<Mode>(), true);
     std::vector<std::string> stage_names;
     for (const StageId id : quiz_stages) stage_names.emplace_back(to_string(id));
-    choose(command->add_option("-s,--stage", s->stages, "ask only about these stages (default: all of them)")->delimiter(','),
+    choose(list_option(command->add_option("-s,--stage", s->stages, "ask only about these stages (default: all of them)")),
            "Quiz", stage_names, true);
     std::vector<std::string> example_names;
     for (const auto& example : examples()) example_names.emplace_back(example.name);
-    describe(command->add_option("--example", s->request.examples,
-                                 fmt::format("ask only about these built-in examples (default: {})",
-                                             fmt::join(quiz_examples, ", ")))
-                 ->delimiter(',')
+    describe(list_option(command->add_option("--example", s->request.examples,
+                                             fmt::format("ask only about these built-in examples (default: {})",
+                                                         fmt::join(quiz_examples, ", "))))
                  ->check(one_of(example_names)),
              "Quiz", "NAME,...", Completes::example);
     describe(command->add_option("--answers", s->request.answers_path,
@@ -479,10 +478,10 @@ Runner add_quiz(CLI::App* command) {
     choose(command->add_option("-f,--format", s->format, "table: the transcript; json: every round's result at the end"),
            "Output", {"table", "json"})
         ->capture_default_str();
-    describe(command->add_option("--digits", s->request.render.digits, "decimals in tables")->check(in_range(0, 17))->capture_default_str(),
+    describe(command->add_option("--digits", s->request.render.digits, "decimals in tables")->transform(in_range(0, 17))->capture_default_str(),
              "Output", "N");
     describe(command->add_option("--width", s->width, "table width in columns, 0 for no limit (default: the terminal's)")
-                 ->check(in_range(0, 1'000'000)),
+                 ->transform(in_range(0, 1'000'000)),
              "Output", "N");
     choose(command->add_option("--color", s->color,
                                "shade scores and weights; auto: when the output is a terminal, NO_COLOR is unset and "
@@ -520,13 +519,148 @@ std::vector<std::string> option_names(const CLI::App& app) {
     return names;
 }
 
+// "attntrace", or "attntrace decode": the command `app` is, as a user types it.
+std::string command_name(const CLI::App& app) {
+    return app.get_parent() ? "attntrace " + app.get_name() : std::string("attntrace");
+}
+
+// The option of `app` that CLI11's messages call `name` (its get_name(): "--output", "INPUT").
+const CLI::Option* option_named(const CLI::App& app, std::string_view name) {
+    for (const CLI::Option* option : app.get_options())
+        if (!name.empty() && option->get_name() == name) return option;
+    return nullptr;
+}
+
+// "--output FILE", "INPUT": an option as its --help line shows it, with what it takes.
+std::string usage_of(const CLI::App& app, std::string_view name) {
+    const CLI::Option* o = option_named(app, name);
+    if (!o) return std::string(name);
+    if (o->get_positional()) return o->get_name(true, false);
+    const std::string flag = o->get_lnames().empty() ? "-" + o->get_snames().front() : "--" + o->get_lnames().front();
+    return o->get_option_text().empty() ? flag : flag + " " + o->get_option_text();
+}
+
+// "A and B", "INPUT": the positionals `app` takes.
+std::string positionals_of(const CLI::App& app) {
+    std::vector<std::string> names;
+    for (const CLI::Option* o : app.get_options([](const CLI::Option* o) { return o->get_positional(); }))
+        names.push_back(o->get_name(true, false));
+    if (names.empty()) return "no arguments besides its options";
+    if (names.size() == 1) return "one argument, " + names.front();
+    const std::string last = names.back();
+    names.pop_back();
+    return fmt::format("{} and {}", fmt::join(names, ", "), last);
+}
+
+// The text after `prefix` when `text` starts with it.
+std::optional<std::string_view> after(std::string_view text, std::string_view prefix) {
+    if (!text.starts_with(prefix)) return std::nullopt;
+    return text.substr(prefix.size());
+}
+
+// CLI11's messages said our way, naming the option as --help shows it and saying what to do
+// ("--output needs a value: --output FILE" for "--output: 1 required TEXT missing"). Each
+// form CLI11 2 has for what a user can type; the messages of our own validators ("--digits:
+// expected a whole number from 0 to 17, found 99") are kept. `active`: the command parsed.
+std::string said_our_way(const CLI::ParseError& e, const CLI::App& active) {
+    const std::string text = e.what();
+    const std::string command = command_name(active);
+    const auto split = [&](std::string_view separator) -> std::pair<std::string, std::string> {
+        const std::size_t at = text.find(separator);
+        if (at == std::string::npos) return {text, ""};
+        return {text.substr(0, at), text.substr(at + separator.size())};
+    };
+    if (dynamic_cast<const CLI::RequiredError*>(&e)) {  // "INPUT is required", "--token is required"
+        const auto [name, rest] = split(" is required");
+        const CLI::Option* o = option_named(active, name);
+        return o ? fmt::format("{} needs {}: {}", command, usage_of(active, name), o->get_description())
+                 : fmt::format("{} needs {}", command, printable(name, 64));
+    }
+    if (dynamic_cast<const CLI::ArgumentMismatch*>(&e)) {
+        // "--output: 1 required TEXT missing", "--format: At Most 1 required but received 2",
+        // "--sizes: At least 1 required but received 0"
+        const auto [name, rest] = split(": ");
+        if (rest.starts_with("At Most")) {
+            const CLI::Option* o = option_named(active, name);
+            std::vector<std::string> given;
+            if (o)
+                for (const std::string& value : o->results()) given.push_back(printable(value, 24));
+            return fmt::format("{} is given {} times{}: give it once", name, given.size() > 1 ? given.size() : 2,
+                               given.size() > 1 ? fmt::format(" ({})", fmt::join(given, ", ")) : "");
+        }
+        if (rest.ends_with("missing") || rest.starts_with("At least"))
+            return fmt::format("{} needs a value: {}", name, usage_of(active, name));
+    }
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) {  // "The following argument was not expected: b"
+        const std::vector<std::string> extras = active.remaining();
+        std::vector<std::string> shown;
+        for (std::size_t i = 0; i < extras.size() && i < 4; ++i) shown.push_back(fmt::format("\"{}\"", printable(extras[i], 64)));
+        if (!extras.empty())
+            return fmt::format("{} takes {}: {} {} too many", command, positionals_of(active),
+                               bounded_join(shown, extras.size()), extras.size() == 1 ? "is one" : "are");
+    }
+    if (dynamic_cast<const CLI::RequiresError*>(&e)) {  // "--layer requires --from"
+        const auto [name, needed] = split(" requires ");
+        return fmt::format("{} needs {}", usage_of(active, name), usage_of(active, needed));
+    }
+    if (dynamic_cast<const CLI::ExcludesError*>(&e)) {  // "INPUT excludes --example"
+        const auto [name, other] = split(" excludes ");
+        return fmt::format("{} and {} do not go together: give one of them", name, other);
+    }
+    if (dynamic_cast<const CLI::ConversionError*>(&e)) {
+        // "--tidy: too many inputs for a flag", "--tidy: Should be true/false or a number",
+        // "Could not convert: --top = x", "The value x is not an allowed value for --top"
+        if (const auto rest = after(text, "Could not convert: ")) {
+            const std::string_view value = rest->substr(std::min(rest->find(" = "), rest->size()));
+            const std::string_view name = rest->substr(0, rest->find(" = "));
+            if (const CLI::Option* o = option_named(active, name); o && o->get_expected_max() == 0)
+                return fmt::format("{} is a flag: give it alone, without a value", name);
+            return fmt::format("{}: cannot read \"{}\" as its value", name,
+                               printable(value.size() > 3 ? value.substr(3) : std::string_view(), 64));
+        }
+        if (text.ends_with(": too many inputs for a flag") || text.ends_with(": Should be true/false or a number"))
+            return fmt::format("{} is a flag: give it alone, without a value", split(": ").first);
+        if (const auto rest = after(text, "The value ")) {
+            const std::size_t at = rest->find(" is not an allowed value for ");
+            if (at != std::string_view::npos)
+                return fmt::format("{}: \"{}\" is not a value it takes", rest->substr(at + 29),
+                                   printable(rest->substr(0, at), 64));
+        }
+    }
+    if (dynamic_cast<const CLI::ValidationError*>(&e))
+        if (const auto rest = after(text, ": ")) return std::string(*rest);  // a hidden option's validator names it
+    return text;
+}
+
+// What was given to attntrace itself when `command` runs, which neither may drop: an argument
+// after "--" that the command has no place for (CLI11 hands it up to attntrace's INPUT), or
+// an option before the command's name. Empty when there is none.
+std::string given_to_attntrace(const CLI::App& app, const CLI::App& command) {
+    for (const CLI::Option* o : app.get_options()) {
+        if (o->count() == 0) continue;
+        if (o->get_positional()) {
+            std::vector<std::string> shown;
+            for (const std::string& arg : o->results()) shown.push_back(fmt::format("\"{}\"", printable(arg, 64)));
+            return fmt::format("{} takes {}: {} {} too many", command_name(command), positionals_of(command),
+                               bounded_join(shown, shown.size()), shown.size() == 1 ? "is one" : "are");
+        }
+        const std::string name = o->get_name();
+        if (option_named(command, name))
+            return fmt::format("{} is given before {}: a command's options go after its name ({} {} …)", name,
+                               command.get_name(), command_name(command), name);
+        return fmt::format("{} has no option {} (attntrace's own, for a trace without a command)", command_name(command),
+                           name);
+    }
+    return {};
+}
+
 // A first word that is neither a file nor an example but close to a command's name: that
 // name, in a message. Empty otherwise. (`attntrace simlarity` alone parses, its word taken for
 // the INPUT; with more words CLI11 finds one too many.)
 std::string misspelt_command(const std::vector<Command>& subcommands, int argc, char** argv) {
     if (argc < 2) return {};
     const std::string first = argv[1];
-    std::vector<std::string> commands;
+    std::vector<std::string> commands{"help"};
     for (const Command& command : subcommands) commands.push_back(command.app->get_name());
     std::error_code error;
     if (first.starts_with("-") || first.starts_with("example:") || std::filesystem::exists(first, error)) return {};
@@ -628,17 +762,63 @@ const std::vector<Subcommand> subcommand_table{
        "grade a learner's answers file, for course tooling"}}},
 };
 
+// The examples at the end of each command's --help.
+std::map<const CLI::App*, std::vector<UsageExample>>& help_examples() {
+    static std::map<const CLI::App*, std::vector<UsageExample>> examples;
+    return examples;
+}
+
+// The columns --help is laid out in: the terminal's, or 80 when standard output is not one.
+std::size_t help_width() {
+    constexpr std::size_t not_a_terminal = 80;
+    if (!is_terminal(STDOUT_FILENO)) return not_a_terminal;
+    const std::size_t columns = output_width(STDOUT_FILENO, true);
+    return columns == 0 ? not_a_terminal : columns;
+}
+
 // --help with the options in their groups (positionals with the rest), a metavariable each,
-// and the defaults CLI11 captured.
+// and the defaults CLI11 captured; every line wrapped to the width at spaces, and the columns
+// padded by display width (cli/manual.hpp).
 class HelpFormatter : public CLI::Formatter {
 public:
     std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override {
-        std::string out = make_description(app) + make_usage(app, name);
+        const std::size_t width = help_width();
+        std::string out;
+        for (const std::string& line : help_lines(app->get_description(), width)) out += line + '\n';
+        std::string usage = make_usage(app, name);
+        while (!usage.empty() && usage.back() == '\n') usage.pop_back();
+        bool first = true;
+        for (const std::string& line : help_lines(usage, width > 4 ? width - 4 : 1)) {
+            out += (first ? "" : "    ") + line + '\n';
+            first = false;
+        }
         for (const std::string& group : app->get_groups()) {
             auto options = app->get_options([&](const CLI::Option* o) { return o->get_group() == group; });
             if (!group.empty() && !options.empty()) out += make_group(group, false, options);
         }
-        return out + make_subcommands(app, mode) + "\n" + make_footer(app);
+        out += make_subcommands(app, mode) + "\n";
+        if (const auto it = help_examples().find(app); it != help_examples().end())
+            out += examples_text(it->second, width);
+        return out;
+    }
+    // CLI11's usage line, without the arguments hidden from --help.
+    std::string make_usage(const CLI::App* app, std::string name) const override {
+        std::string out = "Usage: " + name;
+        if (!app->get_options([](const CLI::Option* o) { return o->nonpositional(); }).empty()) out += " [OPTIONS]";
+        for (const CLI::Option* o :
+             app->get_options([](const CLI::Option* o) { return o->get_positional() && !o->get_group().empty(); }))
+            out += " " + make_option_usage(o);
+        if (!app->get_subcommands([](const CLI::App* sub) { return !sub->get_disabled() && !sub->get_name().empty(); })
+                 .empty())
+            out += " [SUBCOMMAND]";
+        return out + "\n";
+    }
+    std::string make_option(const CLI::Option* o, bool positional) const override {
+        return help_row("  " + make_option_name(o, positional) + make_option_opts(o), make_option_desc(o),
+                        get_column_width(), help_width());
+    }
+    std::string make_subcommand(const CLI::App* sub) const override {
+        return help_row("  " + sub->get_display_name(), sub->get_description(), get_column_width(), help_width());
     }
     std::string make_option_name(const CLI::Option* o, bool) const override {
         return o->get_positional() ? o->get_name(true, false) : o->get_name(false, true);
@@ -658,7 +838,7 @@ public:
 
 // The last touches of a command's --help: its examples, and -h,--help last in its own group.
 void finish_help(CLI::App& app, const std::vector<UsageExample>& examples) {
-    app.footer(examples_text(examples));
+    help_examples()[&app] = examples;
     app.set_help_flag("-h,--help", "print this help and exit")->group("Help");
 }
 
@@ -690,7 +870,7 @@ CommandDoc command_doc(const CLI::App& app, const std::vector<UsageExample>& exa
 }
 
 // The command line as data, for the man page and the completions (cli/manual.hpp).
-ProgramDoc program_doc(const CLI::App& app, const std::vector<Command>& subcommands) {
+ProgramDoc program_doc(const CLI::App& app, const std::vector<Command>& subcommands, const CLI::App& help) {
     ProgramDoc doc;
     doc.version = version;
     doc.description = {
@@ -700,8 +880,9 @@ ProgramDoc program_doc(const CLI::App& app, const std::vector<Command>& subcomma
         "Lines, Markdown or CSV for other programs. Four modes follow two lectures on attention: plain (no trainable "
         "weights), self (scaled dot product), causal (self with a mask on later positions) and bahdanau (a decoder "
         "looking back at encoder states).",
-        "With no INPUT, attntrace reads standard input when it is a pipe or a file (as jq does; an empty one is an "
-        "error), and traces the built-in example your_journey otherwise (a terminal, /dev/null). " +
+        "With no INPUT, attntrace reads standard input when it is a pipe or a file with something in it (as jq "
+        "does), and traces the built-in example your_journey otherwise: a terminal, /dev/null, or an empty pipe (as a "
+        "notebook's kernel gives its commands), which a note on standard error mentions. " +
             fmt::format("{} examples are built in; --list-examples names them.", examples().size()),
         "For long inputs --summary takes a streaming path that never holds the n×n matrix and prints, per query, its "
         "strongest keys, its largest weight and the entropy of its weights; tables of more than 64 tokens switch to it "
@@ -711,6 +892,7 @@ ProgramDoc program_doc(const CLI::App& app, const std::vector<Command>& subcomma
     doc.main = command_doc(app, trace_examples);
     for (std::size_t i = 0; i < subcommands.size(); ++i)
         doc.subcommands.push_back(command_doc(*subcommands[i].app, subcommand_table[i].examples));
+    doc.subcommands.push_back(command_doc(help, help_examples()[&help]));
     for (const auto& example : examples()) doc.example_names.emplace_back(example.name);
     for (const auto& group : app.get_groups())
         if (!group.empty()) doc.groups.push_back(group);
@@ -726,6 +908,9 @@ int run_command_line(int argc, char** argv) {
                  "attntrace"};
     app.formatter(std::make_shared<HelpFormatter>());
     app.get_formatter()->column_width(30);
+    // One command a run: a command's name after another's is an argument of the first
+    // ("attntrace help similarity"), not a second command.
+    app.require_subcommand(0, 1);
     auto trace_state = std::make_shared<TraceState>();
     add_trace_options(app, *trace_state);
     const Command trace{&app, [trace_state] { return trace_state->run(); }};
@@ -734,10 +919,17 @@ int run_command_line(int argc, char** argv) {
     // or a completion script needs them all: adding (and destroying) every command's 140
     // options took 3.3 of the 8.4 million instructions of the lecture example's whole run.
     std::vector<Command> subcommands;
-    const auto fill = [&subcommands](std::size_t i) {
+    // A command without arguments of its own gets a hidden one that collects any it is given
+    // (after "--", say): else CLI11 hands them up to attntrace's own options, and
+    // "generate -- -odd.json" wrote the file dd.json (-o dd.json). Refused after parsing.
+    std::vector<std::vector<std::string>> strays(subcommand_table.size());
+    const auto fill = [&subcommands, &strays](std::size_t i) {
         if (subcommands[i].run) return;
-        subcommands[i].run = subcommand_table[i].add(subcommands[i].app);
-        finish_help(*subcommands[i].app, subcommand_table[i].examples);
+        CLI::App& command = *subcommands[i].app;
+        subcommands[i].run = subcommand_table[i].add(&command);
+        if (command.get_options([](const CLI::Option* o) { return o->get_positional(); }).empty())
+            command.add_option("ARGUMENTS", strays[i])->group("");
+        finish_help(command, subcommand_table[i].examples);
     };
     for (const Subcommand& entry : subcommand_table) {
         subcommands.push_back({app.add_subcommand(entry.name, entry.summary), nullptr});
@@ -748,24 +940,74 @@ int run_command_line(int argc, char** argv) {
     app.set_version_flag("-V,--version", fmt::format("attntrace {}\nkernels: {}", version, kernel_description()),
                          "print the version and exit")
         ->group("Help");
+    // attntrace help [COMMAND]: what --help prints, of attntrace or of the command.
+    std::string help_topic;
+    CLI::App* help = app.add_subcommand("help", "print this help, or a command's (attntrace help decode)");
+    std::vector<std::string> topics;
+    for (const Subcommand& entry : subcommand_table) topics.emplace_back(entry.name);
+    topics.emplace_back("help");
+    describe(help->add_option("COMMAND", help_topic, "the command whose options and examples to show"), "Help", "",
+             Completes::choice, topics);
+    finish_help(*help, {{"attntrace help decode", "decode's options and examples, as attntrace decode --help shows them"}});
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() != 0) {
-            std::string message = e.what();
+            const CLI::App* active = &app;
+            for (const Command& command : subcommands)
+                if (command.app->parsed()) active = command.app;
+            if (help->parsed()) active = help;
+            std::string message = said_our_way(e, *active);
             // An unknown option explains a missing required one too ("--tokn x" for "--token x").
             if (dynamic_cast<const CLI::ExtrasError*>(&e) || dynamic_cast<const CLI::RequiredError*>(&e))
                 if (std::string better = unexpected_argument(app, subcommands, argc, argv); !better.empty())
                     message = std::move(better);
-            return fail(exit_usage_error, message + " (see attntrace --help)");
+            return fail(exit_usage_error, fmt::format("{} (see {} --help)", message, command_name(*active)));
         }
         return run([&](std::ostream& out) { app.exit(e, out, out); }, std::nullopt);  // --help, --version
     }
+    for (std::size_t i = 0; i < subcommands.size(); ++i) {
+        const CLI::App& command = *subcommands[i].app;
+        if (!command.parsed()) continue;
+        std::string misplaced = given_to_attntrace(app, command);
+        if (!strays[i].empty()) {
+            std::vector<std::string> shown;
+            for (const std::string& arg : strays[i]) shown.push_back(fmt::format("\"{}\"", printable(arg, 64)));
+            misplaced = fmt::format("{} takes no arguments besides its options: {} {} too many", command_name(command),
+                                    bounded_join(shown, shown.size()), shown.size() == 1 ? "is one" : "are");
+        }
+        if (!misplaced.empty()) return fail(exit_usage_error, fmt::format("{} (see {} --help)", misplaced, command_name(command)));
+    }
+    if (help->parsed())
+        if (const std::string misplaced = given_to_attntrace(app, *help); !misplaced.empty())
+            return fail(exit_usage_error, misplaced + " (see attntrace help --help)");
+    if (help->parsed() && !help_topic.empty() && std::find(topics.begin(), topics.end(), help_topic) == topics.end()) {
+        const auto near = likely_typo(help_topic, topics);
+        return fail(exit_usage_error, fmt::format("attntrace help: no command named \"{}\"{}; the commands are {} (see "
+                                                  "attntrace --help)",
+                                                  printable(help_topic, 64),
+                                                  near ? fmt::format(" (did you mean {}?)", *near) : "",
+                                                  fmt::join(topics, ", ")));
+    }
+    if (help->parsed())
+        return run(
+            [&](std::ostream& out) {
+                const CLI::App* topic = &app;
+                if (help_topic == "help") topic = help;
+                for (std::size_t i = 0; i < subcommands.size(); ++i)
+                    if (subcommands[i].app->get_name() == help_topic) {
+                        fill(i);
+                        topic = subcommands[i].app;
+                    }
+                // As CLI11 prints --help (App::help would pass to the chosen subcommand: help).
+                out << topic->get_formatter()->make_help(topic, command_name(*topic), CLI::AppFormatMode::Normal);
+            },
+            std::nullopt);
     if (trace_state->man || !trace_state->completions.empty())
         return run(
             [&](std::ostream& out) {
                 for (std::size_t i = 0; i < subcommands.size(); ++i) fill(i);
-                const ProgramDoc doc = program_doc(app, subcommands);
+                const ProgramDoc doc = program_doc(app, subcommands, *help);
                 const std::string& shell = trace_state->completions;
                 out << (trace_state->man        ? man_page(doc)
                         : shell == "bash"       ? bash_completion(doc)

@@ -33,6 +33,7 @@
 #include <utility>
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -59,10 +60,23 @@ inline CLI::Option* describe(CLI::Option* option, const std::string& group, cons
     return option;
 }
 
-// A range check whose description stays out of --help (the metavariable and the help say it).
+// A whole number from `min` to `max`, written in decimal ("8"; not "+8", "0x8" or "8.0"), and
+// given to CLI11 as its canonical text: CLI11 reads integers with strtoll's base 0, so "010"
+// would be 8 and "0x10" 16. Added with ->transform (->check may not change the text). The
+// description stays out of --help (the metavariable and the help say it).
 template <typename T>
 CLI::Validator in_range(T min, T max) {
-    return CLI::Range(min, max).description("");
+    return CLI::Validator(
+        [min, max](std::string& text) -> std::string {
+            T value{};
+            const char* end = text.data() + text.size();
+            const auto [stop, error] = std::from_chars(text.data(), end, value);
+            if (error != std::errc() || stop != end || value < min || value > max)
+                return fmt::format("expected a whole number from {} to {}, found {}", min, max, printable(text, 64));
+            text = fmt::format("{}", value);  // "010" is ten
+            return {};
+        },
+        "");
 }
 
 // A finite number > 0, written in full ("0.5", "2", "1e-3").
@@ -96,16 +110,9 @@ inline std::optional<MaskMethod> parse_mask_fill(const std::string& text) {
     return method;
 }
 
-// A whole number in [0, 2⁶⁴): CLI11 would wrap "-1" and saturate "99999999999999999999".
-inline const CLI::Validator whole_number_u64(
-    [](std::string& text) -> std::string {
-        std::uint64_t value = 0;
-        const char* end = text.data() + text.size();
-        const auto [stop, error] = std::from_chars(text.data(), end, value);
-        if (error != std::errc() || stop != end) return "expected a whole number from 0 to 18446744073709551615, found " + text;
-        return {};
-    },
-    "");
+// A whole number in [0, 2⁶⁴), in decimal: CLI11 would wrap "-1", saturate
+// "99999999999999999999" and read "010" as octal.
+inline const CLI::Validator whole_number_u64 = in_range(std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max());
 
 inline void add_output_path(CLI::App& app, std::optional<std::string>& path) {
     describe(app.add_option("-o,--output", path,
@@ -115,16 +122,27 @@ inline void add_output_path(CLI::App& app, std::optional<std::string>& path) {
 
 // The names `value` may take, with the closest to a misspelt one suggested:
 // "casual is not one of plain, self, causal, bahdanau (did you mean causal?)".
-inline CLI::Validator one_of(std::vector<std::string> names) {
+// `hidden_name`: the option's name, for one CLI11 does not name (an option left out of --help).
+inline CLI::Validator one_of(std::vector<std::string> names, std::string hidden_name = {}) {
     const std::string list = fmt::format("{}", fmt::join(names, ", "));
     return CLI::Validator(
-        [names, list](std::string& text) -> std::string {
+        [names, list, hidden_name](std::string& text) -> std::string {
             if (std::find(names.begin(), names.end(), text) != names.end()) return {};
             const auto near = likely_typo(text, names);
-            return fmt::format("\"{}\" is not one of {}{}", printable(text, 64), list,
-                               near ? fmt::format(" (did you mean {}?)", *near) : "");
+            return fmt::format("{}\"{}\" is not one of {}{}", hidden_name.empty() ? "" : hidden_name + ": ",
+                               printable(text, 64), list, near ? fmt::format(" (did you mean {}?)", *near) : "");
         },
         "");
+}
+
+// A list option: one argument each time it is given, its names separated by commas, the
+// times adding up ("-s scores,weights" or "-s scores -s weights"). CLI11's lists would take
+// every argument up to the next option, the INPUT too, and eat a "--" after them.
+inline CLI::Option* list_option(CLI::Option* option) {
+    return option->delimiter(',')
+        ->expected(1)
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 // An option that takes one of `names` (or, with `list`, several, comma-separated), shown as
@@ -146,7 +164,7 @@ CLI::Option* add_enum(CLI::App& app, const std::string& flags, std::string& valu
 struct OutputFlags {
     std::string format = "table";
     std::string color = "auto";
-    std::string shade = "row";
+    std::string shade = "absolute";
     int width = -1;
     int digits = 4;
     std::optional<std::string> path;  // -o FILE
@@ -177,7 +195,8 @@ struct InputFlags {
     std::string hidden_states;
 
     void add_to(CLI::App& app, bool model = true);
-    LoadOptions apply(std::uint64_t max_input, bool heads_given) const;
+    // `heads_given`, `kv_heads_given`: --heads and --kv-heads, which the input's own fields would say.
+    LoadOptions apply(std::uint64_t max_input, bool heads_given, bool kv_heads_given) const;
 };
 
 // How attention is computed: shared by the trace and compare commands.
@@ -206,11 +225,11 @@ inline void OutputFlags::add_to(CLI::App& app, bool lines) {
                                                        : "output format (docs/output-formats.md)"),
            "Output", std::move(formats))
         ->capture_default_str();
-    describe(app.add_option("--digits", digits, "decimals in tables")->check(in_range(0, 17))->capture_default_str(),
+    describe(app.add_option("--digits", digits, "decimals in tables")->transform(in_range(0, 17))->capture_default_str(),
              "Output", "N");
     describe(app.add_option("--width", width,
                             "table width in columns, 0 for no limit (default: the terminal's; none in a file)")
-                 ->check(in_range(0, 1'000'000)),
+                 ->transform(in_range(0, 1'000'000)),
              "Output", "N");
     choose(app.add_option("--color", color,
                           "shade scores and weights in tables; auto: when the output is a terminal, NO_COLOR is unset "
@@ -218,7 +237,10 @@ inline void OutputFlags::add_to(CLI::App& app, bool lines) {
            "Output", {"auto", "always", "never"})
         ->capture_default_str();
     add_enum<Shade>(app, "--shade", shade,
-                    "shade each weight against its own row (a row is one distribution) or the whole table", "Output")
+                    "absolute: weights on one scale from 0 to 1 in every row (scores, which have no fixed range, on "
+                    "one scale for the table); table: from the table's smallest entry to its largest; row: each row on "
+                    "its own scale",
+                    "Output")
         ->capture_default_str();
     add_output_path(app, path);
 }
@@ -251,7 +273,7 @@ inline void InputFlags::add_to(CLI::App& app, bool model) {
         app, "--from", from, "read a model's own tensor names from a .safetensors or .npz INPUT (with --layer)", "Input");
     auto* layer_option =
         describe(app.add_option("--layer", layer, "with --from: the layer whose attention to trace, from 0")
-                     ->check(in_range(0, 10'000)),
+                     ->transform(in_range(0, 10'000)),
                  "Input", "L");
     auto* hidden = describe(app.add_option("--hidden-states", hidden_states,
                                            "with --from: a .npy (or an .npz or .safetensors with an array hidden_states) "
@@ -261,10 +283,11 @@ inline void InputFlags::add_to(CLI::App& app, bool model) {
     hidden->needs(from_option);
 }
 
-inline LoadOptions InputFlags::apply(std::uint64_t max_input, bool heads_given) const {
+inline LoadOptions InputFlags::apply(std::uint64_t max_input, bool heads_given, bool kv_heads_given) const {
     LoadOptions load;
     load.max_input = max_input;
     load.heads_given = heads_given;
+    load.kv_heads_given = kv_heads_given;
     if (!tokens.empty()) {
         std::vector<std::string> labels;
         for (std::size_t from = 0; from < tokens.size();) {
@@ -327,19 +350,19 @@ inline void TraceFlags::add_to(CLI::App& app) {
                     "Attention")
         ->capture_default_str();
     describe(app.add_option("--seed", options.seed, "seed for weights the input does not give")
-                 ->check(whole_number_u64)
+                 ->transform(whole_number_u64)
                  ->capture_default_str(),
              "Attention", "N");
     describe(app.add_option("--dim", dim, "d_k = d_v (bahdanau: d_a) of generated weights (default: d_in)")
-                 ->check(in_range(1LL, 1LL << 20)),
+                 ->transform(in_range(1LL, 1LL << 20)),
              "Attention", "N");
     describe(app.add_option("--heads", heads, "self, causal: split the projections into this many attention heads "
                                               "(default: the input's \"heads\", else 1)")
-                 ->check(in_range(1, max_heads)),
+                 ->transform(in_range(1, max_heads)),
              "Attention", "H");
     describe(app.add_option("--kv-heads", kv_heads, "grouped-query attention: this many key/value heads, each shared by "
                                                     "a group of query heads (1: multi-query; default: one per head)")
-                 ->check(in_range(1, max_heads)),
+                 ->transform(in_range(1, max_heads)),
              "Attention", "G");
     add_enum<PositionScheme>(app, "--positions", positions,
                              "self, causal: none, sinusoidal (encodings added to the embeddings) or rope (queries and "
@@ -348,11 +371,11 @@ inline void TraceFlags::add_to(CLI::App& app) {
     describe(app.add_option("--position-offset", position_offset,
                             "with --positions: the first token's position (default 0), as if the sentence began later in "
                             "a text")
-                 ->check(in_range(std::int64_t{0}, std::int64_t{1'000'000'000})),
+                 ->transform(in_range(std::int64_t{0}, std::int64_t{1'000'000'000})),
              "Attention", "N");
     describe(app.add_option("--window", window, "plain, self, causal: a query sees only the W nearest keys (causal: itself "
                                                 "and the W − 1 before it; otherwise those less than W away)")
-                 ->check(in_range(1LL, 1LL << 40)),
+                 ->transform(in_range(1LL, 1LL << 40)),
              "Attention", "W");
     auto* fill = describe(app.add_option("--mask-fill", mask_fill,
                                          "what hidden scores become: -inf (the default, weight exactly 0), lowest (the "
@@ -392,7 +415,7 @@ inline void TraceFlags::add_to(CLI::App& app) {
     add_enum<Dtype>(app, "--dtype", dtype, "compute in float64 or float32 (faster for long inputs)", "Long inputs")
         ->capture_default_str();
     describe(app.add_option("--threads", threads, "OpenMP threads (default: all cores); the output is the same for any")
-                 ->check(in_range(1, max_threads)),
+                 ->transform(in_range(1, max_threads)),
              "Long inputs", "N");
 }
 

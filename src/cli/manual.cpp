@@ -1,5 +1,7 @@
 #include "cli/manual.hpp"
 
+#include "util/utf8.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -123,9 +125,73 @@ void bash_values(std::string& out, const CommandDoc& c, const ProgramDoc& doc, s
 
 }  // namespace
 
-std::string examples_text(const std::vector<UsageExample>& examples) {
+std::vector<std::string> help_lines(std::string_view text, std::size_t room, bool shell) {
+    // The words: cut at spaces, and in a shell command only at spaces outside quotes (a break
+    // inside '…' would become part of the quoted text).
+    std::vector<std::string> words;
+    std::string word;
+    char quote = 0;
+    for (const char c : text) {
+        if (c == ' ' && quote == 0) {
+            if (!word.empty()) words.push_back(std::move(word));
+            word.clear();
+            continue;
+        }
+        if (shell && quote == 0 && (c == '\'' || c == '"')) quote = c;
+        else if (shell && c == quote) quote = 0;
+        word += c;
+    }
+    if (!word.empty()) words.push_back(std::move(word));
+    // A shell command's lines end in " \\" (the command goes on): two columns kept for it.
+    const std::size_t fits = shell && room > 2 ? room - 2 : room;
+    std::vector<std::string> lines;
+    std::string line;
+    for (const std::string& w : words) {
+        if (!line.empty() && display_width(line) + 1 + display_width(w) > fits) {
+            lines.push_back(shell ? line + " \\" : line);
+            line.clear();
+        }
+        if (!line.empty()) line += ' ';
+        line += w;
+    }
+    if (!line.empty() || lines.empty()) lines.push_back(line);
+    return lines;
+}
+
+std::string help_row(std::string_view left, std::string_view text, std::size_t column, std::size_t width) {
+    // A narrow terminal: the text under the name, indented, rather than a column a few
+    // characters wide.
+    constexpr std::size_t least_room = 24;
+    if (width < column + least_room) column = std::min<std::size_t>(6, width / 4);
+    const std::size_t room = width > column ? width - column : 1;
+    std::string out(left);
+    const std::size_t used = display_width(left);
+    bool first = true;
+    for (const std::string& line : help_lines(text, room)) {
+        if (first && used + 1 <= column) out.append(column - used, ' ');  // by display width: "…" is one column
+        else out += '\n' + std::string(column, ' ');
+        out += line;
+        first = false;
+    }
+    return out + '\n';
+}
+
+std::string examples_text(const std::vector<UsageExample>& examples, std::size_t width) {
     std::string out = "Examples:\n";
-    for (const UsageExample& e : examples) out += fmt::format("  {}\n      {}\n", e.command, e.says);
+    constexpr std::size_t command_indent = 2, says_indent = 6;
+    for (const UsageExample& e : examples) {
+        bool first = true;
+        // A command that fits on its line stays whole; a longer one goes on, indented, below.
+        const std::size_t room = display_width(e.command) + command_indent <= width ? display_width(e.command) + 2
+                                 : width > says_indent                              ? width - says_indent
+                                                                                    : 1;
+        for (const std::string& line : help_lines(e.command, room, true)) {
+            out += std::string(first ? command_indent : says_indent, ' ') + line + '\n';
+            first = false;
+        }
+        for (const std::string& line : help_lines(e.says, width > says_indent ? width - says_indent : 1))
+            out += std::string(says_indent, ' ') + line + '\n';
+    }
     return out;
 }
 
@@ -247,8 +313,15 @@ _attntrace() {{
         const bool takes_input = std::any_of(c.options.begin(), c.options.end(), [](const OptionDoc& o) {
             return o.flags.empty() && o.completes == Completes::input;
         });
-        out += fmt::format("        if [[ $cur == -* || {} == 0 ]]; then _attntrace_words \"{}\"; else _attntrace_inputs; fi\n        ;;\n",
-                           takes_input ? 1 : 0, words(all_flags(c)));
+        // A positional of a few names (help's COMMAND): those names.
+        const auto chosen = std::find_if(c.options.begin(), c.options.end(), [](const OptionDoc& o) {
+            return o.flags.empty() && o.completes == Completes::choice;
+        });
+        const std::string argument = chosen != c.options.end()
+                                         ? fmt::format("_attntrace_words \"{}\"", words(offered(*chosen, doc)))
+                                         : std::string("_attntrace_inputs");
+        out += fmt::format("        if [[ $cur == -* || {} == 0 ]]; then _attntrace_words \"{}\"; else {}; fi\n        ;;\n",
+                           takes_input || chosen != c.options.end() ? 1 : 0, words(all_flags(c)), argument);
     }
     out += "    *)\n        case $prev in\n";
     bash_values(out, doc.main, doc, "            ");
@@ -338,6 +411,8 @@ complete -c attntrace -f
                     std::string inputs = "-";
                     for (const auto& name : doc.example_names) inputs += " example:" + name;
                     out += fmt::format("{} -k -a '(__fish_complete_suffix .json)'\n{} -a '{}'\n", line, line, inputs);
+                } else if (o.completes == Completes::choice) {
+                    out += fmt::format("{} -a '{}'\n", line, words(offered(o, doc)));
                 }
                 continue;
             }

@@ -5,7 +5,9 @@
 // No CLI11 here: it stays in one translation unit.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attntrace {
@@ -52,8 +54,19 @@ struct ProgramDoc {
     std::vector<std::string> groups;         // the main command's option groups, in order
 };
 
-// The lines of an EXAMPLES section for --help: each command, then what it shows.
-std::string examples_text(const std::vector<UsageExample>& examples);
+// Text for --help, laid out in display columns (utf8: "…" is one column, "é" one, "🚀" two).
+// `text` cut at spaces into lines of at most `room` columns, never inside a word (a word wider
+// than the room is a line of its own). With `shell`, `text` is a command: it is cut only
+// outside quotes, and every line but the last ends in " \\", so that the lines still run as one
+// command when pasted.
+std::vector<std::string> help_lines(std::string_view text, std::size_t room, bool shell = false);
+// One row of two columns: `left`, then `text` from `column` on, wrapped to `width`; `text`
+// starts on the next line when `left` reaches the column, and goes under `left` when the
+// terminal is too narrow for a column of text.
+std::string help_row(std::string_view left, std::string_view text, std::size_t column, std::size_t width);
+// The lines of an EXAMPLES section for --help, `width` columns wide: each command (cut as a
+// shell command), then what it shows.
+std::string examples_text(const std::vector<UsageExample>& examples, std::size_t width);
 
 std::string man_page(const ProgramDoc& doc);
 std::string bash_completion(const ProgramDoc& doc);

@@ -12,6 +12,7 @@
 #include "util/format.hpp"
 
 #include <omp.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,24 +29,38 @@ double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Median of `repeats` timed runs after one untimed warm-up. A warm-up longer than a quarter
-// of a second is followed by one timed run, not `repeats` (the noise of such a run is small
-// beside it), which keeps the default grid under a minute. The warm-up is never the timed
-// run: it pays for what a first run alone pays (memory the allocator takes from the system
-// and touches, the threads' start).
+// The CPU time of the whole process so far, every thread's, user and system.
+double process_cpu_seconds() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// The runs of one configuration must agree within this fraction of the fastest to be a
+// measurement; runs are repeated up to this many times as many as must agree.
+constexpr double stable_tolerance = 0.10;
+constexpr int tries_per_agreeing_run = 3;
+
+// Timed runs after one untimed warm-up, until `repeats` of them agree (time_until_stable). A
+// warm-up longer than a quarter of a second needs 2 agreeing runs, not `repeats` (the noise of
+// such a run is small beside it), which keeps the default grid near a minute. The warm-up is
+// never a timed run: it pays for what a first run alone pays (memory the allocator takes from
+// the system and touches, the threads' start).
 template <typename Job>
-double median_seconds(int repeats, Job&& job) {
+Timing timed(int repeats, Job&& job) {
     auto start = Clock::now();
     job();
-    const int timed = seconds_since(start) > 0.25 ? 1 : repeats;
-    std::vector<double> times;
-    for (int r = 0; r < timed; ++r) {
-        start = Clock::now();
-        job();
-        times.push_back(seconds_since(start));
-    }
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    const int agree = seconds_since(start) > 0.25 ? std::min(repeats, 2) : repeats;
+    return time_until_stable(
+        [&] {
+            const double cpu_before = process_cpu_seconds();
+            const auto begin = Clock::now();
+            job();
+            const double wall = seconds_since(begin);
+            return RunTime{wall, process_cpu_seconds() - cpu_before};
+        },
+        agree, tries_per_agreeing_run * agree, stable_tolerance);
 }
 
 // The machine's matrix-multiply rate through the same blocked Eigen product the trace path
@@ -56,7 +71,7 @@ double gemm_gflops(int repeats) {
     const MatrixT<T> a = random_matrix(rng, 1024, 1024, 1.0).cast<T>();
     const MatrixT<T> b = random_matrix(rng, 1024, 1024, 1.0).cast<T>();
     MatrixT<T> c;
-    const double seconds = median_seconds(repeats, [&] { c = project<T>(a, b); });
+    const double seconds = timed(repeats, [&] { c = project<T>(a, b); }).seconds;
     return 2.0 * 1024 * 1024 * 1024 / seconds / 1e9;
 }
 
@@ -66,8 +81,13 @@ struct Run {
     Dtype dtype;
     int threads = 1;
     std::int64_t n = 0;
-    double seconds = 0, gflops = 0, of_gemm = 0;
-    double doubling = 0;  // seconds / seconds at n/2 (0: no smaller n measured)
+    Timing timing;
+    AttentionOperations operations;
+    double gflops = 0, of_gemm = 0;
+    double doubling = 0;      // seconds / seconds at n/2 (0: no smaller n measured)
+    double ops_doubling = 0;  // multiply-adds / multiply-adds at n/2, exactly (0: as doubling)
+    bool doubling_stable = false;  // neither time is from a busy machine (Timing::busy)
+    double seconds() const { return timing.seconds; }
 };
 
 // The rates of the GEMM reference, by (dtype name, threads): listed in the order of the names.
@@ -153,21 +173,20 @@ Run time_run(const BenchRequest& request, const Problem& problem, Run run, const
     TraceOptions options;
     options.mode = run.mode;
     options.dtype = run.dtype;
-    run.seconds = median_seconds(request.repeats, [&] {
+    run.timing = timed(request.repeats, [&] {
         if (run.path == BenchPath::trace) (void)trace(problem, options);
         else (void)summarize(problem, options, SummaryOptions{});
     });
-    // 4·n²·d for self (Q·Kᵀ and A·V, a multiply and an add each); causal computes about half of it.
-    const double n = static_cast<double>(run.n);
-    const double flops = (mode_spec(run.mode).causal ? 2.0 : 4.0) * n * n * static_cast<double>(request.dim);
-    run.gflops = flops / run.seconds / 1e9;
+    // Two operations (a multiply and an add) per multiply-add of Q·Kᵀ and A·V.
+    run.operations = attention_operations(run.n, request.dim, mode_spec(run.mode).causal);
+    run.gflops = 2.0 * static_cast<double>(run.operations.multiply_adds) / run.seconds() / 1e9;
     run.of_gemm = run.gflops / gemm.at({to_string(run.dtype), run.threads});
     return run;
 }
 
 std::vector<Run> run_grid(const BenchRequest& request, const GemmRates& gemm) {
     std::vector<Run> runs;
-    std::map<std::tuple<BenchPath, Mode, Dtype, int, std::int64_t>, double> measured;  // → seconds
+    std::map<std::tuple<BenchPath, Mode, Dtype, int, std::int64_t>, Run> measured;
     for (const std::int64_t n : request.sizes) {
         const Problem problem = random_problem(n, request.dim, request.heads);
         for (const BenchPath path : request.paths) {
@@ -175,10 +194,20 @@ std::vector<Run> run_grid(const BenchRequest& request, const GemmRates& gemm) {
             for (const Mode mode : request.modes)
                 for (const Dtype dtype : request.dtypes)
                     for (const int t : thread_counts(request)) {
-                        Run run = time_run(request, problem, {path, mode, dtype, t, n}, gemm);
-                        if (const auto half = measured.find({path, mode, dtype, t, n / 2}); n % 2 == 0 && half != measured.end())
-                            run.doubling = run.seconds / half->second;
-                        measured[{path, mode, dtype, t, n}] = run.seconds;
+                        Run configuration;
+                        configuration.path = path;
+                        configuration.mode = mode;
+                        configuration.dtype = dtype;
+                        configuration.threads = t;
+                        configuration.n = n;
+                        Run run = time_run(request, problem, configuration, gemm);
+                        if (const auto half = measured.find({path, mode, dtype, t, n / 2}); n % 2 == 0 && half != measured.end()) {
+                            run.doubling = run.seconds() / half->second.seconds();
+                            run.ops_doubling = static_cast<double>(run.operations.multiply_adds) /
+                                               static_cast<double>(half->second.operations.multiply_adds);
+                            run.doubling_stable = !run.timing.busy && !half->second.timing.busy && run.timing.checked;
+                        }
+                        measured[{path, mode, dtype, t, n}] = run;
                         runs.push_back(run);
                     }
         }
@@ -216,10 +245,20 @@ void write_json(const BenchRequest& request, const GemmRates& gemm, const GemmRa
             .key("dtype").string(to_string(r.dtype))
             .key("threads").integer(r.threads)
             .key("n").integer(r.n)
-            .key("seconds").literal(fmt::format("{:.6f}", r.seconds))
+            .key("seconds").literal(fmt::format("{:.6f}", r.seconds()))
+            .key("timed_runs").integer(static_cast<std::int64_t>(r.timing.runs.size()))
+            .key("spread").literal(fmt::format("{:.3f}", r.timing.spread))
+            .key("stable").literal(r.timing.checked ? (r.timing.stable ? "true" : "false") : "null")
+            .key("off_cpu").literal(fmt::format("{:.3f}", r.timing.off_cpu))
+            .key("busy").literal(r.timing.checked ? (r.timing.busy ? "true" : "false") : "null")
+            .key("pairs").integer(r.operations.pairs)
+            .key("multiply_adds").integer(r.operations.multiply_adds)
+            .key("exps").integer(r.operations.exps)
             .key("gflops").literal(fmt::format("{:.2f}", r.gflops))
             .key("of_gemm").literal(fmt::format("{:.3f}", r.of_gemm))
             .key("doubling").literal(r.doubling > 0 ? fmt::format("{:.2f}", r.doubling) : "null")
+            .key("operations_doubling").literal(r.ops_doubling > 0 ? fmt::format("{:.4f}", r.ops_doubling) : "null")
+            .key("doubling_stable").literal(r.doubling > 0 && r.timing.checked ? (r.doubling_stable ? "true" : "false") : "null")
             .end();
     json.end().end();
     out.push_back('\n');
@@ -237,16 +276,50 @@ void write_table(const BenchRequest& request, const GemmRates& gemm, const GemmR
     out << "exp rate (the streaming path's vectorised exp, 4096 numbers per thread in cache):";
     for (const auto& [key, rate] : exp) out << fmt::format("  {} ×{}: {:.2f}", key.first, key.second, rate);
     out << " G/s\n";
-    out << "GFLOP/s counts 4·n²·d (self) and 2·n²·d (causal); ×doubling = time(n) / time(n/2), 4 for a quadratic cost\n\n";
-    out << fmt::format("{:<10} {:<7} {:<8} {:>7} {:>6} {:>10} {:>8} {:>8} {:>10}\n", "path", "mode", "dtype", "threads", "n",
-                       "seconds", "GFLOP/s", "of GEMM", "×doubling");
-    for (const Run& r : runs)
-        out << fmt::format("{:<10} {:<7} {:<8} {:>7} {:>6} {:>10.4f} {:>8.1f} {:>8.2f} {:>10}\n", to_string(r.path),
-                           to_string(r.mode), to_string(r.dtype), r.threads, r.n, r.seconds, r.gflops, r.of_gemm,
-                           r.doubling > 0 ? fmt::format("{:.2f}", r.doubling) : "");
+    out << "multiply-adds: n²·2d for self, n(n+1)/2·2d for causal (a score and a share of a value per visible pair), "
+           "exps: one per visible pair, both exact (the projections' 3·n·d² are not counted); GFLOP/s = 2·multiply-adds / "
+           "seconds\n";
+    out << "×ops = multiply-adds(n) / multiply-adds(n/2), exactly (4 for self); ×time = time(n) / time(n/2), the "
+           "measured counterpart\n";
+    out << fmt::format("each time is the median of {} timed runs after a warm-up ({} when the warm-up takes over a quarter "
+                       "of a second) that agree within {:.0f}% of the fastest, timed up to {} times as often until they do\n\n",
+                       request.repeats, std::min(request.repeats, 2), stable_tolerance * 100, tries_per_agreeing_run);
+    out << fmt::format("{:<10} {:<7} {:<8} {:>7} {:>6} {:>10} {:>6} {:>14} {:>12} {:>8} {:>8} {:>8} {:>8}\n", "path", "mode",
+                       "dtype", "threads", "n", "seconds", "runs", "multiply-adds", "exps", "×ops", "×time", "GFLOP/s",
+                       "of GEMM");
+    std::size_t busy = 0, unchecked = 0;
+    for (const Run& r : runs) {
+        const bool marked = r.doubling > 0 && r.timing.checked && !r.doubling_stable;
+        busy += r.timing.busy;
+        unchecked += !r.timing.checked;
+        out << fmt::format("{:<10} {:<7} {:<8} {:>7} {:>6} {:>10.4f} {:>6} {:>14} {:>12} {:>8} {:>8} {:>8.1f} {:>8.2f}\n",
+                           to_string(r.path), to_string(r.mode), to_string(r.dtype), r.threads, r.n, r.seconds(),
+                           fmt::format("{}{}", r.timing.runs.size(), r.timing.busy ? "*" : ""),
+                           r.operations.multiply_adds, r.operations.exps,
+                           r.ops_doubling > 0 ? fmt::format("{:.2f}", r.ops_doubling) : "",
+                           r.doubling > 0 ? fmt::format("{:.2f}{}", r.doubling, marked ? "*" : "") : "", r.gflops, r.of_gemm);
+    }
+    if (busy > 0)
+        out << fmt::format("\n* the machine was busy: in {} of the {} configurations the runs never agreed within {:.0f}% "
+                           "in {} times as many tries, or the process was off the CPU for more than {:.0f}% of a run's "
+                           "time (other work had it), so their times, and each ×time that uses one, measure the load as "
+                           "much as the cost; ×ops is the cost\n",
+                           busy, runs.size(), stable_tolerance * 100, tries_per_agreeing_run, stable_tolerance * 100);
+    if (unchecked > 0)
+        out << fmt::format("\n{} of the {} configurations had one timed run (--repeats 1), so whether their times are "
+                           "stable was not checked\n",
+                           unchecked, runs.size());
 }
 
 }  // namespace
+
+AttentionOperations attention_operations(std::int64_t n, std::int64_t d, bool causal) {
+    AttentionOperations ops;
+    ops.pairs = causal ? n * (n + 1) / 2 : n * n;
+    ops.multiply_adds = ops.pairs * 2 * d;
+    ops.exps = ops.pairs;
+    return ops;
+}
 
 void run_bench(const BenchRequest& request, std::ostream& out) {
     if (request.dim % request.heads != 0)

@@ -34,4 +34,83 @@ struct BenchRequest {
 
 void run_bench(const BenchRequest& request, std::ostream& out);
 
+// The arithmetic attention itself defines for n tokens of d numbers (whatever the heads: their
+// d_head add up to d), counted exactly: the (query, key) pairs a query may see (n², or n(n+1)/2
+// under the causal mask), a score (d multiply-adds) and a share of a value (d more) per pair,
+// and one exponential per pair. The projections (3·n·d² multiply-adds, linear in n) are not in it.
+struct AttentionOperations {
+    std::int64_t pairs = 0, multiply_adds = 0, exps = 0;
+};
+AttentionOperations attention_operations(std::int64_t n, std::int64_t d, bool causal);
+
+// One timed run: its wall-clock seconds and the CPU seconds the process spent in it (every
+// thread's). A run that computes the whole time is on the CPU at least as long as the wall
+// clock runs; less means other work had the CPU for part of it.
+struct RunTime {
+    double wall = 0, cpu = 0;
+};
+
+// How a configuration was timed: runs until the `agree` fastest lie within `tolerance` of the
+// fastest (relative), at most `max_runs`. The time is the median of those agreeing runs, or of
+// every run when they never agreed. With `agree` = 1 nothing is compared and `checked` is
+// false. The machine was busy when the runs never agreed, or when a run the time comes from
+// spent more than `tolerance` of its wall time off the CPU.
+struct Timing {
+    std::vector<double> runs;  // every timed run's wall seconds, in order
+    double seconds = 0;
+    bool checked = false;  // at least two runs were compared
+    bool stable = false;   // checked, and `agree` runs agreed
+    double spread = 0;     // (slowest − fastest) / fastest of the runs the time is the median of
+    double off_cpu = 0;    // the largest share of those runs' wall time the process was off the CPU
+    bool busy = false;     // checked, and not stable or off the CPU more than the tolerance
+};
+// `run_once` runs the job once and returns its RunTime (the benchmark times the job; a test
+// gives timings of its own).
+template <typename RunOnce>
+Timing time_until_stable(RunOnce&& run_once, int agree, int max_runs, double tolerance);
+
+}  // namespace attntrace
+
+#include <algorithm>
+#include <numeric>
+
+namespace attntrace {
+
+template <typename RunOnce>
+Timing time_until_stable(RunOnce&& run_once, int agree, int max_runs, double tolerance) {
+    Timing t;
+    agree = std::max(agree, 1);
+    max_runs = std::max(max_runs, agree);
+    t.checked = agree > 1;
+    std::vector<RunTime> runs;
+    // The median, spread and time off the CPU of the `count` fastest runs.
+    const auto settle = [&](std::size_t count) {
+        std::vector<std::size_t> order(runs.size());
+        std::iota(order.begin(), order.end(), std::size_t{0});
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return runs[a].wall < runs[b].wall; });
+        order.resize(count);
+        const double fastest = runs[order.front()].wall, slowest = runs[order.back()].wall;
+        t.spread = fastest > 0 ? (slowest - fastest) / fastest : 0;
+        t.seconds = runs[order[count / 2]].wall;
+        for (const std::size_t i : order)
+            if (runs[i].wall > 0) t.off_cpu = std::max(t.off_cpu, 1 - runs[i].cpu / runs[i].wall);
+        t.busy = t.checked && (!t.stable || t.off_cpu > tolerance);
+    };
+    while (static_cast<int>(runs.size()) < max_runs) {
+        runs.push_back(run_once());
+        t.runs.push_back(runs.back().wall);
+        if (static_cast<int>(runs.size()) < agree) continue;
+        std::vector<double> sorted = t.runs;
+        std::sort(sorted.begin(), sorted.end());
+        const auto k = static_cast<std::size_t>(agree);
+        if (!t.checked || sorted[k - 1] - sorted[0] <= tolerance * sorted[0]) {
+            t.stable = t.checked;
+            settle(k);
+            return t;
+        }
+    }
+    settle(runs.size());
+    return t;
+}
+
 }  // namespace attntrace

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace attntrace {
 namespace {
@@ -65,23 +66,36 @@ const Stage& stage_for(const Trace& trace, const GivenStage& given) {
     return *stage;
 }
 
-// Finite numbers a learner wrote where the mask hides a score: the fills they used.
+// Finite numbers a learner wrote where the mask hides a score: the fills they may have used, the
+// commonest first, and only those written in at least half of the hidden cells given (a learner
+// uses one fill; a stage of many different numbers there used none, and trying each would cost
+// a pass apiece).
 std::vector<double> given_fills(const Trace& trace, const std::vector<GivenStage>& all, int head) {
-    std::vector<double> fills;
+    std::map<double, std::size_t> counts;
+    std::size_t hidden = 0;
     for (const GivenStage& g : all) {
         if (g.id != StageId::masked || g.head != head) continue;
         const Stage* stage = trace.find(StageId::masked, head);
         if (!stage) continue;
+        const Stage* scaled = trace.find(StageId::scaled, head);
         for (const GivenNumber& n : g.numbers)
-            if (!n.masked && n.row < stage->row_count() && n.col < stage->col_count() &&
-                masked_entry(*stage, n.row, n.col) &&
-                std::find(fills.begin(), fills.end(), n.value) == fills.end())
-                fills.push_back(n.value);
+            if (n.row < stage->row_count() && n.col < stage->col_count() && masked_entry(*stage, n.row, n.col)) {
+                ++hidden;
+                // The score itself, left where the mask hides it, is no fill: that is no_mask.
+                const bool unmasked = scaled && matches(n, scaled->data(n.row, n.col), false, StageId::scaled, trace.dtype);
+                if (!n.masked && !unmasked) ++counts[n.value];
+            }
     }
+    std::vector<std::pair<std::size_t, double>> common;
+    for (const auto& [value, count] : counts)
+        if (2 * count >= hidden) common.emplace_back(count, value);
+    std::sort(common.begin(), common.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<double> fills;
+    for (std::size_t i = 0; i < common.size() && i < max_learner_fills; ++i) fills.push_back(common[i].second);
     return fills;
 }
 
-Verdict verdict_for(const Trace& trace, const GivenStage& given, const std::vector<GivenStage>& all) {
+Verdict verdict_for(const Trace& trace, const GivenStage& given, const std::vector<GivenStage>& all, WeightLayout layout) {
     Verdict v;
     v.given = &given;
     v.stage = &stage_for(trace, given);
@@ -92,7 +106,8 @@ Verdict verdict_for(const Trace& trace, const GivenStage& given, const std::vect
         const bool hidden = masked_entry(stage, n.row, n.col);
         if (matches(n, expected, hidden, given.id, trace.dtype)) continue;
         v.agree = false;
-        v.first = Verdict::Difference{n.row, n.col, expected, hidden, n, n.masked ? 0 : tolerance_for(n.decimals, expected, trace.dtype)};
+        v.first = Verdict::Difference{n.row, n.col, expected, hidden, n,
+                                      n.masked || !std::isfinite(expected) ? 0 : tolerance_for(n.decimals, expected, trace.dtype)};
         break;
     }
     if (v.agree) {
@@ -101,20 +116,30 @@ Verdict verdict_for(const Trace& trace, const GivenStage& given, const std::vect
                 v.equivalent_masking = reproduces(*renormalised, given, given.id, trace.dtype);
         return v;
     }
-    if (diagnosable(given.id)) {
-        const std::vector<double> fills = given_fills(trace, all, given.head);
-        for (const MistakeInfo& info : mistakes()) {
-            for (const Matrix& m : under_mistake(trace, given.id, stage.head, info.id, fills))
-                if (reproduces(m, given, given.id, trace.dtype)) {
-                    v.mistake = info.id;
-                    break;
-                }
-            if (v.mistake) break;
-        }
+    MistakeContext context;
+    context.layout = layout;
+    context.fills = given_fills(trace, all, given.head);
+    v.diagnoses = diagnose(
+        trace, given.id, stage.head, [&](const Matrix& m) { return reproduces(m, given, given.id, trace.dtype); }, context);
+    if (!v.diagnoses.empty()) return v;
+    // No known mistake: the right arithmetic of the first row that differs.
+    const Eigen::Index row = v.first->row;
+    switch (given.id) {
+    case StageId::queries:
+    case StageId::keys:
+    case StageId::values:
+        if (trace.has_parameter("W_q")) v.worked_projection = work_projection(trace, given.id, row, stage.head);
+        break;
+    case StageId::scores:
+    case StageId::scaled:
+    case StageId::masked:
+    case StageId::weights:
+    case StageId::context: v.worked = work_through(trace, row, std::max(stage.head, 1)); break;
+    case StageId::output:
+        if (trace.mode != Mode::bahdanau) v.worked_projection = work_through(trace, row, 1).output;
+        break;
+    default: break;
     }
-    const bool query_rows = given.id == StageId::scores || given.id == StageId::scaled || given.id == StageId::masked ||
-                            given.id == StageId::weights || given.id == StageId::context;
-    if (!v.mistake && query_rows) v.worked = work_through(trace, v.first->row, std::max(stage.head, 1));
     return v;
 }
 
@@ -122,9 +147,12 @@ std::string stage_name(const Stage& stage) {
     return stage.head > 0 ? fmt::format("{} (head {})", stage.name(), stage.head) : std::string(stage.name());
 }
 
-std::string number_text(double value, bool masked, int decimals) {
-    if (masked) return "hidden (−∞)";
-    return fmt::format("{:.{}f}", value, std::clamp(decimals, 0, 17));
+// The expected value of an entry: a hidden score is −∞, a hidden key's weight 0.
+std::string expected_text(const Trace& trace, const Verdict::Difference& d, StageId id, int decimals) {
+    if (d.expected_masked && id == StageId::weights)
+        return fmt::format("0 (a hidden {})", trace.mode == Mode::bahdanau ? "source position" : "key");
+    if (d.expected_masked) return "hidden (−∞)";
+    return fmt::format("{:.{}f}", d.expected, std::clamp(decimals, 0, 17));
 }
 
 void write_text(const Trace& trace, const std::vector<Verdict>& verdicts, const RenderOptions& render, std::ostream& out) {
@@ -143,25 +171,36 @@ void write_text(const Trace& trace, const std::vector<Verdict>& verdicts, const 
         const int decimals = std::max(d.given.decimals, render.digits);
         out << fmt::format("{}: differs at row {} ({}), column {} ({}): expected {}, given {}", stage_name(s), d.row + 1,
                            s.rows[static_cast<std::size_t>(d.row)], d.col + 1, s.cols[static_cast<std::size_t>(d.col)],
-                           number_text(d.expected, d.expected_masked, decimals), d.given.text);
-        if (d.tolerance > 0) out << fmt::format(" (±{:g} for {} decimals)", d.tolerance, d.given.decimals);
+                           expected_text(trace, d, s.id, decimals), d.given.text);
+        if (!d.given.masked) out << tolerance_text(d.given.decimals, d.expected, trace.dtype);
         out << "\n";
-        if (v.mistake) {
-            const MistakeInfo& info = mistake_info(*v.mistake);
-            out << fmt::format("  Likely cause ({}), reproducing all {} number{} given: {}\n", info.name, v.checked,
-                               v.checked == 1 ? "" : "s", info.explanation);
+        if (!v.diagnoses.empty()) {
+            const Diagnosis& first = v.diagnoses.front();
+            out << fmt::format("  Likely cause ({}), reproducing {} given: {}\n", mistake_info(first.mistake).name,
+                               v.checked == 1 ? std::string("the one number") : fmt::format("all {} numbers", v.checked),
+                               first.explanation);
+            for (std::size_t i = 1; i < v.diagnoses.size(); ++i)
+                out << fmt::format("  Or ({}), which reproduces them too: {}\n", mistake_info(v.diagnoses[i].mistake).name,
+                                   v.diagnoses[i].explanation);
         } else {
+            const bool worked = v.worked || v.worked_projection;
             out << "  No known mistake reproduces these numbers.";
-            if (v.worked) out << fmt::format(" Row {} worked through:", d.row + 1);
+            if (worked) out << fmt::format(" Row {} worked through:", d.row + 1);
             out << "\n";
             if (v.worked)
                 for (const auto& line : worked_lines(*v.worked, render.digits)) out << "    " << line << "\n";
+            if (v.worked_projection) {
+                const WorkedProjection& p = *v.worked_projection;
+                out << fmt::format("    {} = {}·{}{}{}\n", p.output, p.input_label, p.matrix,
+                                   p.bias.empty() ? "" : " + " + p.bias_name,
+                                   s.head > 0 ? fmt::format(", the columns of head {}", s.head) : "");
+                for (const auto& line : projection_lines(p, render.digits)) out << "    " << line << "\n";
+            }
         }
     }
     out << fmt::format("verdict: {} ({} of {} stage{} agree{})\n", differing == 0 ? "pass" : "fail",
                        verdicts.size() - differing, verdicts.size(), verdicts.size() == 1 ? "" : "s",
                        verdicts.size() - differing == 1 ? "s" : "");
-    (void)trace;
 }
 
 nlohmann::ordered_json number_json(double value, bool masked) {
@@ -191,9 +230,16 @@ void write_json(const Trace& trace, const std::vector<Verdict>& verdicts, std::o
                                      {"expected", number_json(d.expected, d.expected_masked)},
                                      {"given", d.given.text},
                                      {"tolerance", d.tolerance}};
-            if (v.mistake) {
-                const MistakeInfo& info = mistake_info(*v.mistake);
-                s["diagnosis"] = {{"mistake", info.name}, {"explanation", info.explanation}};
+            if (!v.diagnoses.empty()) {
+                const Diagnosis& first = v.diagnoses.front();
+                s["diagnosis"] = {{"mistake", mistake_info(first.mistake).name}, {"explanation", first.explanation}};
+                if (v.diagnoses.size() > 1) {
+                    nlohmann::ordered_json also = nlohmann::ordered_json::array();
+                    for (std::size_t i = 1; i < v.diagnoses.size(); ++i)
+                        also.push_back({{"mistake", mistake_info(v.diagnoses[i].mistake).name},
+                                        {"explanation", v.diagnoses[i].explanation}});
+                    s["diagnosis"]["also"] = std::move(also);
+                }
             } else {
                 s["diagnosis"] = nullptr;
             }
@@ -212,9 +258,19 @@ double tolerance_for(int decimals, double expected, Dtype dtype) {
     return std::max(written, rounding);
 }
 
-std::vector<StageVerdict> check_answers(const Trace& trace, const std::vector<GivenStage>& given) {
+std::string tolerance_text(int decimals, double expected, Dtype dtype) {
+    if (!std::isfinite(expected)) return {};
+    const double written = 0.5 * std::pow(10.0, -decimals);
+    const double tolerance = tolerance_for(decimals, expected, dtype);
+    const std::string places = fmt::format("{} decimal{}", decimals, decimals == 1 ? "" : "s");
+    if (tolerance == written) return fmt::format(" (±{:g} for {})", tolerance, places);
+    return fmt::format(" (±{:g}, the rounding a {} run allows here; {} alone would allow ±{:g})", tolerance,
+                       to_string(dtype), places, written);
+}
+
+std::vector<StageVerdict> check_answers(const Trace& trace, const std::vector<GivenStage>& given, WeightLayout layout) {
     std::vector<StageVerdict> verdicts;
-    for (const GivenStage& g : given) verdicts.push_back(verdict_for(trace, g, given));
+    for (const GivenStage& g : given) verdicts.push_back(verdict_for(trace, g, given, layout));
     // Pipeline order: by the stage's place in the trace.
     std::stable_sort(verdicts.begin(), verdicts.end(),
                      [](const Verdict& a, const Verdict& b) { return a.stage < b.stage; });
@@ -232,17 +288,22 @@ int run_check_answers(CheckAnswersRequest request, std::ostream& out) {
     const Problem problem = load_input(input, request.max_memory, with_max_input(request.load, request.max_input));
     request.trace.mode = resolve_mode(problem, request.mode);
     const WorkShape shape = work_shape(problem, request.trace);
-    const std::uint64_t traced_bytes = 2 * trace_bytes(shape, request.trace.dtype, request.render, false);
+    // The trace, a copy of its stages, and one recomputation under a mistake at a time.
+    const std::uint64_t traced_bytes = 2 * trace_bytes(shape, request.trace.dtype, request.render, false) +
+                                       mistake_pass_bytes(shape.rows, shape.cols, shape.d_in, shape.d_k, shape.d_v);
     require_memory(traced_bytes, request.max_memory, problem.origin, "checking answers against a trace of this size", "");
-    require_time(2 * trace_seconds(shape, Format::json), request.max_seconds, problem.origin,
-                 "checking answers against a trace of this size", "");
+    require_time(2 * trace_seconds(shape, Format::json) +
+                     mistake_search_seconds(shape.rows, shape.cols, shape.d_in, shape.d_k, shape.d_v, shape.heads),
+                 request.max_seconds, problem.origin,
+                 "checking answers against a trace of this size (and, where a stage differs, against each known mistake)",
+                 "");
     const InputText answers_text = read_input(request.answers_path, request.max_input);
     // The answers are held beside the trace: what they keep is charged on top of its estimate.
     MemoryBudget budget(request.max_memory, answers_text.origin);
     budget.charge(traced_bytes);
     const std::vector<GivenStage> given = read_answers(answers_text, &budget);
     const Trace traced = trace(problem, request.trace);
-    const std::vector<StageVerdict> verdicts = check_answers(traced, given);
+    const std::vector<StageVerdict> verdicts = check_answers(traced, given, problem.layout);
     if (request.render.format == Format::json) write_json(traced, verdicts, out);
     else write_text(traced, verdicts, request.render, out);
     return std::all_of(verdicts.begin(), verdicts.end(), [](const StageVerdict& v) { return v.agree; }) ? 0 : 1;

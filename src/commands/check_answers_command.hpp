@@ -45,18 +45,24 @@ struct StageVerdict {
         double tolerance = 0;
     };
     std::optional<Difference> first;   // the first number that differs, in the order written
-    std::optional<Mistake> mistake;      // the known mistake that reproduces every number given
+    std::vector<Diagnosis> diagnoses;    // the known mistakes that reproduce every number given (the likeliest first)
     bool equivalent_masking = false;     // agrees, and so would masking after softmax and renormalising
     std::optional<WorkedExample> worked; // no known mistake: the first differing row worked through
+    std::optional<WorkedProjection> worked_projection;  // the same, for a row of queries, keys, values or the output
 };
 
 // How far a number written with `decimals` decimals may be from `expected`: half a unit of its
 // last place, and never less than the rounding of the working precision.
 double tolerance_for(int decimals, double expected, Dtype dtype);
 
+// The tolerance as the reports say it: " (±5e-05 for 4 decimals)", or, where the working
+// precision's allowance is the wider, what each gives; empty for a value that is not a number.
+std::string tolerance_text(int decimals, double expected, Dtype dtype);
+
 // Every given stage checked against `trace`, in pipeline order. Throws DataError for a stage
-// the run does not have or numbers outside its shape.
-std::vector<StageVerdict> check_answers(const Trace& trace, const std::vector<GivenStage>& given);
+// the run does not have or numbers outside its shape. `layout`: how the input stores its weights.
+std::vector<StageVerdict> check_answers(const Trace& trace, const std::vector<GivenStage>& given,
+                                        WeightLayout layout = WeightLayout::in_out);
 
 // Checks, writes the report; returns the exit status (0: everything agrees, 1: something differs).
 int run_check_answers(CheckAnswersRequest request, std::ostream& out);

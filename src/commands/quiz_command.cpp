@@ -336,34 +336,23 @@ std::vector<Question> draw_questions(const QuizRequest& request, const std::vect
 // ---------------------------------------------------------------------------------------------
 // Feedback.
 
-// The value of the asked entry had `mistake` been made, for each way it can be made.
-std::vector<double> mistaken_values(const Trace& trace, const Question& q, Mistake mistake, std::span<const double> fills) {
-    std::vector<double> values;
-    for (const Matrix& m : under_mistake(trace, q.stage, q.head, mistake, fills)) {
-        if (q.kind == Kind::row_sum) {
-            double sum = 0;
-            for (Eigen::Index j = 0; j < m.cols(); ++j)
-                if (std::isfinite(m(q.row, j))) sum += m(q.row, j);
-            values.push_back(sum);
-        } else {
-            values.push_back(m(q.row, q.col));
-        }
-    }
-    return values;
-}
-
-// The known mistake that gives the learner's number for this entry, if one does.
-std::optional<Mistake> likely_mistake(const Trace& trace, const Question& q, const Answer& a) {
-    if (!diagnosable(q.stage) || q.kind == Kind::feature || a.form == Answer::Form::unreadable ||
-        a.form == Answer::Form::skip)
-        return std::nullopt;
-    // A number where the mask hides the score: the fill the learner used.
-    std::vector<double> fills;
-    if (a.form == Answer::Form::number && q.stage == StageId::masked) fills.push_back(a.value);
-    for (const MistakeInfo& info : mistakes())
-        for (const double value : mistaken_values(trace, q, info.id, fills))
-            if (gives(a, value, false, q.stage, trace.dtype)) return info.id;
-    return std::nullopt;
+// The known mistakes that give the learner's number for this entry (none for a number no
+// mistake gives: a hint is a claim about the number typed).
+std::vector<Diagnosis> likely_mistakes(const Trace& trace, const Question& q, const Answer& a) {
+    if (a.form != Answer::Form::number && a.form != Answer::Form::masked) return {};
+    if (q.kind == Kind::feature)
+        return diagnose_feature(trace, q.row, q.col, q.entry,
+                                [&](double value) { return gives(a, value, false, StageId::scores, trace.dtype); });
+    if (!diagnosable(q.stage)) return {};
+    const auto entry = [&](const Matrix& m) {
+        if (q.row >= m.rows() || (q.kind != Kind::row_sum && q.col >= m.cols())) return false;
+        if (q.kind != Kind::row_sum) return gives(a, m(q.row, q.col), false, q.stage, trace.dtype);
+        double sum = 0;
+        for (Eigen::Index j = 0; j < m.cols(); ++j)
+            if (std::isfinite(m(q.row, j))) sum += m(q.row, j);
+        return gives(a, sum, false, q.stage, trace.dtype);
+    };
+    return diagnose(trace, q.stage, q.head, entry);
 }
 
 // The arithmetic of the asked entry, from the worked example of its row.
@@ -409,7 +398,7 @@ std::string_view verdict_name(Verdict v) {
 struct Result {
     Verdict verdict = Verdict::unanswered;
     Answer answer;
-    std::optional<Mistake> mistake;
+    std::vector<Diagnosis> mistakes;  // the known mistakes that give the number answered, the likeliest first
     bool too_coarse = false;  // right to its own precision, but with too few decimals
 };
 
@@ -427,7 +416,7 @@ Result grade(const Trace& trace, const Question& q, const Answer& a) {
     r.verdict = Verdict::wrong;
     r.too_coarse = a.form == Answer::Form::number && !q.expected_masked &&
                    std::fabs(a.value - q.expected) <= tolerance_for(a.decimals, q.expected, trace.dtype);
-    if (!r.too_coarse) r.mistake = likely_mistake(trace, q, a);
+    if (!r.too_coarse) r.mistakes = likely_mistakes(trace, q, a);
     return r;
 }
 
@@ -440,8 +429,48 @@ std::string value_text(const Question& q, int decimals) {
 // ---------------------------------------------------------------------------------------------
 // The transcript.
 
-// The trace up to the asked stage, with the asked entry (or, for a weight, a row sum or a
-// masked entry, its whole row: the rest of a row tells them) shown as "?".
+// Is `v` the asked value itself (to the last bits: a mirror of a symmetric matrix, or the row of
+// a token that repeats, computed the same way)?
+bool same_value(double v, double expected) {
+    return std::isfinite(v) && std::fabs(v - expected) <= 1e-12 * std::max(1.0, std::fabs(expected));
+}
+
+// What the table shows as "?" so that nothing on the screen gives the answer away: the asked
+// entry; for a weight its whole row (the rest of a row and its sum would pin it); for a row
+// sum the row, and no stage's Σ column; for a masked entry the whole masked stage (the other
+// rows show which columns the mask hides); and wherever the asked stage, or for a projection
+// the other projections, hold the asked number again (the mirror of plain mode's symmetric
+// scores, the row of a token that repeats), that entry too, with its whole row in the weights.
+void hide_the_answer(Trace& shown, const Question& q) {
+    const bool whole_rows = q.kind == Kind::weight || q.kind == Kind::row_sum;
+    const auto is_projection = [](StageId id) {
+        return id == StageId::queries || id == StageId::keys || id == StageId::values;
+    };
+    for (Stage& stage : shown.stages) {
+        if (stage.head != q.head && stage.head != 0) continue;
+        const bool asked = stage.id == q.stage && stage.head == q.head;
+        if (q.kind == Kind::row_sum && stage.id == StageId::weights) stage.row_sums.reset();
+        BoolMatrix hidden = BoolMatrix::Constant(stage.row_count(), stage.col_count(), false);
+        if (asked) {
+            if (q.kind == Kind::masked) hidden.setConstant(true);
+            else if (whole_rows) hidden.row(q.row).setConstant(true);
+            else hidden(q.row, q.col) = true;
+        }
+        const bool scanned = asked || (q.kind == Kind::projection && is_projection(stage.id));
+        const bool hidden_key = q.stage == StageId::weights && q.kind == Kind::weight &&
+                                shown.at(StageId::weights, q.head).is_masked(q.row, q.col);
+        if (scanned && q.kind != Kind::masked && q.kind != Kind::row_sum && !q.expected_masked && !hidden_key)
+            for (Eigen::Index r = 0; r < stage.row_count(); ++r)
+                for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+                    if (same_value(stage.data(r, c), q.expected)) {
+                        if (stage.row_sums) hidden.row(r).setConstant(true);
+                        else hidden(r, c) = true;
+                    }
+        if (hidden.any()) stage.hidden = std::move(hidden);
+    }
+}
+
+// The trace up to the asked stage, with what would give the answer away shown as "?".
 void show_round(const Run& run, const Question& q, const RenderOptions& base, std::ostream& out) {
     Trace shown = run.trace;
     const auto order = mode_spec(shown.mode).stages;
@@ -463,15 +492,7 @@ void show_round(const Run& run, const Question& q, const RenderOptions& base, st
         }
         options.head = q.head;
     }
-    if (q.kind != Kind::feature) {
-        for (Stage& stage : shown.stages) {
-            if (stage.id != q.stage || stage.head != q.head) continue;
-            BoolMatrix hidden = BoolMatrix::Constant(stage.row_count(), stage.col_count(), false);
-            if (q.kind == Kind::weight || q.kind == Kind::row_sum || q.kind == Kind::masked) hidden.row(q.row).setConstant(true);
-            else hidden(q.row, q.col) = true;
-            stage.hidden = std::move(hidden);
-        }
-    }
+    if (q.kind != Kind::feature) hide_the_answer(shown, q);
     render(shown, options, out);
 }
 
@@ -482,10 +503,7 @@ void write_feedback(const Trace& trace, const Question& q, const Result& r, cons
     const int decimals = std::max(a.form == Answer::Form::number ? a.decimals : 0, render.digits);
     const std::string value = value_text(q, decimals);
     const std::string within =
-        a.form == Answer::Form::number && !q.expected_masked
-            ? fmt::format(" (±{:g} for {} decimal{})", tolerance_for(a.decimals, q.expected, trace.dtype), a.decimals,
-                          a.decimals == 1 ? "" : "s")
-            : "";
+        a.form == Answer::Form::number && !q.expected_masked ? tolerance_text(a.decimals, q.expected, trace.dtype) : "";
     switch (r.verdict) {
     case Verdict::right:
         put_wrapped(out, fmt::format("right: the value is {}{}", value, within), width);
@@ -502,9 +520,11 @@ void write_feedback(const Trace& trace, const Question& q, const Result& r, cons
         else
             put_wrapped(out, fmt::format("wrong: the value is {}, not {}{}", value, a.form == Answer::Form::masked ? "−∞" : a.text, within),
                         width);
-        if (r.mistake) {
-            const MistakeInfo& info = mistake_info(*r.mistake);
-            put_wrapped(out, fmt::format("hint ({}): {} is what this entry becomes when {}", info.name, a.text, info.explanation),
+        for (std::size_t i = 0; i < r.mistakes.size(); ++i) {
+            const Diagnosis& d = r.mistakes[i];
+            put_wrapped(out, fmt::format("{} ({}): {} is what this entry becomes when {}", i == 0 ? "hint" : "or",
+                                         mistake_info(d.mistake).name, a.form == Answer::Form::masked ? "−∞" : a.text,
+                                         d.explanation),
                         width);
         }
         break;
@@ -603,14 +623,22 @@ void write_json(const QuizRequest& request, const std::vector<Run>& runs, const 
         j["col_token"] = cell ? nlohmann::ordered_json(stage.cols[static_cast<std::size_t>(q.col)]) : nlohmann::ordered_json(nullptr);
         j["question"] = q.text;
         j["expected"] = number_or_null(q.expected, q.expected_masked);
-        j["answer"] = r.verdict == Verdict::unanswered ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(r.answer.text);
+        j["answer"] = r.verdict == Verdict::unanswered ? nlohmann::ordered_json(nullptr)
+                                                       : nlohmann::ordered_json(printable(r.answer.text, 4096));  // valid UTF-8
         j["verdict"] = verdict_name(r.verdict);
         j["tolerance"] = r.answer.form == Answer::Form::number && r.verdict != Verdict::unanswered && !q.expected_masked
                              ? nlohmann::ordered_json(tolerance_for(r.answer.decimals, q.expected, trace.dtype))
                              : nlohmann::ordered_json(nullptr);
-        if (r.mistake) {
-            const MistakeInfo& info = mistake_info(*r.mistake);
-            j["mistake"] = {{"name", info.name}, {"explanation", info.explanation}};
+        if (!r.mistakes.empty()) {
+            const Diagnosis& first = r.mistakes.front();
+            j["mistake"] = {{"name", mistake_info(first.mistake).name}, {"explanation", first.explanation}};
+            if (r.mistakes.size() > 1) {
+                nlohmann::ordered_json also = nlohmann::ordered_json::array();
+                for (std::size_t k = 1; k < r.mistakes.size(); ++k)
+                    also.push_back({{"name", mistake_info(r.mistakes[k].mistake).name},
+                                    {"explanation", r.mistakes[k].explanation}});
+                j["mistake"]["also"] = std::move(also);
+            }
         } else {
             j["mistake"] = nullptr;
         }
@@ -665,7 +693,8 @@ int quiz(const QuizRequest& request, const QuizTerminal& terminal, std::ostream&
             const std::optional<std::string> line = answers.next();
             if (!line) break;
             Answer a = read_answer(*line);
-            if (!json && terminal.echo) out << (a.text.empty() ? "your answer:" : "your answer: " + a.text) << '\n';
+            // As written, made printable: a line typed or piped may hold escape sequences.
+            if (!json && terminal.echo) out << (a.text.empty() ? "your answer:" : "your answer: " + printable(a.text, 200)) << '\n';
             if (a.form == Answer::Form::unreadable && typed) {
                 put_wrapped(out, fmt::format("\"{}\" is not a number: type one such as 0.25, -inf for a masked score, or "
                                              "? to skip",

@@ -14,6 +14,7 @@
 #include "util/memory.hpp"
 #include "util/output.hpp"
 #include "util/progress.hpp"
+#include "util/suggest.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
@@ -21,6 +22,7 @@
 #include <tuple>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <span>
@@ -52,8 +54,11 @@ std::vector<StageId> stage_ids(const std::vector<std::string>& requested) {
     std::vector<StageId> ids;
     const auto known = all_stage_names();
     for (const auto& name : requested) {
-        if (std::find(known.begin(), known.end(), name) == known.end())
-            throw UsageError(fmt::format("--stage: no stage named \"{}\" ({})", printable(name), stage_lists()));
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+            const auto near = likely_typo(name, known);
+            throw UsageError(fmt::format("--stage: no stage named \"{}\"{} ({})", printable(name),
+                                         near ? fmt::format(" (did you mean {}?)", *near) : "", stage_lists()));
+        }
         ids.push_back(*parse_enum<StageId>(name));
     }
     return ids;
@@ -76,8 +81,13 @@ StageId svg_stage_id(const std::string& name) {
     if (id && std::find(svg_stages.begin(), svg_stages.end(), *id) != svg_stages.end()) return *id;
     const std::string choices = svg_stage_choices();
     const auto known = all_stage_names();
-    if (std::find(known.begin(), known.end(), name) == known.end())
-        throw UsageError(fmt::format("--svg-stage: no stage named \"{}\"; --svg draws {}", printable(name), choices));
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+        std::vector<std::string> drawn;
+        for (const StageId drawable : svg_stages) drawn.emplace_back(to_string(drawable));
+        const auto near = likely_typo(name, drawn);
+        throw UsageError(fmt::format("--svg-stage: no stage named \"{}\"{}; --svg draws {}", printable(name),
+                                     near ? fmt::format(" (did you mean {}?)", *near) : "", choices));
+    }
     throw UsageError(fmt::format("--svg-stage: the {} stage is not a matrix over (query, key) pairs; --svg draws {}", name,
                                  choices));
 }
@@ -214,9 +224,17 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     // Opened before any work, so that a path that cannot be written, or that names the main
     // output's file, is refused at once; committed with the rest.
     std::ostream* svg = request.svg_path ? &outputs.add(*request.svg_path) : nullptr;
-    // No input named: what is piped in, else the built-in example.
+    // No input named: what is piped in, else the built-in example (also for an empty pipe,
+    // which is what a notebook's kernel gives: said on stderr once the run has succeeded).
     std::optional<InputText> piped;
-    if (!request.input_path && !request.example) piped = piped_input(request.max_input);
+    bool empty_stdin = false;
+    if (!request.input_path && !request.example) piped = piped_input(request.max_input, &empty_stdin);
+    const auto said = [&] {
+        if (empty_stdin)
+            std::fprintf(stderr, "attntrace: note: standard input is empty, so this is the built-in example %s (name "
+                                 "an INPUT, or pipe one in, to trace your own)\n",
+                         std::string(default_example).c_str());
+    };
     const InputText input = request.input_path ? read_input(*request.input_path, request.max_input)
                             : piped            ? std::move(*piped)
                                                : example_input(request.example.value_or(std::string(default_example)));
@@ -234,17 +252,22 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     const auto summary_of = [&](std::string note) {
         run_summary(problem, request, outputs, std::move(note), [&] { input.require_unchanged(); });
     };
-    if (request.summary) return summary_of("");
+    if (request.summary) {
+        summary_of("");
+        return said();
+    }
     // A table of more than summary_threshold columns is unreadable: show the summary instead.
     const std::size_t n = token_count(problem);
-    if (may_summarise && n > summary_threshold)
-        return summary_of(fmt::format("{} tokens make tables too wide to read, so this is the summary "
-                                      "(--summary); --stage NAME shows a stage's table, --format json "
-                                      "every number",
-                                      n));
+    if (may_summarise && n > summary_threshold) {
+        summary_of(fmt::format("{} tokens make tables too wide to read, so this is the summary (--summary); --stage "
+                               "NAME shows a stage's table, --format json every number",
+                               n));
+        return said();
+    }
     if (auto* single = std::get_if<SingleSequenceInput>(&problem.input)) single->sequence.materialise();
     input.require_unchanged();  // the rows left in place were read again, just now
     run_full_trace(problem, request, outputs.main(), svg);
+    said();
 }
 
 void list_examples(std::ostream& out) {

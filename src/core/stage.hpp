@@ -59,12 +59,23 @@ inline constexpr NameTable<StageId, 24> stage_names{{
 }};
 constexpr const auto& names_of(StageId) { return stage_names; }
 
+// Which way a stage runs. A forward stage holds what the pipeline computed; a backward stage
+// holds dL/d(that matrix) for a loss L (attention/backward.hpp): the same id, head, shape and
+// labels as the forward stage it belongs to, so every consumer keeps one vocabulary.
+enum class Direction { forward, backward };
+inline constexpr NameTable<Direction, 2> direction_names{{{Direction::forward, "forward"}, {Direction::backward, "backward"}}};
+constexpr const auto& names_of(Direction) { return direction_names; }
+
 struct Stage {
     StageId id = StageId::inputs;
     // Several heads: the 1-based head a per-head stage belongs to (0: one stage for the run),
     // and the key/value head it reads (grouped-query attention; 0 when every head has its own).
     int head = 0;
     int kv_head = 0;
+    Direction direction = Direction::forward;
+    // A backward stage of a parameter (id `parameters`): the parameter's name ("W_q"); empty
+    // for a stage of the pipeline.
+    std::string parameter;
     std::string title;    // for people: "Attention weights"
     std::string formula;  // plain text: "S = Q·Kᵀ"
     bool applied = true;
@@ -82,8 +93,14 @@ struct Stage {
     // A quiz's question: the entries shown as "?" (with a row's sum and strongest key when any
     // entry of the row is hidden); absent everywhere else.
     std::optional<BoolMatrix> hidden;
+    // A table whose rows are different quantities (decode's score, scaled score and weight of
+    // each cached key): the stage each row belongs to, for shading it as that stage is shaded;
+    // empty: every row is of this stage.
+    std::vector<StageId> row_stages;
 
     std::string_view name() const { return to_string(id); }
+    // What a backward stage is keyed by: its parameter's name, else the stage's name.
+    std::string_view key() const { return parameter.empty() ? name() : std::string_view(parameter); }
     Eigen::Index row_count() const { return data.rows(); }
     Eigen::Index col_count() const { return data.cols(); }
     bool is_masked(Eigen::Index r, Eigen::Index c) const { return allowed && !(*allowed)(r, c); }
@@ -138,6 +155,9 @@ struct RunFacts {
     // with a positive sum (the only rows where the division gives a distribution): in how many the top
     // weight is higher by softmax (at the run's temperature), lower, or the same.
     std::size_t compared_rows = 0, softmax_higher = 0, softmax_lower = 0;
+    // The rows left out of that comparison, by why: a visible score below 0 (the division
+    // gives no distribution), every visible score 0 (a sum of 0 cannot divide), no key seen.
+    std::size_t negative_rows = 0, zero_rows = 0, blind_rows = 0;
     struct Row {
         std::string label;
         double by_softmax = 0, by_sum = 0;  // the row's largest weight each way
@@ -154,6 +174,7 @@ struct Trace : RunHeader {
     std::vector<Parameter> parameters;    // the weights the run uses (none in plain mode)
     std::optional<WorkedExample> worked;  // --query: one row's arithmetic
     std::vector<RunFacts> facts;  // one per head (one with one head)
+    double layernorm_epsilon = 0;  // ln_1's ε, when the trace has a layernorm stage (for the backward pass)
     // The facts of `head` (1-based; 0: the first).
     const RunFacts& facts_of(int head) const { return facts.at(head > 0 ? static_cast<std::size_t>(head - 1) : 0); }
 

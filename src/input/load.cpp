@@ -725,7 +725,8 @@ std::vector<std::string> read_padding(const Reader& in, const Json& value) {
     return tokens;
 }
 
-SingleSequenceInput read_single(const Reader& in, const Json& doc, Problem& problem) {
+// `kv_heads_given`: --kv-heads, which says what "kv_heads" says (W_k and W_v of G·d_head columns).
+SingleSequenceInput read_single(const Reader& in, const Json& doc, Problem& problem, bool kv_heads_given) {
     SingleSequenceInput input;
     input.sequence = read_sequence(in, doc, "", "embeddings", true, &problem.vocabulary, problem.notes);
     if (doc.contains("heads")) input.heads = read_count(in, doc["heads"], "/heads", max_heads);
@@ -739,7 +740,8 @@ SingleSequenceInput read_single(const Reader& in, const Json& doc, Problem& prob
     }
     if (doc.contains("padding")) input.padding = read_padding(in, doc["padding"]);
     if (doc.contains("weights"))
-        input.weights = read_projections(in, doc["weights"], input.sequence.vectors.cols(), input.kv_heads.has_value());
+        input.weights = read_projections(in, doc["weights"], input.sequence.vectors.cols(),
+                                         input.kv_heads.has_value() || kv_heads_given);
     return input;
 }
 
@@ -807,7 +809,8 @@ bool has_weight_matrices(const Problem& problem) {
 
 // The document, read: every field checked against every other. Where numbers came from
 // binary arrays the reader knows (Reader::set_arrays); `layout` is --layout.
-Problem read_document(Reader& in, Json& doc, const std::string& origin, const std::optional<WeightLayout>& layout) {
+Problem read_document(Reader& in, Json& doc, const std::string& origin, const std::optional<WeightLayout>& layout,
+                      bool kv_heads_given) {
     in.require_object(doc, "");
     // "$schema": where an editor finds the input's JSON Schema (docs/schema/input.schema.json);
     // a string, and nothing to attntrace.
@@ -865,7 +868,7 @@ Problem read_document(Reader& in, Json& doc, const std::string& origin, const st
                                 "\"source\" (one boolean per source token)");
         problem.input = read_encoder_decoder(in, doc, problem.notes);
     } else {
-        problem.input = read_single(in, doc, problem);
+        problem.input = read_single(in, doc, problem, kv_heads_given);
     }
     // Which layout the weights were read in, whenever it was stated (the default says nothing).
     if (problem.layout == WeightLayout::out_in && has_weight_matrices(problem))
@@ -894,7 +897,7 @@ Problem load_problem(std::string_view json_text, const std::string& origin, Memo
     std::vector<std::string> notes;
     resolve_array_references(doc, origin, options, arrays, notes, budget);
     in.set_arrays(&arrays);
-    Problem problem = read_document(in, doc, origin, options.layout);
+    Problem problem = read_document(in, doc, origin, options.layout, options.kv_heads_given);
     problem.notes.insert(problem.notes.begin(), notes.begin(), notes.end());
     return problem;
 }
@@ -907,7 +910,7 @@ Problem load_arrays(const InputText& input, MemoryBudget& budget, const LoadOpti
     ArrayDocument arrays = array_document(file, options, &budget);
     Reader in(input.origin, &budget);
     in.set_arrays(&arrays.names);
-    Problem problem = read_document(in, arrays.doc, input.origin, std::nullopt);
+    Problem problem = read_document(in, arrays.doc, input.origin, std::nullopt, options.kv_heads_given);
     problem.notes.insert(problem.notes.begin(), arrays.notes.begin(), arrays.notes.end());
     if (arrays.layernorm) std::get<SingleSequenceInput>(problem.input).layernorm = std::move(arrays.layernorm);
     if (auto* single = std::get_if<SingleSequenceInput>(&problem.input); single && single->sequence.in_place)

@@ -20,6 +20,7 @@ struct LoadOptions {
     std::optional<int> layer;                         // --layer L (with --from)
     std::optional<std::string> hidden_states;         // --hidden-states FILE (with --from)
     bool heads_given = false;                         // --heads (GPT-2's heads are otherwise d / 64)
+    bool kv_heads_given = false;                      // --kv-heads: W_k and W_v d_in × G·d_head, as with "kv_heads"
     // --summary --dtype float32: a binary input's float32 embeddings may stay in the mapped file
     // (Sequence::in_place) instead of being converted to doubles and copied.
     bool float32_in_place = false;

@@ -3,6 +3,8 @@
 #include "core/error.hpp"
 #include "input/examples.hpp"
 #include "input/json_text.hpp"
+#include "util/suggest.hpp"
+#include "util/utf8.hpp"
 
 #include <fmt/format.h>
 
@@ -183,22 +185,23 @@ InputText read_input(const std::string& path, std::uint64_t max_bytes) {
     return {mapping->text(), origin, mapping, mapping.get()};
 }
 
-std::optional<InputText> piped_input(std::uint64_t max_bytes) {
+std::optional<InputText> piped_input(std::uint64_t max_bytes, bool* empty) {
     struct stat info {};
     if (::fstat(STDIN_FILENO, &info) != 0 || !(S_ISFIFO(info.st_mode) || S_ISREG(info.st_mode))) return std::nullopt;
     InputText input = read_input("-", max_bytes);
-    if (input.text.find_first_not_of(" \t\r\n") == std::string_view::npos)
-        throw DataError("standard input is empty: with no INPUT named, attntrace reads standard input when it is a "
-                        "pipe or a file, as jq does; name a file, example:NAME or --example NAME, or redirect from "
-                        "/dev/null for the built-in example");
+    const bool blank = input.text.find_first_not_of(" \t\r\n") == std::string_view::npos;
+    if (empty) *empty = blank;
+    if (blank) return std::nullopt;
     return input;
 }
 
 InputText example_input(std::string_view name) {
     if (const Example* example = find_example(name)) return {example->json, fmt::format("example:{}", name), nullptr};
-    std::string names;
-    for (const auto& example : examples()) names += (names.empty() ? "" : ", ") + std::string(example.name);
-    throw UsageError(fmt::format("no example named \"{}\" (examples: {})", printable(name), names));
+    std::vector<std::string> names;
+    for (const auto& example : examples()) names.emplace_back(example.name);
+    const auto near = likely_typo(name, names);
+    throw UsageError(fmt::format("no example named \"{}\"{} (examples: {})", printable(name),
+                                 near ? fmt::format(" (did you mean {}?)", *near) : "", fmt::join(names, ", ")));
 }
 
 }  // namespace attntrace

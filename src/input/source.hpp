@@ -43,10 +43,10 @@ InputText read_input(const std::string& path, std::uint64_t max_bytes = default_
 
 // With no input named: standard input, read as jq reads it, when it is a pipe or a file;
 // else nothing, and the caller takes its default. A terminal, /dev/null (a device) or a
-// closed standard input is not read. Throws DataError when what was read is empty or white
-// space: a pipe that brought nothing is more likely a mistake upstream than a wish to see the
-// built-in example.
-std::optional<InputText> piped_input(std::uint64_t max_bytes);
+// closed standard input is not read. What was read is nothing too when it is empty or white
+// space: a notebook's kernel (Jupyter) starts every command with an empty pipe, and its
+// users mean no input. `empty`, when given, is set when that is why.
+std::optional<InputText> piped_input(std::uint64_t max_bytes, bool* empty = nullptr);
 
 // A built-in example. Throws UsageError naming the known examples when there is none.
 InputText example_input(std::string_view name);

@@ -2,6 +2,8 @@
 
 #include "util/utf8.hpp"
 
+#include <cctype>
+
 namespace attntrace {
 namespace {
 
@@ -34,6 +36,25 @@ std::string_view character_at(std::string_view text, std::size_t at) {
     return text.substr(at, n == 0 ? 1 : n);
 }
 
+// A special token written in brackets: "<pad>", "</s>", "<|endoftext|>", "[CLS]". At `at`
+// a '<' or '[', the length of the marker through its closing '>' or ']' when one follows
+// before any white space or other bracket, with at least one letter or digit inside; else 0
+// (then the bracket is punctuation like any other: "a < b", "<3").
+std::size_t marker_length(std::string_view text, std::size_t at) {
+    const char open = text[at];
+    if (open != '<' && open != '[') return 0;
+    const char close = open == '<' ? '>' : ']';
+    bool alphanumeric = false;
+    for (std::size_t i = at + 1; i < text.size();) {
+        const auto ch = character_at(text, i);
+        if (ch.size() == 1 && ch[0] == close) return alphanumeric ? i + 1 - at : 0;
+        if (is_space(ch) || ch == "<" || ch == ">" || ch == "[" || ch == "]") return 0;
+        alphanumeric = alphanumeric || ch.size() > 1 || std::isalnum(static_cast<unsigned char>(ch[0])) != 0;
+        i += ch.size();
+    }
+    return 0;
+}
+
 // Calls emit(word, is_punctuation) for each word, at most `max_words` times. A word is a
 // run of characters of the sentence, so it is passed as a view into it.
 template <typename Emit>
@@ -43,6 +64,13 @@ void scan_words(std::string_view sentence, std::size_t max_words, Emit&& emit) {
         if (end > start && count < max_words) emit(sentence.substr(start, end - start), false), ++count;
     };
     for (std::size_t i = 0; i < sentence.size() && count < max_words;) {
+        if (const std::size_t marker = marker_length(sentence, i); marker > 0) {  // "<pad>": one word
+            flush();
+            if (count < max_words) emit(sentence.substr(i, marker), false), ++count;
+            i += marker;
+            start = end = i;
+            continue;
+        }
         const auto ch = character_at(sentence, i);
         const std::size_t at = i;
         i += ch.size();

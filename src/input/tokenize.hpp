@@ -32,7 +32,9 @@ struct SplitWords {
 // Splits at white space, then peels punctuation off the words: "step." → "step", ".".
 // An apostrophe or hyphen between letters stays inside the word ("teacher's", "well-known").
 // Letters outside ASCII (é, ß, 日) are word characters; common Unicode punctuation (— “ ” …)
-// is punctuation. Stops after `max_words` words (the caller refuses a sentence that reaches
+// is punctuation. A special token in brackets ("<pad>", "</s>", "<|endoftext|>", "[CLS]": no
+// white space inside, a letter or digit among what it encloses) is one word, not punctuation,
+// wherever it stands ("cat<pad>." → "cat", "<pad>", "."). Stops after `max_words` words (the caller refuses a sentence that reaches
 // it); the words are counted first, so their lists are allocated once, at their size.
 SplitWords split_sentence(std::string_view sentence, std::size_t max_words = static_cast<std::size_t>(-1));
 

@@ -43,6 +43,22 @@ std::string block_of(std::string_view matrix, int head, std::int64_t width) {
                       : fmt::format("columns {}–{} of {}", first, first + width - 1, matrix);
 }
 
+// "b_k" with one head, "entries 3–4 of b_k" for head g's block of the bias.
+std::string bias_block(std::string_view bias, int head, std::int64_t width) {
+    if (head == 0) return std::string(bias);
+    const std::int64_t first = (head - 1) * width + 1;
+    return width == 1 ? fmt::format("entry {} of {}", first, bias)
+                      : fmt::format("entries {}–{} of {}", first, first + width - 1, bias);
+}
+
+// "x·W_k", "LN(x)·columns 1–4 of W_k + entries 1–4 of b_k": what a step multiplies (the
+// token's vector, or after ln_1 its normalised vector) by which block, and the bias it adds.
+std::string projection_text(const Decode& d, std::string_view weight, std::string_view bias, bool has_bias, int head,
+                            std::int64_t width) {
+    return fmt::format("{}·{}{}", d.layernorm ? "LN(x)" : "x", block_of(weight, head, width),
+                       has_bias ? " + " + bias_block(bias, head, width) : "");
+}
+
 // The largest difference in words: "0 (exactly)" or "1.1e-16".
 std::string difference_text(double d) { return d == 0 ? "0, to the last bit" : fmt::format("{:.1e}", d); }
 
@@ -84,12 +100,19 @@ Stage attention_table(const DecodeHead& h, const Decode& d, std::int64_t tokens)
     Stage stage;
     stage.id = StageId::weights;
     stage.head = h.head;
-    const std::string divisor = d.scale_rule == ScaleRule::none ? "" : d.scale_rule == ScaleRule::sqrt ? " / √d_head" : fmt::format(" / {}", d.scale);
-    const std::string temperature = d.temperature == 1 ? "" : fmt::format(" / {}", d.temperature);
+    // The divisor of the scores and the temperature, each named, so that --scale 0.5 and
+    // --temperature 0.5 do not read alike.
+    const std::string divisor = d.scale_rule == ScaleRule::none   ? ""
+                                : d.scale_rule == ScaleRule::sqrt ? fmt::format(" / √d_head (√{})", d.d_head)
+                                                                  : fmt::format(" / {} (--scale)", d.scale);
     stage.title = fmt::format("The new query against every cached key{}: score, scaled, weight",
                               h.head > 0 ? fmt::format(" of key/value head {}", h.kv_head) : "");
-    stage.formula = fmt::format("a = softmax(q·K_cacheᵀ{}{})", divisor, temperature);
+    const std::string scaled = "score = q·K_cacheᵀ, " + (d.scale_rule == ScaleRule::none ? std::string("scaled = score (--scale none)")
+                                                                                          : "scaled = score" + divisor);
+    stage.formula = d.temperature == 1 ? fmt::format("{}, weight = softmax(scaled)", scaled)
+                                       : fmt::format("{}, weight = softmax(scaled / T) at T = {}", scaled, d.temperature);
     stage.rows = std::vector<std::string>{"score", "scaled", "weight"};
+    stage.row_stages = {StageId::scores, StageId::scaled, StageId::weights};  // shaded each as its stage is
     stage.cols = std::vector<std::string>(d.tokens.begin(), d.tokens.begin() + tokens);
     stage.data.resize(3, tokens);
     BoolMatrix allowed = BoolMatrix::Constant(3, tokens, true);  // a padding key: scaled −∞, weight exactly 0
@@ -107,8 +130,11 @@ Stage attention_table(const DecodeHead& h, const Decode& d, std::int64_t tokens)
 Report heading(const Decode& d, const RenderOptions& options) {
     Report r;
     const std::int64_t n = static_cast<std::int64_t>(d.tokens.size());
-    r.title = fmt::format("attntrace decode · causal mode · {} tokens · {} · {} · {}", n, dims_text(d.dims),
-                          to_string(d.dtype), d.origin);
+    // As the trace's heading: how the scores became weights (the temperature, a --scale
+    // other than √d_head) when it is not the plain softmax.
+    const std::string weighting = weighting_text(d);
+    r.title = fmt::format("attntrace decode · causal mode · {} tokens · {} · {}{} · {}", n, dims_text(d.dims),
+                          to_string(d.dtype), weighting == "softmax" ? "" : " · " + weighting, d.origin);
     if (!d.description.empty()) r.preamble.push_back(d.description);
     for (const auto& note : d.notes) r.preamble.push_back("note: " + note);
     const std::string first = d.prefill == 1 ? fmt::format("token 1 (\"{}\")", d.tokens.front())
@@ -123,29 +149,34 @@ Report heading(const Decode& d, const RenderOptions& options) {
                                      d.prefill_difference == 0 ? "" : fmt::format(" within {:.0e} of their size", d.tolerance),
                                      difference_text(d.prefill_difference)));
     if (options.explain)
-        for (auto& line : decode_explanation()) r.preamble.push_back(std::move(line));
+        for (auto& line : decode_explanation(d)) r.preamble.push_back(std::move(line));
     return r;
 }
 
 Report step_report(const Decode& d, const DecodeStep& s, int digits) {
     Report r;
-    const std::int64_t number = s.position - d.prefill;
-    r.title = fmt::format("step {} of {} · position {} · \"{}\" · the cache now holds {}", number, d.total_steps,
-                          s.position, s.token, plural(s.cache_tokens, "token", "tokens"));
-    r.preamble.push_back(fmt::format("x_{} = {}", s.token, vector_text(s.x, digits)));
+    // A step is named by its position, as --step names it: the steps are positions P + 1 … n.
+    const std::int64_t n = static_cast<std::int64_t>(d.tokens.size());
+    r.title = fmt::format("step {} (of steps {}–{}) · \"{}\" · the cache now holds {}", s.position, d.prefill + 1, n,
+                          s.token, plural(s.cache_tokens, "token", "tokens"));
+    r.preamble.push_back(d.layernorm ? fmt::format("LN(x_{}) = {}: the token's vector after ln_1, what the projections read",
+                                                   s.token, vector_text(s.x, digits))
+                                     : fmt::format("x_{} = {}", s.token, vector_text(s.x, digits)));
     for (const KvCache& cache : d.caches) {
         const auto row = [&](const Matrix& m) {
             const auto r = m.row(s.position - 1);
             return vector_text(std::vector<double>(r.begin(), r.end()), digits);
         };
-        r.preamble.push_back(fmt::format("k_{} = x·{} = {}, v_{} = x·{} = {}: appended to the cache{}", s.token,
-                                         block_of("W_k", cache.kv_head, d.d_head), row(cache.keys), s.token,
-                                         block_of("W_v", cache.kv_head, d.d_v), row(cache.values),
+        r.preamble.push_back(fmt::format("k_{} = {} = {}, v_{} = {} = {}: appended to the cache{}", s.token,
+                                         projection_text(d, "W_k", "b_k", d.bias_k, cache.kv_head, d.d_head), row(cache.keys),
+                                         s.token, projection_text(d, "W_v", "b_v", d.bias_v, cache.kv_head, d.d_v),
+                                         row(cache.values),
                                          cache.kv_head > 0 ? fmt::format(" of key/value head {}", cache.kv_head) : ""));
     }
     for (const DecodeHead& h : s.heads)
-        r.preamble.push_back(fmt::format("q_{}{} = x·{} = {}: used by this step only, not cached", s.token,
-                                         head_suffix(h.head), block_of("W_q", h.head, d.d_head), vector_text(h.q, digits)));
+        r.preamble.push_back(fmt::format("q_{}{} = {} = {}: used by this step only, not cached", s.token,
+                                         head_suffix(h.head), projection_text(d, "W_q", "b_q", d.bias_q, h.head, d.d_head),
+                                         vector_text(h.q, digits)));
     const std::int64_t kv = static_cast<std::int64_t>(d.caches.size());
     r.preamble.push_back(fmt::format("cache: {} × {} × ({} + {}) numbers = {}, {} in {}",
                                      plural(s.cache_tokens, "token", "tokens"),
@@ -202,11 +233,18 @@ Report summary_report(const Decode& d) {
 
 }  // namespace
 
-std::vector<std::string> decode_explanation() {
+std::vector<std::string> decode_explanation(const Decode& d) {
+    // k_j and v_j as this run computes them: from x_j or LN(x_j), with or without a bias.
+    const std::string x = d.layernorm ? "LN(x_j)" : "x_j";
+    const std::string k = fmt::format("k_j = {}·W_k{}", x, d.bias_k ? " + b_k" : "");
+    const std::string v = fmt::format("v_j = {}·W_v{}", x, d.bias_v ? " + b_v" : "");
+    const std::string alone = d.layernorm ? " (LN normalises each token's vector on its own)" : "";
     return {"why the query is not cached: q_i is used once, by step i, to score the cache; a later step scores with its "
             "own token's query, so q_i is dropped when its step ends",
-            "why the keys and values are: every later step compares its query with k_1 … k_i and mixes v_1 … v_i. Here "
-            "k_j = x_j·W_k and v_j = x_j·W_v depend on token j alone, so each is computed once, at its own step, and kept",
+            fmt::format("why the keys and values are: every later step compares its query with k_1 … k_i and mixes v_1 "
+                        "… v_i. Here {} and {} depend on token j alone{}, so each is computed once, at its own step, and "
+                        "kept",
+                        k, v, alone),
             "why only causal attention: with the causal mask, row j uses tokens 1 … j only, so a new token changes no "
             "earlier row and nothing cached goes stale. Without the mask every earlier token would attend to the new one "
             "as well, every earlier row would change at each step, and the whole n×n computation would start again"};

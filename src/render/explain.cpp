@@ -24,18 +24,43 @@ std::string weights_source(const Trace& trace) {
     return "none";
 }
 
+// "1 row", "6 rows".
+std::string rows_text(std::size_t n) { return fmt::format("{} row{}", n, n == 1 ? "" : "s"); }
+
+// The rows the comparison of softmax and the sum left out, and why, each kind counted: every
+// row of the run is either compared or named here.
+std::string left_out(const RunFacts& f) {
+    std::vector<std::string> parts;
+    if (f.negative_rows > 0)
+        parts.push_back(fmt::format("{} with a negative score, where dividing gives no distribution",
+                                    rows_text(f.negative_rows)));
+    if (f.zero_rows > 0)
+        parts.push_back(fmt::format("{} whose scores are all 0, where a sum of 0 cannot divide and softmax gives even "
+                                    "weights",
+                                    rows_text(f.zero_rows)));
+    if (f.blind_rows > 0)
+        parts.push_back(fmt::format("{} that see{} no key", rows_text(f.blind_rows), f.blind_rows == 1 ? "s" : ""));
+    std::string text;
+    for (std::size_t k = 0; k < parts.size(); ++k) text += (k == 0 ? "" : k + 1 == parts.size() ? " and " : ", ") + parts[k];
+    return text;
+}
+
 // Softmax against dividing by the row sum, as measured on this run (RunFacts).
 std::string normalisation_contrast(const Trace& trace, int head) {
     const RunFacts& f = trace.facts_of(head);
     const std::string softmax = trace.normalization == Normalization::softmax && trace.temperature != 1
                                     ? fmt::format("softmax at T = {}", trace.temperature)
                                     : std::string("softmax");
+    const std::string others = left_out(f);
     if (f.compared_rows == 0)
-        return "Dividing by the row sum gives a distribution only when no score is negative, and every row here "
-               "has a negative score, so the two cannot be compared on this run; softmax takes scores of any sign.";
+        return fmt::format("Dividing by the row sum gives a distribution only for scores of 0 or more with a positive sum, "
+                           "and no row here has them ({}), so the two cannot be compared on this run; softmax takes "
+                           "scores of any sign.",
+                           others);
     const std::size_t n = f.compared_rows, same = n - f.softmax_higher - f.softmax_lower;
-    const std::string rows = n == 1 ? "the one row without negative scores"
-                                    : fmt::format("all {} rows without negative scores", n);
+    const bool all = others.empty();  // every row of the run is compared
+    const std::string rows = n == 1 ? (all ? "the one row" : "the one row where both give weights")
+                                    : (all ? fmt::format("all {} rows", n) : fmt::format("the {} rows where both give weights", n));
     std::string text;
     if (f.softmax_lower == n)
         text = fmt::format("On this run {} gives the top key less weight than dividing by the row sum, in {}: the scores "
@@ -47,12 +72,13 @@ std::string normalisation_contrast(const Trace& trace, int head) {
                            softmax, rows);
     else
         text = fmt::format("On this run {} gives the top key more weight than dividing by the row sum in {} of the {} rows "
-                           "without negative scores and less in {}{}",
-                           softmax, f.softmax_higher, n, f.softmax_lower,
+                           "{}and less in {}{}",
+                           softmax, f.softmax_higher, n, all ? "" : "where both give weights ", f.softmax_lower,
                            same > 0 ? fmt::format(" (the same in {})", same) : "");
     if (f.example)
         text += fmt::format("; for \"{}\", {} by softmax against {} by the sum", f.example->label,
                             number(f.example->by_softmax), number(f.example->by_sum));
+    if (!all) text += fmt::format(". Not compared: {}", others);
     return text + ".";
 }
 
@@ -139,10 +165,31 @@ std::vector<std::string> layernorm_stage(const Trace& trace, const Stage& stage)
 
 // The weights stage of any mode: what the normalisation does, measured against the other on
 // this run. `formula` holds "{}" for the normalisation's name.
+// The rows of head `head`'s weights that see some key yet do not sum to 1, as this run left
+// them: padding rows --normalize sum could not divide (all 0), rows --mask-after-softmax cut.
+std::size_t short_rows(const Trace& trace, int head) {
+    const Stage& weights = trace.at(StageId::weights, head);
+    std::size_t count = 0;
+    for (Eigen::Index r = 0; r < weights.row_count(); ++r) {
+        bool visible = false;
+        for (Eigen::Index c = 0; c < weights.col_count(); ++c) visible = visible || !weights.is_masked(r, c);
+        if (visible && weights.row_sums && std::abs((*weights.row_sums)(r) - 1) > 1e-12 &&
+            (*weights.row_sums)(r) < 1)
+            ++count;
+    }
+    return count;
+}
+
 std::vector<std::string> weights_explanation(const Trace& trace, const std::string& formula, int head = 0) {
+    const std::size_t short_count = short_rows(trace, head);
     if (trace.normalization == Normalization::sum)
         return {"Dividing each score by its row's sum gives weights that sum to 1, the first normalisation the "
                 "lecture shows; negative scores give negative weights, which softmax never does. " +
+                    (short_count > 0 ? fmt::format("Here {} padding row{} could not be divided (the scores do not sum to "
+                                                   "a positive number) and {} left at 0. ",
+                                                   short_count, short_count == 1 ? "" : "s",
+                                                   short_count == 1 ? "is" : "are")
+                                     : std::string()) +
                     normalisation_contrast(trace, head),
                 fmt::vformat(formula, fmt::make_format_args("score / row sum"))};
     std::string text = "Softmax turns each row of scores into weights between 0 and 1 that sum to 1. It depends only "
@@ -151,6 +198,12 @@ std::vector<std::string> weights_explanation(const Trace& trace, const std::stri
     if (trace.temperature != 1)
         text += fmt::format("At T = {} the differences are divided by T first, which {} them. ", trace.temperature,
                             trace.temperature < 1 ? "widens" : "narrows");
+    if (trace.mask_after_softmax)
+        text += short_count > 0 ? fmt::format("Here --mask-after-softmax then set the hidden keys' weights to 0 without "
+                                              "dividing again, so {} sum{} to less than 1. ",
+                                              rows_text(short_count), short_count == 1 ? "s" : "")
+                                : "Here --mask-after-softmax then set the hidden keys' weights to 0 without dividing "
+                                  "again; they were 0 already to the last digits, so every row still sums to 1. ";
     return {text + normalisation_contrast(trace, head) +
                 " The weights say how the values are mixed; they do not prove that what is weighted most is what matters.",
             fmt::vformat(formula, fmt::make_format_args(trace.temperature != 1 ? "softmax of scores ÷ T" : "softmax"))};

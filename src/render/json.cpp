@@ -385,7 +385,7 @@ public:
             write_header(json, d, "attntrace.decode/1");
             json.key("tokens").strings(d.tokens);
             write_dims(json, d);
-            if (options.explain) json.key("explanation").strings(decode_explanation());
+            if (options.explain) json.key("explanation").strings(decode_explanation(d));
             json.key("prefill").integer(d.prefill);
             json.key("prefill_max_difference").number(d.prefill_difference, Dtype::float64);
             json.key("tolerance").number(d.tolerance, Dtype::float64);

@@ -10,6 +10,9 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <string_view>
+
 namespace attntrace {
 namespace {
 
@@ -25,16 +28,28 @@ std::string code_fence(const std::vector<std::string>& lines) {
     return std::string(std::max<std::size_t>(3, longest + 1), '`');
 }
 
-// Text that stays text in a table cell: Markdown's own characters escaped with a backslash,
-// HTML's (<pad> would be taken for a tag) written as entities.
-std::string markdown_cell(std::string_view text) {
+// Text that stays text, in a table cell, a heading or prose (a label, a title, a sentence of
+// --explain, a reason): every text from a trace goes through it. HTML's characters as
+// entities (<pad> would be taken for a tag), and a backslash before each character that could
+// start Markdown's markup. An underscore between two letters or digits ("W_q", "d_k") cannot
+// (CommonMark's intraword rule) and is left as it is, for notes that read well as they are.
+std::string markdown_text(std::string_view text) {
     std::string out;
-    for (const char c : text) {
+    const auto word_char = [&](std::size_t i) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        return std::isalnum(c) || c >= 0x80;  // a letter of another script
+    };
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
         switch (c) {
         case '<': out += "&lt;"; break;
         case '>': out += "&gt;"; break;
         case '&': out += "&amp;"; break;
-        case '|': case '\\': case '*': case '_': case '`': case '[': case ']': case '#': case '~':
+        case '_':
+            if (i > 0 && i + 1 < text.size() && word_char(i - 1) && word_char(i + 1)) out += c;
+            else out += "\\_";
+            break;
+        case '|': case '\\': case '*': case '`': case '[': case ']': case '#': case '~':
             out += '\\';
             out += c;
             break;
@@ -44,18 +59,31 @@ std::string markdown_cell(std::string_view text) {
     return out;
 }
 
+// `text` as inline code: between runs of backticks longer than any it holds (CommonMark), with
+// a space inside them when it starts or ends with one.
+std::string code_span(std::string_view text) {
+    std::size_t longest = 0;
+    for (std::size_t i = 0, run = 0; i < text.size(); ++i) {
+        run = text[i] == '`' ? run + 1 : 0;
+        longest = std::max(longest, run);
+    }
+    const std::string fence(longest + 1, '`');
+    const bool pad = !text.empty() && (text.front() == '`' || text.back() == '`');
+    return fmt::format("{0}{1}{2}{1}{0}", fence, pad ? " " : "", text);
+}
+
 void write_table(const Stage& stage, const RenderOptions& options, std::ostream& out) {
     const StageText text = stage_text(stage, options.digits);
     out << "| |";
     std::string rule = "|---|";
     for (std::size_t c = 0; c < text.header.size(); ++c) {
-        out << ' ' << markdown_cell(text.header[c]) << " |";
+        out << ' ' << markdown_text(text.header[c]) << " |";
         rule += c < text.data_columns || text.header[c] == "Σ" ? "---:|" : "---|";
     }
     out << '\n' << rule << '\n';
     for (std::size_t r = 0; r < text.rows.size(); ++r) {
-        out << "| **" << markdown_cell(text.row_labels[r]) << "** |";
-        for (const auto& value : text.rows[r]) out << ' ' << markdown_cell(value) << " |";
+        out << "| **" << markdown_text(text.row_labels[r]) << "** |";
+        for (const auto& value : text.rows[r]) out << ' ' << markdown_text(value) << " |";
         out << '\n';
     }
 }
@@ -65,13 +93,13 @@ void write_stage(const Stage& stage, const RenderOptions& options, const std::ve
                  std::ostream& out) {
     out << fmt::format("## {}{} · {}×{}\n\n", stage.name(), stage.head > 0 ? fmt::format(" · head {}", stage.head) : "",
                        stage.row_count(), stage.col_count());
-    for (const auto& line : explanation) out << line << "\n\n";
-    out << fmt::format("`{}`", stage.formula);
+    for (const auto& line : explanation) out << markdown_text(line) << "\n\n";
+    out << code_span(stage.formula);
     if (!stage.applied) {
-        out << fmt::format(" — not applied: {}\n\n", stage.reason);
+        out << fmt::format(" — not applied: {}\n\n", markdown_text(stage.reason));
         return;
     }
-    out << fmt::format(" — {}\n\n", stage.title);
+    out << fmt::format(" — {}\n\n", markdown_text(stage.title));
     write_table(stage, options, out);
     out << '\n';
 }
@@ -81,10 +109,10 @@ void write_stage(const Stage& stage, const RenderOptions& options, const std::ve
 void write_parameters(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     out << "## parameters\n\n";
     if (options.explain)
-        for (const auto& line : parameters_explanation(trace)) out << "> " << markdown_cell(line) << "\n\n";
-    out << markdown_cell(parameters_heading(trace)) << "\n\n";
+        for (const auto& line : parameters_explanation(trace)) out << "> " << markdown_text(line) << "\n\n";
+    out << markdown_text(parameters_heading(trace)) << "\n\n";
     for (const auto& p : trace.parameters) {
-        out << fmt::format("`{}` — {}\n\n", p.formula, p.name);
+        out << fmt::format("{} — {}\n\n", code_span(p.formula), markdown_text(p.name));
         write_table(parameter_table(p), options, out);
         out << '\n';
     }
@@ -99,9 +127,9 @@ public:
                                        : fmt::format("{} tokens", trace.tokens.size());
         const std::string positions = positions_text(trace.positions, trace.first_position);
         out << fmt::format("# attntrace: {} mode, {}{} ({})\n\n", to_string(trace.mode), positions.empty() ? "" : positions + ", ",
-                           tokens, markdown_cell(trace.origin));
-        if (!trace.description.empty()) out << '*' << markdown_cell(trace.description) << "*\n\n";
-        for (const auto& note : trace.notes) out << "> Note: " << markdown_cell(note) << "\n\n";
+                           tokens, markdown_text(trace.origin));
+        if (!trace.description.empty()) out << '*' << markdown_text(trace.description) << "*\n\n";
+        for (const auto& note : trace.notes) out << "> Note: " << markdown_text(note) << "\n\n";
         if (trace.weights == WeightsOrigin::generated)
             out << fmt::format("> Weights generated from seed {} (splitmix64), not learned.\n\n", trace.seed);
         for (const Shown& item : shown_stages(trace, options)) {
@@ -125,36 +153,36 @@ public:
         const std::size_t n = s.tokens.size();
         const std::string positions = positions_text(s.positions, s.first_position);
         out << fmt::format("# attntrace: {} mode, {}summary of {} queries ({})\n", to_string(s.mode),
-                           positions.empty() ? "" : positions + ", ", n, markdown_cell(s.origin));
+                           positions.empty() ? "" : positions + ", ", n, markdown_text(s.origin));
         for (const HeadSummary& h : s.per_head) {
             out << '\n';
-            if (h.head > 0) out << "## " << head_heading(s, h) << "\n\n";
+            if (h.head > 0) out << "## " << markdown_text(head_heading(s, h)) << "\n\n";
             out << "| # | query | max | entropy | top keys (weight) |\n|---:|---|---:|---:|---|\n";
             for (std::size_t i = 0; i < n; ++i) {
                 if (!shown(i, n)) {
                     if (i == summary_rows_shown) out << fmt::format("| … | {} more | | | |\n", n - 2 * summary_rows_shown);
                     continue;
                 }
-                out << fmt::format("| {} | {} | {} | {} | {} |\n", i + 1, markdown_cell(s.tokens[i]),
+                out << fmt::format("| {} | {} | {} | {} | {} |\n", i + 1, markdown_text(s.tokens[i]),
                                    format_significant(h.queries[i].max_weight, options.digits),
                                    format_fixed(h.queries[i].entropy, options.digits),
-                                   markdown_cell(top_text(s, h.queries[i], options.digits)));
+                                   markdown_text(top_text(s, h.queries[i], options.digits)));
             }
         }
     }
 
     void check(const Trace& trace, const CheckReport& report, const RenderOptions&, std::ostream& out) const override {
-        out << fmt::format("# attntrace check: {} ({})\n\n", markdown_cell(mode_text(trace)), markdown_cell(trace.origin));
-        for (const auto& c : report.checks) out << "- **ok** " << markdown_cell(c.name + ": " + c.measured) << '\n';
-        for (const auto& w : report.warnings) out << "- **warning** " << markdown_cell(w) << '\n';
-        out << '\n' << check_verdict(report) << '\n';
+        out << fmt::format("# attntrace check: {} ({})\n\n", markdown_text(mode_text(trace)), markdown_text(trace.origin));
+        for (const auto& c : report.checks) out << "- **ok** " << markdown_text(c.name + ": " + c.measured) << '\n';
+        for (const auto& w : report.warnings) out << "- **warning** " << markdown_text(w) << '\n';
+        out << '\n' << markdown_text(check_verdict(report)) << '\n';
     }
 
     void report(const Report& report, const RenderOptions& options, std::ostream& out) const override {
-        out << "# " << markdown_cell(report.title) << "\n\n";
-        for (const auto& line : report.preamble) out << markdown_cell(line) << "\n\n";
+        out << "# " << markdown_text(report.title) << "\n\n";
+        for (const auto& line : report.preamble) out << markdown_text(line) << "\n\n";
         for (const auto& table : report.tables) write_stage(table, options, {}, out);
-        for (const auto& line : report.footer) out << "- " << markdown_cell(line) << '\n';
+        for (const auto& line : report.footer) out << "- " << markdown_text(line) << '\n';
     }
 };
 

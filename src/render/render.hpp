@@ -26,10 +26,15 @@ inline constexpr NameTable<Format, 5> format_names{{{Format::table, "table"},
                                                     {Format::jsonl, "jsonl"}}};
 constexpr const auto& names_of(Format) { return format_names; }
 
-// How tables and pictures shade a weight: against its own row (each row is one distribution
-// over the keys) or against the whole table.
-enum class Shade { row, table };
-inline constexpr NameTable<Shade, 2> shade_names{{{Shade::row, "row"}, {Shade::table, "table"}}};
+// How tables and pictures shade a stage. absolute: on the stage's own fixed range where it
+// has one, so one colour is one value in every row (weights 0 to 1, cosines −1 to 1), and on
+// one scale for the whole table where it has none (scores); table: from the table's smallest
+// entry to its largest; row: each row of a (query, key) stage on its own range (a row is
+// one distribution over the keys), which shows each row's shape but makes a flat row look
+// as dark as a peaked one.
+enum class Shade { absolute, row, table };
+inline constexpr NameTable<Shade, 3> shade_names{
+    {{Shade::absolute, "absolute"}, {Shade::row, "row"}, {Shade::table, "table"}}};
 constexpr const auto& names_of(Shade) { return shade_names; }
 
 struct RenderOptions {
@@ -38,7 +43,7 @@ struct RenderOptions {
     std::size_t width = 0;         // terminal columns for tables; 0: no limit
     std::vector<StageId> stages;   // the stages to show, empty: all
     bool color = false;            // tables: shade scores and weights (ANSI 256 colours)
-    Shade shade = Shade::row;      // the range a weight is shaded against
+    Shade shade = Shade::absolute;  // the range a cell is shaded against
     int head = 0;                  // several heads: show only this one's stages (0: all)
     bool explain = false;          // a few sentences and the shapes before each stage
     bool tidy = false;             // csv: one line per number (stage, head, row, col, …, value, masked)

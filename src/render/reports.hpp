@@ -41,8 +41,9 @@ Report comparison_report(const Comparison& comparison, int digits);
 // The decode: its heading (with --explain's reasons), one report per step shown, and the
 // summary (the cost of the steps and the bytes of the cache). render/decode_report.cpp.
 std::vector<Report> decode_reports(const Decode& decode, const RenderOptions& options);
-// --explain's reasons for a decode: why Q is not cached, why K and V are, why only causal.
-std::vector<std::string> decode_explanation();
+// --explain's reasons for a decode: why Q is not cached, why K and V are (as this run
+// computes them), why only causal.
+std::vector<std::string> decode_explanation(const Decode& decode);
 
 // A format that shows similarity and comparisons as a Report (table, markdown, CSV): it
 // renders the report, the rest is done here.

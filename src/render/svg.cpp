@@ -120,15 +120,20 @@ bool needs_white_text(const Rgb& colour) {
            0.179;
 }
 
-// Values → colours. Each value is divided by its reach, the largest |value| of its row (row
-// shading: a row of weights is one distribution) or of the whole table (masked entries left
-// out), giving t in [−1, 1]; negative values exist only where some value is negative, and
-// then the scale is diverging (red below 0, blue above).
+// Values → colours. Each value is divided by its reach, giving t in [−1, 1]: with --shade
+// absolute, a weight's reach is 1 (its own range, the same in every row; widened to the
+// largest |weight| when dividing by the row sum left some beyond 1) and a score's the largest
+// |value| of the whole table (scores have no fixed range); with --shade table the table's
+// largest |value|; with --shade row the row's (a row of weights is one distribution). Masked
+// entries are left out. Negative values exist only where some value is negative, and then
+// the scale is diverging (red below 0, blue above).
 struct Shading {
-    Shade shade = Shade::row;
+    Shade shade = Shade::absolute;
+    bool per_row = false;  // each row against its own reach
+    bool fixed = false;    // weights on their own scale, 0 to 1 (or widened)
     bool diverging = false;
     std::vector<double> reach;  // per row
-    double table_reach = 1;
+    double table_reach = 1;     // the reach of the one scale (not per row)
 
     double t(Eigen::Index row, double value) const { return value / reach[static_cast<std::size_t>(row)]; }
 };
@@ -136,6 +141,8 @@ struct Shading {
 Shading shading_of(const Stage& stage, Shade shade) {
     Shading s;
     s.shade = shade;
+    s.per_row = shade == Shade::row;
+    s.fixed = shade == Shade::absolute && stage.id == StageId::weights;
     double table = 0;
     for (Eigen::Index r = 0; r < stage.row_count(); ++r) {
         double row = 0;
@@ -147,8 +154,8 @@ Shading shading_of(const Stage& stage, Shade shade) {
         s.reach.push_back(row > 0 ? row : 1);  // a row of zeros: any reach will do
         table = std::max(table, row);
     }
-    s.table_reach = table > 0 ? table : 1;
-    if (shade == Shade::table) std::fill(s.reach.begin(), s.reach.end(), s.table_reach);
+    s.table_reach = s.fixed ? std::max(table, 1.0) : table > 0 ? table : 1;
+    if (!s.per_row) std::fill(s.reach.begin(), s.reach.end(), s.table_reach);
     return s;
 }
 
@@ -159,7 +166,7 @@ Shading shading_of(const Stage& stage, Shade shade) {
 std::vector<std::string> tick_labels(const Shading& s) {
     const double low = s.diverging ? -1 : 0;
     std::vector<std::string> labels;
-    if (s.shade == Shade::row) {
+    if (s.per_row) {
         for (int i = 0; i < tick_count; ++i)
             labels.push_back(fmt::format("{}%", std::lround(100 * (low + (1 - low) * i / (tick_count - 1)))));
         return labels;
@@ -205,11 +212,24 @@ Content content_of(const Trace& trace, const Stage& stage, const Shading& shadin
                                    stage.row_count(), stage.col_count(), stage.formula);
     if (!stage.applied) content.subtitle += fmt::format(" · not applied: {}", stage.reason);
     const std::string_view colours = shading.diverging ? "red below 0, blue above, darkest at" : "from 0 to";
-    content.shading_note = shading.shade == Shade::row
-                               ? fmt::format("Shaded per row: {} the row's largest {}", colours, largest)
-                               : fmt::format("Shaded on one scale for the whole table: {} its largest {}", colours, largest);
-    content.caption = shading.shade == Shade::row ? fmt::format("share of the row's largest {}", largest)
-                                                  : fmt::format("{}, one scale for the table", picture.noun);
+    if (shading.per_row) {
+        content.shading_note = fmt::format("Shaded per row: {} the row's largest {}{}", colours, largest,
+                                           stage.id == StageId::weights ? " (a flat row looks as dark as a peaked one)" : "");
+        content.caption = fmt::format("share of the row's largest {}", largest);
+    } else if (shading.fixed && shading.table_reach == 1) {
+        content.shading_note = fmt::format("Shaded on the weights' own scale: {}, the same in every row",
+                                           shading.diverging ? "red below 0, blue above, darkest at −1 and 1" : "from 0 to 1");
+        content.caption = "weight, one scale for every row";
+    } else if (shading.fixed) {
+        content.shading_note = fmt::format("Shaded on one scale for every row: {} the largest {}, as some weights lie "
+                                           "beyond 1 (divided by the row sum)",
+                                           colours, largest);
+        content.caption = "weight, one scale for every row";
+    } else {
+        content.shading_note = fmt::format("Shaded on one scale for the whole table: {} its largest {}{}", colours, largest,
+                                           shading.shade == Shade::absolute ? " (scores have no fixed range)" : "");
+        content.caption = fmt::format("{}, one scale for the table", picture.noun);
+    }
     content.row_axis = bahdanau ? "target" : "query";
     content.col_axis = bahdanau ? "source" : "key";
     content.rows = cut_labels(stage.rows);

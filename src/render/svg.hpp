@@ -23,7 +23,7 @@ std::string svg_stage_choices();
 
 struct SvgOptions {
     StageId stage = StageId::weights;  // one of svg_stages
-    Shade shade = Shade::row;          // each cell against its row's largest |value|, or the table's
+    Shade shade = Shade::absolute;     // weights on 0 to 1 (scores: the table's largest |value|), or per row, or the table's
     int head = 0;                      // several heads: the head drawn (0: the first)
 };
 

@@ -12,6 +12,7 @@
 #include "render/worked_text.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -33,47 +34,90 @@ constexpr Colour shades[] = {{231, 16}, {189, 16}, {147, 16}, {105, 16},
                             {63, 231}, {21, 231}, {19, 231}, {17, 231}};
 constexpr int shade_count = static_cast<int>(std::size(shades));
 
-// Value range of the finite entries of a stage (masked −∞ excluded).
+// Value range of entries (masked −∞ and a quiz's hidden entries excluded: a hidden entry must
+// not widen the legend's range and give itself away).
 struct Range {
-    double low = 0, high = 0;
+    double low = INFINITY, high = -INFINITY;
+
+    void add(double value) {
+        low = std::min(low, value);
+        high = std::max(high, value);
+    }
+    void add(const Range& other) {
+        low = std::min(low, other.low);
+        high = std::max(high, other.high);
+    }
 };
 
-Range finite_range(const Stage& stage) {
-    Range range{INFINITY, -INFINITY};
-    for (Eigen::Index r = 0; r < stage.row_count(); ++r)
-        for (Eigen::Index c = 0; c < stage.col_count(); ++c)
-            if (!stage.is_masked(r, c)) {
-                range.low = std::min(range.low, stage.data(r, c));
-                range.high = std::max(range.high, stage.data(r, c));
-            }
+Range row_range(const Stage& stage, Eigen::Index r) {
+    Range range;
+    for (Eigen::Index c = 0; c < stage.col_count(); ++c)
+        if (!stage.is_masked(r, c) && !stage.is_hidden(r, c)) range.add(stage.data(r, c));
     return range;
 }
 
 int level_of(double value, Range range) { return shade_level(value, range.low, range.high, shade_count); }
 
-// Stages over (query, key) pairs, whose rows are each one query's distribution (or what
-// becomes one): --shade row shades them row by row.
-bool per_row(const Stage& stage, const RenderOptions& options) {
-    return options.shade == Shade::row && (stage.id == StageId::scores || stage.id == StageId::scaled ||
-                                           stage.id == StageId::masked || stage.id == StageId::weights);
+// The stage a row belongs to: its own table's, or in a table of several quantities (decode)
+// the row's.
+StageId row_stage(const Stage& stage, Eigen::Index r) {
+    return stage.row_stages.empty() ? stage.id : stage.row_stages[static_cast<std::size_t>(r)];
 }
 
-// The range each row is shaded against: the whole stage's, or the row's own: 0 to its largest
-// weight (a weight's share of the largest), its smallest to its largest score.
-std::vector<Range> shading_ranges(const Stage& stage, const RenderOptions& options) {
-    if (!per_row(stage, options)) return std::vector<Range>(static_cast<std::size_t>(stage.row_count()), finite_range(stage));
-    std::vector<Range> ranges;
+// Stages over (query, key) pairs, whose rows are each one query's distribution (or what
+// becomes one): --shade row shades them row by row.
+bool query_key(StageId id) {
+    return id == StageId::scores || id == StageId::scaled || id == StageId::masked || id == StageId::weights;
+}
+
+// What a row is shaded against. fixed: the stage's own range (weights 0 to 1, cosines −1 to
+// 1), the same for every row; table: one range for the rows of its stage, from their smallest
+// entry to their largest; own: the row's own range (weights: 0 to its largest).
+enum class Basis { fixed, table, own };
+struct RowShade {
+    Range range;
+    Basis basis = Basis::table;
+    StageId stage = StageId::weights;
+};
+
+std::vector<RowShade> shading_rows(const Stage& stage, const RenderOptions& options) {
+    const bool mixed = !stage.row_stages.empty();
+    // One range per stage the rows belong to.
+    std::vector<std::pair<StageId, Range>> tables;
+    const auto table_of = [&](StageId id) -> Range& {
+        for (auto& [table, range] : tables)
+            if (table == id) return range;
+        return tables.emplace_back(id, Range{}).second;
+    };
+    for (Eigen::Index r = 0; r < stage.row_count(); ++r) table_of(row_stage(stage, r)).add(row_range(stage, r));
+    std::vector<RowShade> rows;
     for (Eigen::Index r = 0; r < stage.row_count(); ++r) {
-        Range range{INFINITY, -INFINITY};
-        for (Eigen::Index c = 0; c < stage.col_count(); ++c)
-            if (!stage.is_masked(r, c) && !stage.is_hidden(r, c)) {
-                range.low = std::min(range.low, stage.data(r, c));
-                range.high = std::max(range.high, stage.data(r, c));
-            }
-        if (stage.id == StageId::weights) range.low = std::min(range.low, 0.0);
-        ranges.push_back(range);
+        RowShade row;
+        row.stage = row_stage(stage, r);
+        const bool weights = row.stage == StageId::weights;
+        // A score row of a table of several quantities is a quantity of its own: its own range.
+        const bool own = (options.shade == Shade::row && query_key(row.stage)) || (mixed && !weights);
+        if (own) {
+            row.basis = Basis::own;
+            row.range = row_range(stage, r);
+            if (weights) row.range.low = std::min(row.range.low, 0.0);
+        } else if (options.shade == Shade::absolute && weights) {
+            // Weights lie in [0, 1]; dividing by the row sum can leave some outside, and the
+            // scale then reaches them (the legend gives its ends).
+            row.basis = Basis::fixed;
+            row.range = table_of(row.stage);
+            row.range.add(Range{0, 1});
+        } else if (options.shade == Shade::absolute && row.stage == StageId::cosine) {
+            row.basis = Basis::fixed;
+            row.range = Range{-1, 1};
+        } else {
+            row.basis = Basis::table;
+            row.range = table_of(row.stage);
+            if (mixed && weights) row.range.low = std::min(row.range.low, 0.0);
+        }
+        rows.push_back(row);
     }
-    return ranges;
+    return rows;
 }
 
 std::string painted(std::string_view text, Colour shade) {
@@ -134,27 +178,82 @@ ColumnWindow fit_columns(const std::vector<Column>& data, std::size_t fixed_widt
     return window;
 }
 
-// The colour scale under a shaded table: the values of its steps, or, shaded row by row, the
-// share of each row's range.
-void write_legend(const Stage& stage, const RenderOptions& options, const std::vector<Range>& ranges, std::ostream& out) {
-    if (per_row(stage, options)) {
-        std::string legend = stage.id == StageId::weights ? "shading per row, as a share of the row's largest weight:"
-                                                           : "shading per row, from the row's smallest entry to its largest:";
-        for (int level = 0; level < shade_count; ++level)
-            legend += fmt::format(" {}", painted(fmt::format(" {}% ", level * 100 / shade_count), shades[level]));
-        put_wrapped(out, legend + "  (--shade table: one scale for the whole table)", options.width);
-        return;
-    }
-    const Range range = ranges.empty() ? Range{} : ranges.front();
-    if (!(range.high > range.low)) return;
-    std::string legend = "shading:";
+// The colour steps of `range`, each labelled with the value where it starts.
+std::string scale_steps(Range range, int digits) {
+    std::string steps;
     for (int level = 0; level < shade_count; ++level) {
         // Between low and high without forming high − low, which overflows near ±1e308.
         const double f = static_cast<double>(level) / shade_count;
         const double from = range.low * (1 - f) + range.high * f;
-        legend += fmt::format(" {}", painted(fmt::format(" {} ", format_fixed(from, options.digits)), shades[level]));
+        steps += fmt::format(" {}", painted(fmt::format(" {} ", format_fixed(from, digits)), shades[level]));
     }
-    put_wrapped(out, legend + fmt::format("  (up to {})", format_fixed(range.high, options.digits)), options.width);
+    return steps + fmt::format("  (up to {})", format_fixed(range.high, digits));
+}
+
+// The colour scale under a shaded table, saying what it is: one scale (the stage's own
+// fixed range, or the table's) with the value of each step, or, row by row, the share of
+// each row's range; in a table of several quantities (decode), both.
+void write_legend(const Stage& stage, const RenderOptions& options, const std::vector<RowShade>& rows, std::ostream& out) {
+    std::vector<std::string> own_weights, own_others;  // labels of the rows shaded on their own range
+    const RowShade* shared = nullptr;                  // a row on a scale shared with others
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        if (rows[r].basis != Basis::own) {
+            shared = &rows[r];
+            continue;
+        }
+        (rows[r].stage == StageId::weights ? own_weights : own_others).push_back(stage.rows[r]);
+    }
+    const bool mixed = !stage.row_stages.empty();
+    const bool fixed_weights = shared && shared->basis == Basis::fixed && shared->stage == StageId::weights;
+    std::string shared_text;
+    if (shared && shared->basis == Basis::fixed)
+        shared_text = shared->stage == StageId::weights
+                          ? (shared->range.low == 0 && shared->range.high == 1
+                                 ? "weights on their own scale, 0 to 1, the same in every row"
+                                 : "weights on one scale for every row, 0 to 1 widened to the weights outside it")
+                          : "cosines on their own scale, −1 to 1";
+    else if (shared)
+        shared_text = query_key(shared->stage) && shared->stage != StageId::weights && options.shade == Shade::absolute
+                          ? "one scale for the whole table, from its smallest entry to its largest (scores have no "
+                            "fixed range)"
+                          : "one scale for the whole table, from its smallest entry to its largest";
+    if (mixed) {  // decode: the score rows each on their own range, the weight row as weights are
+        if (shared) shared_text = "the weight row: " + (fixed_weights ? std::string("weights on their own scale, 0 to 1")
+                                                                      : std::string("from 0 to its largest weight"));
+        std::string own;
+        if (!own_others.empty())
+            own = fmt::format("the {} row{} each from the row's smallest entry to its largest", fmt::join(own_others, " and "),
+                              own_others.size() == 1 ? "" : "s");
+        if (!own_weights.empty())
+            own += fmt::format("{}the {} row as a share of its largest weight", own.empty() ? "" : "; ",
+                               fmt::join(own_weights, " and "));
+        if (shared) {
+            put_wrapped(out, fmt::format("shading: {}; {}:{}", own, shared_text, scale_steps(shared->range, options.digits)),
+                        options.width);
+            return;
+        }
+        std::string legend = "shading per row: " + own + ":";
+        for (int level = 0; level < shade_count; ++level)
+            legend += fmt::format(" {}", painted(fmt::format(" {}% ", level * 100 / shade_count), shades[level]));
+        put_wrapped(out, legend, options.width);
+        return;
+    }
+    if (!shared) {
+        std::string legend = stage.id == StageId::weights ? "shading per row, as a share of the row's largest weight:"
+                                                           : "shading per row, from the row's smallest entry to its largest:";
+        for (int level = 0; level < shade_count; ++level)
+            legend += fmt::format(" {}", painted(fmt::format(" {}% ", level * 100 / shade_count), shades[level]));
+        put_wrapped(out, legend + (stage.id == StageId::weights
+                                       ? "  (a flat row looks as dark as a peaked one; --shade absolute: every weight on 0 to 1)"
+                                       : "  (--shade absolute: one scale for the whole table)"),
+                    options.width);
+        return;
+    }
+    if (!(shared->range.high > shared->range.low)) return;
+    put_wrapped(out,
+                fmt::format("shading: {}:{}{}", shared_text, scale_steps(shared->range, options.digits),
+                            query_key(stage.id) ? "  (--shade row: each row on its own scale)" : ""),
+                options.width);
 }
 
 void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream& out) {
@@ -174,7 +273,7 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
     const ColumnWindow window = fit_columns(data, fixed, options.width);
 
     const bool shade = options.color && is_shaded(stage);
-    const std::vector<Range> ranges = shade ? shading_ranges(stage, options) : std::vector<Range>{};
+    const std::vector<RowShade> ranges = shade ? shading_rows(stage, options) : std::vector<RowShade>{};
     // row < 0: the header line.
     const auto write_row = [&](long row) {
         const auto cell_of = [row](const Column& column) -> const std::string& {
@@ -192,7 +291,7 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
             const std::string cell = data[i].pad(cell_of(data[i]));
             const auto r = static_cast<Eigen::Index>(row), c = static_cast<Eigen::Index>(i);
             if (shade && row >= 0 && !stage.is_masked(r, c) && !stage.is_hidden(r, c))
-                line += painted(cell, shades[level_of(stage.data(r, c), ranges[static_cast<std::size_t>(row)])]);
+                line += painted(cell, shades[level_of(stage.data(r, c), ranges[static_cast<std::size_t>(row)].range)]);
             else
                 line += cell;
         }

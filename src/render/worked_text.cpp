@@ -213,6 +213,13 @@ void write_weights(Writer& out, const WorkedExample& w) {
     }
     const std::size_t width = widest(w.keys);
     const std::vector<double>& scores = w.tempered.empty() ? w.scaled : w.tempered;
+    if (w.normalization == Normalization::sum && !(w.sum > 0 && std::isfinite(w.sum))) {
+        // Only a padding row gets here (any other row with such a sum is refused): left at 0.
+        out.line(fmt::format("weights: the visible scores sum to {}, which cannot divide them; this padding row stands "
+                             "for nothing, so its weights are left 0, not divided (see the note)",
+                             out.number(w.sum)));
+        return;
+    }
     if (w.normalization == Normalization::sum) {
         out.line(fmt::format("weights: each score ÷ their sum {}", out.number(w.sum)));
         for (std::size_t j = 0; j < w.keys.size(); ++j)
@@ -290,6 +297,42 @@ void write_context(Writer& out, const WorkedExample& w) {
 // "−∞" or the number.
 std::string running(const Writer& out, double value) { return std::isinf(value) ? "−∞" : out.number(value); }
 
+// The largest |a_k − b_k|.
+double largest_gap(const std::vector<double>& a, const std::vector<double>& b) {
+    double largest = 0;
+    for (std::size_t k = 0; k < a.size() && k < b.size(); ++k) largest = std::max(largest, std::fabs(a[k] - b[k]));
+    return largest;
+}
+
+// Why the tiles' numbers differ from the full row's in their last bits, from what this row
+// did: a float32 trace against the tiles' float64, the rescales that happened (a later tile
+// raising m; e^0 = 1 and the first tile's e^(−∞) = 0 round nothing), and the context divided
+// by l once at the end where the trace multiplies weights already divided by their sum.
+std::string tiles_rounding(const WorkedExample& w) {
+    if (w.dtype == Dtype::float32)
+        return "the full trace computed this row in float32, the tiles compute it in float64 from the same scores";
+    std::size_t rescales = 0;
+    for (const WorkedTile& t : w.tiles)
+        if (!t.skipped && !t.hidden && std::isfinite(t.m_before) && t.rescale != 1) ++rescales;
+    const double weights = largest_gap(w.tiled_weights, w.weights), context = largest_gap(w.tiled_context, w.context);
+    std::vector<std::string> causes;
+    if (weights > 0)
+        causes.push_back(rescales > 0 ? fmt::format("the weights went through {} rescale{} by e^(m_old − m_new), each "
+                                                    "rounded (largest difference {:.1e})",
+                                                    rescales, rescales == 1 ? "" : "s", weights)
+                                      : fmt::format("the weights' sum l was added in another order (largest "
+                                                    "difference {:.1e})",
+                                                    weights));
+    if (context > 0)
+        causes.push_back(fmt::format("the context is the accumulator ÷ l, where the full trace multiplies the values by "
+                                     "weights already divided by their sum, a matrix product that rounds in its own order "
+                                     "(largest difference {:.1e}{})",
+                                     context, weights == 0 ? "; the weights are the same to the last bit" : ""));
+    std::string text;
+    for (std::size_t k = 0; k < causes.size(); ++k) text += (k ? "; " : "") + causes[k];
+    return text;
+}
+
 // The same row by the online softmax, a tile of keys at a time (--tiles).
 void write_tiles(Writer& out, const WorkedExample& w) {
     if (w.tile_size == 0) return;
@@ -349,9 +392,8 @@ void write_tiles(Writer& out, const WorkedExample& w) {
         out.line("  the same weights and context as the full softmax row above, to the last bit (largest difference 0)");
     else
         out.line(fmt::format("  the same weights and context as the full softmax row above within {:.0e} of their size: "
-                             "largest difference {:.1e}, not 0, because the tiles reach the same sums through other "
-                             "roundings (another order, and the rescales)",
-                             w.tiles_tolerance, w.tiles_difference));
+                             "largest difference {:.1e}, not 0: {}",
+                             w.tiles_tolerance, w.tiles_difference, tiles_rounding(w)));
 }
 
 // One key's score: its dot product, or its additive score with the tanh features.

@@ -29,7 +29,14 @@ std::vector<std::size_t> closest(std::string_view word, std::size_t total,
 std::vector<std::string> closest_names(std::string_view word, const std::vector<std::string>& names, std::size_t count);
 
 // The name `word` is likely a misspelling of: the closest, when at most a third of its
-// characters (at least one) differ; nothing otherwise ("foo" is no typo of "plain").
+// characters (at least one) differ, two neighbours swapped counting as one; else the one name
+// that a word of 3 characters or more begins ("stream" for streaming); nothing otherwise
+// ("foo" is no typo of "plain").
 std::optional<std::string> likely_typo(std::string_view word, const std::vector<std::string>& names);
+// The same over candidate(0) … candidate(total − 1), the work bounded as closest()'s (a list of
+// a million tokens is searched for about `max_pairs` character pairs, then given up on).
+std::optional<std::string> likely_typo(std::string_view word, std::size_t total,
+                                       const std::function<std::string_view(std::size_t)>& candidate,
+                                       std::size_t max_pairs = suggestion_pairs);
 
 }  // namespace attntrace

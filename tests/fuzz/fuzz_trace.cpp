@@ -108,7 +108,7 @@ void render_everything(const Trace& trace) {
     if (const auto problem = output_checks::tidy_csv_problem(tidy.str()); !problem.empty())
         finding("tidy csv output: " + problem);
     for (const StageId stage : svg_stages)
-        for (const Shade shade : {Shade::row, Shade::table}) {
+        for (const Shade shade : {Shade::absolute, Shade::row, Shade::table}) {
             std::ostringstream svg;
             render_svg(trace, SvgOptions{stage, shade}, svg);
             if (const auto problem = output_checks::svg_problem(svg.str()); !problem.empty())

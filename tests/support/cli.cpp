@@ -256,19 +256,19 @@ Result run_into_closed_pipe(const std::vector<std::string>& args, bool ignore_si
     return result;
 }
 
-// Opens a pseudo-terminal 200 columns by 50 rows and spawns attntrace with `args` on it: its
+// Opens a pseudo-terminal `columns` wide and 50 rows high and spawns attntrace with `args` on it: its
 // output and errors go to the terminal, and its input too when `reads_terminal` (else
 // /dev/null). Returns the controlling side, which the caller reads and closes, and the child.
 namespace {
 
 std::pair<int, pid_t> spawn_on_terminal(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                                        bool reads_terminal) {
+                                        bool reads_terminal, unsigned short columns = 200) {
     const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
     if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0)
         throw std::runtime_error("no pseudo-terminal");
     const int terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY);
     struct winsize size {};
-    size.ws_col = 200;
+    size.ws_col = columns;
     size.ws_row = 50;
     ::ioctl(terminal, TIOCSWINSZ, &size);
     Command command(with_binary(args), env);
@@ -288,11 +288,37 @@ std::pair<int, pid_t> spawn_on_terminal(const std::vector<std::string>& args, co
 
 }  // namespace
 
-Result run_in_terminal(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
-    const auto [master, pid] = spawn_on_terminal(args, env, false);
+Result run_in_terminal(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                       unsigned short columns) {
+    const auto [master, pid] = spawn_on_terminal(args, env, false, columns);
     Result result;
     char buffer[4096];
     for (ssize_t n; (n = ::read(master, buffer, sizeof buffer)) > 0;) result.out.append(buffer, static_cast<std::size_t>(n));
+    ::close(master);
+    result.exit_code = wait_for(pid);
+    return result;
+}
+
+Result run_in_terminal_until(const std::vector<std::string>& args, const std::string& seen, int signal,
+                             int timeout_ms) {
+    const auto [master, pid] = spawn_on_terminal(args, {}, false);
+    Result result;
+    bool sent = false;
+    char buffer[4096];
+    while (true) {
+        struct pollfd ready {master, POLLIN, 0};
+        if (::poll(&ready, 1, timeout_ms) <= 0) {
+            ::kill(pid, SIGKILL);
+            break;
+        }
+        const ssize_t n = ::read(master, buffer, sizeof buffer);
+        if (n <= 0) break;  // EIO: attntrace has ended
+        result.out.append(buffer, static_cast<std::size_t>(n));
+        if (!sent && result.out.find(seen) != std::string::npos) {
+            ::kill(pid, signal);
+            sent = true;
+        }
+    }
     ::close(master);
     result.exit_code = wait_for(pid);
     return result;

@@ -57,9 +57,16 @@ std::vector<std::string> busy_run_args();
 // has its default action.
 Result run_into_closed_pipe(const std::vector<std::string>& args, bool ignore_sigpipe);
 
-// Runs attntrace with stdout and stderr on a pseudo-terminal (as in an interactive shell);
-// returns what the terminal received, in `out`. `env` as for run().
-Result run_in_terminal(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {});
+// Runs attntrace with stdout and stderr on a pseudo-terminal (as in an interactive shell),
+// `columns` wide; returns what the terminal received, in `out`. `env` as for run().
+Result run_in_terminal(const std::vector<std::string>& args, const std::map<std::string, std::string>& env = {},
+                       unsigned short columns = 200);
+
+// The same, sending `signal` to attntrace once `seen` has appeared in what it wrote (as a
+// user presses Ctrl-C, for SIGINT, while a progress bar shows); `out` holds everything the
+// terminal received, before and after. Gives up (and kills attntrace) after `timeout_ms`.
+Result run_in_terminal_until(const std::vector<std::string>& args, const std::string& seen, int signal,
+                             int timeout_ms = 20000);
 
 // The same with standard input on the terminal too, and someone typing: each time `prompt`
 // appears once more in what attntrace writes, the next of `typed` is typed, followed by Enter
