@@ -9,6 +9,7 @@
 #include "support/trace_json.hpp"
 
 #include "core/problem.hpp"
+#include "input/generate.hpp"
 #include "input/load.hpp"
 #include "input/source.hpp"
 #include "input/tensors.hpp"
@@ -20,6 +21,8 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <sstream>
 #include <string>
 #include <variant>
 #include <vector>
@@ -564,4 +567,98 @@ TEST_CASE("float32 rows read in place cost no copy of the numbers", "[arrays][in
                                      "--dtype", "float64", "--threads", "1"});
     INFO("float64: peak " << widened << " MiB");
     CHECK(widened > file_mib + 32);
+}
+
+// --- the third round (issue 29): numbers read whole, labels that are text --------------------
+
+namespace {
+
+// A GPT-2 layer 0 of d = 4 (two heads of 2) written by attntrace's writer, with the given
+// metadata, and hidden states of 3 tokens beside it, in `dir`.
+std::string gpt2_layer_file(const cli::TempDir& dir, const std::map<std::string, std::string>& metadata) {
+    attntrace::Matrix c_attn(4, 12), c_attn_bias(1, 12), c_proj(4, 4), c_proj_bias(1, 4), gamma(1, 4), beta(1, 4),
+        hidden(3, 4);
+    for (Eigen::Index i = 0; i < c_attn.size(); ++i) c_attn.data()[i] = 0.01 * static_cast<double>(i % 7) - 0.02;
+    c_attn_bias.setConstant(0.1);
+    for (Eigen::Index i = 0; i < c_proj.size(); ++i) c_proj.data()[i] = 0.05 * static_cast<double>(i % 5);
+    c_proj_bias.setZero();
+    gamma.setOnes();
+    beta.setZero();
+    for (Eigen::Index i = 0; i < hidden.size(); ++i) hidden.data()[i] = static_cast<double>(i % 4) - 1.5;
+    const std::string model = dir / "model.safetensors";
+    std::ofstream(model, std::ios::binary) << attntrace::write_safetensors(
+        {{"h.0.attn.c_attn.weight", &c_attn},
+         {"h.0.attn.c_attn.bias", &c_attn_bias, true},
+         {"h.0.attn.c_proj.weight", &c_proj},
+         {"h.0.attn.c_proj.bias", &c_proj_bias, true},
+         {"h.0.ln_1.weight", &gamma, true},
+         {"h.0.ln_1.bias", &beta, true},
+         {"hidden_states", &hidden}},
+        attntrace::ElementType::float32, metadata);
+    return model;
+}
+
+}  // namespace
+
+TEST_CASE("metadata numbers are read whole or refused", "[arrays][gpt2]") {
+    // std::stoi and std::stod read a prefix: "1e3" was 1 head, "0.5junk" an epsilon of 0.5.
+    const cli::TempDir dir;
+    const auto run = [&](const std::map<std::string, std::string>& metadata) {
+        return cli::run({gpt2_layer_file(dir, metadata), "--from", "gpt2", "--layer", "0", "-f", "json"});
+    };
+    const auto good = run({{"n_head", "2"}, {"layer_norm_epsilon", "1e-5"}});
+    INFO(good.err);
+    REQUIRE(good.exit_code == 0);
+    CHECK(json::parse(good.out)["dims"]["heads"] == 2);
+    for (const char* heads : {"1e3", "2 ", " 2", "2heads", "0x2", "+2", ""}) {
+        INFO("n_head = \"" << heads << "\"");
+        const auto r = run({{"n_head", heads}});
+        CHECK(r.exit_code == 1);
+        CHECK(r.out.empty());
+        CHECK_THAT(r.err, Contains("is not a whole number of heads"));
+    }
+    for (const char* epsilon : {"0.5junk", "1e-5 ", "nan", "1e-5.0", ""}) {
+        INFO("layer_norm_epsilon = \"" << epsilon << "\"");
+        const auto r = run({{"n_head", "2"}, {"layer_norm_epsilon", epsilon}});
+        CHECK(r.exit_code == 1);
+        CHECK_THAT(r.err, Contains("is not a number between 0 and 1"));
+    }
+}
+
+TEST_CASE("labels given by the tokens option that are not UTF-8 are refused where they enter", "[arrays][labels]") {
+    // They reached the JSON output as bytes that are not UTF-8, and the SVG as XML that is not
+    // well-formed.
+    const auto r = cli::run({at("embeddings_f8.npy"), "--tokens", "a b \xff\xfe d", "-f", "json"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Contains("--tokens: label 3 (\"\\xff\\xfe\") is not valid UTF-8: byte 1 is 0xff"));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    const cli::TempDir dir;
+    const auto svg = cli::run({at("embeddings_f8.npy"), "--tokens", "a b c\xc3", "--svg", dir / "p.svg"});
+    CHECK(svg.exit_code == 2);
+    CHECK(dir.names().empty());
+    // Well-formed labels in any script are taken as they are.
+    const auto fine = cli::run({at("embeddings_f8.npy"), "--tokens", "a é 猫 🚀", "-f", "json"});
+    REQUIRE(fine.exit_code == 0);
+    CHECK(json::parse(fine.out)["tokens"][3] == "🚀");
+}
+
+TEST_CASE("generate's array formats are refused by what they hold, not by the numbers alone", "[arrays][generate]") {
+    // (1000 + 3·64) · 64 numbers: 610,304 bytes as doubles, but writing them holds the doubles,
+    // each array's bytes and the file they make (measured: 24.8 bytes a number in float64).
+    const std::int64_t numbers = (1000 + 3 * 64) * 64;
+    const auto write = [&](std::uint64_t max_bytes, bool float32) {
+        std::ostringstream out;
+        attntrace::write_generated_arrays(out, 1000, 64, 1, attntrace::ArrayFormat::npz, float32, max_bytes);
+        return out.str().size();
+    };
+    CHECK_THROWS_WITH(write(static_cast<std::uint64_t>(numbers) * 24, false),
+                      Contains("writing them as an array file holds about") && Contains("--format json writes as it goes"));
+    CHECK(write(static_cast<std::uint64_t>(numbers) * 32, false) > static_cast<std::size_t>(numbers) * 8);
+    CHECK_THROWS(write(static_cast<std::uint64_t>(numbers) * 16, true));
+    CHECK(write(static_cast<std::uint64_t>(numbers) * 20, true) > static_cast<std::size_t>(numbers) * 4);
+    // The command line's message names no option generate does not have.
+    const auto r = cli::run({"generate", "-n", "1048576", "-d", "512", "-f", "npz", "-o", "/dev/null"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("holds about") && !Contains("--max-memory"));
 }

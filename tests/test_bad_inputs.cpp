@@ -293,3 +293,80 @@ TEST_CASE("the output options respect what is already at the path", "[errors][cl
     }
     CHECK_FALSE(std::filesystem::exists(out));
 }
+
+// --- answers files (check-answers), the third round: every reader limits its nesting, reads a
+// number whole, keeps to 64 bits and to UTF-8, and names the file ----------------------------
+
+namespace {
+
+struct BadAnswers {
+    const char* what;
+    std::string contents;  // written to answers.json (or .csv)
+    const char* name;
+    const char* fragment;  // after "attntrace: error: "
+};
+
+std::string nested(std::size_t depth) { return std::string(depth, '[') + "1" + std::string(depth, ']'); }
+
+const std::vector<BadAnswers> answer_cases = {
+    // answers.cpp's Scanner recursed once per '[' and ended in SIGSEGV at 100,000. The object
+    // is the first level, so the 64th bracket (column 12 + 64) is the 65th.
+    {"100,000 nested arrays in a comment", R"({"comment": )" + nested(100000) + R"(, "weights": [[1]]})", "answers.json",
+     "answers.json:1:76: invalid JSON: JSON nested deeper than 64 levels"},
+    {"100,000 nested arrays as a stage", R"({"weights": )" + nested(100000) + "}", "answers.json",
+     "answers.json: /weights/0/0: expected a number (or null, \"-inf\" or \"masked\" for a hidden entry)"},
+    {"100,000 nested arrays alone", nested(100000), "answers.json", "answers.json: /: expected an object of stages"},
+    // nlohmann's out_of_range was an "internal error".
+    {"1e309 in JSON", R"({"weights": {"cell": [1, 1], "value": 1e309}})", "answers.json",
+     "answers.json:1:39: number out of range: 1e309 does not fit a double"},
+    {"1e309 in CSV", "stage,head,row,col,value\nweights,,0,0,1e309\n", "answers.csv",
+     "answers.csv: line 2: value 1e309 is not a finite number"},
+    {"a number's prefix in CSV", "stage,head,row,col,value\nweights,,0,0,0.5x\n", "answers.csv",
+     "answers.csv: line 2: value 0.5x is not a finite number"},
+    // A head of 2³¹ wrapped round to a negative int, and was never named.
+    {"a head beyond int", R"({"head": 2147483648, "weights": [[1]]})", "answers.json",
+     "answers.json: /head: 2147483648 is more than any trace has: at most 4096"},
+    {"a head key beyond int", R"({"heads": {"2147483648": {"weights": [[1]]}}})", "answers.json",
+     "answers.json: /heads/2147483648: head 2147483648 is more than any trace has: at most 4096"},
+    {"a head beyond int in CSV", "stage,head,row,col,value\nweights,2147483648,0,0,0.5\n", "answers.csv",
+     "answers.csv: line 2: head 2147483648 is not a head's number (from 1 to 4096)"},
+    {"a row beyond 32 bits in CSV", "stage,head,row,col,value\nweights,,9223372036854775807,0,0.5\n", "answers.csv",
+     "answers.csv: line 2: row and col are whole numbers from 0 to 2147483646"},
+    {"a row beyond 64 bits", R"({"weights": {"row": 99999999999999999999, "values": [1]}})", "answers.json",
+     "answers.json: /weights/row: 99999999999999999999 is more than any trace has"},
+    {"a row not written whole", R"({"weights": {"row": 2.0, "values": [1]}})", "answers.json",
+     "answers.json: /weights/row: expected a whole number from 1 (rows count from 1), found 2.0"},
+    // Text that is not UTF-8 would reach the JSON report.
+    {"ill-formed UTF-8 in JSON", "{\"weights\": [[1]], \"comment\": \"a\xff\"}", "answers.json",
+     "answers.json:1:33: invalid JSON: ill-formed UTF-8 byte 0xff in a string"},
+    {"ill-formed UTF-8 in CSV", "stage,head,row,col,value\nweights,,0,0,0.5,\xc3\n", "answers.csv",
+     "answers.csv: line 2: ill-formed UTF-8 byte 0xc3 (byte 18 of the line)"},
+    {"a key twice", R"({"weights": [[1]], "weights": [[2]]})", "answers.json",
+     "answers.json:1:20: invalid JSON: the key \"weights\" appears twice in one object"},
+    {"cut short", R"({"weights": [[1, 2)", "answers.json",
+     "answers.json:1:19: invalid JSON: unexpected end of input; expected ',' or ']'"},
+    // The messages that check-answers gives after reading name the file too.
+    {"a head the run does not have", R"({"heads": {"3": {"scores": [[1]]}}})", "answers.json",
+     "answers.json: /heads/3/scores: this run has 1 head, so there is no head 3"},
+    {"a cell outside the stage", R"({"weights": {"cell": [99, 1], "value": 0.5}})", "answers.json",
+     "answers.json: /weights: row 99, column 1 is outside the weights stage of this run (12×12)"},
+};
+
+}  // namespace
+
+TEST_CASE("bad answers files: one clear line naming the file and the place, in both formats", "[errors][check-answers]") {
+    for (const auto& c : answer_cases) {
+        DYNAMIC_SECTION(c.what) {
+            cli::TempFile answers(c.contents, c.name);
+            for (const char* format : {"table", "json"}) {
+                const auto r = cli::run({"check-answers", "example:teacher_smiled", answers.path(), "-m", "self", "-f", format});
+                INFO(format << ": " << r.err);
+                CHECK(r.exit_code == 1);
+                CHECK(r.out.empty());
+                CHECK_THAT(r.err, Catch::StartsWith("attntrace: error: ") && Contains(c.fragment));
+                CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+                CHECK_THAT(r.err, !Contains("internal error") && !Contains("json.exception"));
+            }
+        }
+    }
+}

@@ -4,14 +4,19 @@
 #include "attention/check.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
+#include "attention/decode.hpp"
+#include "input/answers.hpp"
 #include "core/error.hpp"
 #include "input/load.hpp"
 #include "support/cli.hpp"
 
 #include "support/catch.hpp"
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 using namespace attntrace;
 using Catch::Contains;
@@ -113,4 +118,53 @@ TEST_CASE("overflow is refused on both paths, naming the stage and the pair", "[
     options.dtype = Dtype::float32;
     REQUIRE_THROWS_WITH(summarize(load_problem(R"({"tokens": ["a"], "embeddings": [[1e39]]})", "edge"), options, SummaryOptions{}),
                         Contains("the inputs stage overflows"));
+}
+
+// --- counts and sizes computed from input never wrap round (issue 29) -------------------------
+
+TEST_CASE("the decimals of an answer stay within their range whatever its exponent", "[extremes][answers]") {
+    CHECK(decimals_of("0.25") == 2);
+    CHECK(decimals_of("3") == 0);
+    CHECK(decimals_of("2.5e-3") == 4);
+    CHECK(decimals_of("12e2") == 0);
+    CHECK(decimals_of("1.5E+1") == 0);
+    // 1 − (−2147483647) wrapped round to a negative int, taken as 0 decimals: ±0.5.
+    CHECK(decimals_of("0.0e-2147483647") == max_decimals);
+    CHECK(decimals_of("0.0e-99999999999999999999999") == max_decimals);
+    CHECK(decimals_of("5e+2147483647") == 0);
+    CHECK(decimals_of("0." + std::string(1000, '1')) == max_decimals);
+}
+
+TEST_CASE("an answer written with an exponent of -2147483647 is held to its precision", "[extremes][answers]") {
+    // Every weight of this run is far from 0 (a softmax over 12 keys): an answer of 0 must
+    // differ, in JSON and in CSV. Before, its tolerance was ±0.5 and it "agreed".
+    const auto trace = cli::run({"example:teacher_smiled", "-m", "self", "-s", "weights", "-f", "json"});
+    REQUIRE(trace.exit_code == 0);
+    const double expected = nlohmann::json::parse(trace.out)["stages"][0]["data"][0][0].get<double>();
+    REQUIRE(expected > 0.01);
+    cli::TempFile json_answers(R"({"weights": {"cell": [1, 1], "value": 0.0e-2147483647}})", "answers.json");
+    cli::TempFile csv_answers("stage,head,row,col,value\nweights,,0,0,0.0e-2147483647\n", "answers.csv");
+    for (const auto* answers : {&json_answers, &csv_answers}) {
+        const auto r = cli::run({"check-answers", "example:teacher_smiled", answers->path(), "-m", "self"});
+        INFO(r.out << r.err);
+        CHECK(r.exit_code == 1);
+        CHECK_THAT(r.out, Contains("weights: differs at row 1") && Contains("verdict: fail"));
+    }
+    // The same cell written as the trace has it agrees.
+    cli::TempFile right(fmt::format(R"({{"weights": {{"cell": [1, 1], "value": {:.6f}}}}})", expected), "right.json");
+    const auto agree = cli::run({"check-answers", "example:teacher_smiled", right.path(), "-m", "self"});
+    CHECK(agree.exit_code == 0);
+}
+
+TEST_CASE("the K/V cache's bytes are counted in 64 bits or refused", "[extremes][decode]") {
+    CHECK(kv_cache_bytes(8, 128, 128, 2, 4096) == std::int64_t{2} * 8 * 128 * 2 * 4096);
+    // 2 · 524288 numbers of 8 bytes for 2⁴⁰ tokens is 2⁶³ bytes: it printed −9223372036854775808.
+    CHECK_THROWS_AS(kv_cache_bytes(1, 524288, 524288, 8, std::int64_t{1} << 40), DataError);
+    CHECK(kv_cache_bytes(1, 524288, 524288, 8, (std::int64_t{1} << 40) - 1) ==
+          std::int64_t{2} * 524288 * 8 * ((std::int64_t{1} << 40) - 1));
+    const auto r = cli::run({"decode", "--dim", "524288", "--context", "1099511627776", "-f", "json"});
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, Contains("the K/V cache of 1099511627776 tokens") && Contains("more than 2^63 bytes"));
+    CHECK_THAT(r.err, !Contains("-9223372036854775808"));
 }

@@ -4,20 +4,26 @@
 // wide stages, suggestions and time. Each case failed (crashed, hung or lied) before its fix.
 #include "input/load.hpp"
 #include "input/source.hpp"
+#include "input/tensors.hpp"
 #include "core/error.hpp"
 #include "render/shading.hpp"
 #include "support/cli.hpp"
 #include "support/error_line.hpp"
 #include "support/limited.hpp"
 #include "support/output_checks.hpp"
+#include "util/duration.hpp"
 #include "util/memory.hpp"
 #include "util/threads.hpp"
 
 #include "support/catch.hpp"
 #include <omp.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -145,6 +151,165 @@ TEST_CASE("a mapped input shortened while it is read is an error, not SIGBUS", "
     cli::TempFile whole(text, "whole.json");
     const InputText intact = read_input(whole.path());
     CHECK_NOTHROW(load_input(intact, MemoryLimit{std::uint64_t{1} << 30, ""}));
+}
+
+namespace {
+
+// Runs attntrace with `args` once for each moment between two of its checks of `file`: with
+// the shim of tests/support/shorten_shim.cpp, `file` (written afresh from `contents` before
+// each run) is cut to `to` bytes right after attntrace's Nth fstat() of it, for N = 1, 2, …
+// until a run in which that never happens. Each run must do what `reference` (the run with the
+// file whole) did, or end with the one error that says the file was shortened, having printed
+// nothing — or, with `lines` (JSON Lines), only whole lines of the reference's output.
+// Returns how many runs ended with that error.
+int shortened_at_every_moment(const std::vector<std::string>& args, const std::string& file, const std::string& contents,
+                              std::uint64_t to, const cli::Result& reference, bool lines) {
+    const cli::TempDir scratch;
+    const std::string log = scratch / "shortened";
+    std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+    asan += (asan.empty() ? "" : ":") + std::string("verify_asan_link_order=0");  // the shim is preloaded before ASan's runtime
+    int errors = 0;
+    for (int n = 1; n < 200; ++n) {
+        std::ofstream(file, std::ios::binary | std::ios::trunc) << contents;
+        std::filesystem::remove(log);
+        const auto r = cli::run(args, "",
+                                {{"LD_PRELOAD", ATTNTRACE_SHORTEN_SHIM},
+                                 {"ATTNTRACE_SHORTEN_FILE", file},
+                                 {"ATTNTRACE_SHORTEN_AT", std::to_string(n)},
+                                 {"ATTNTRACE_SHORTEN_TO", std::to_string(to)},
+                                 {"ATTNTRACE_SHORTEN_LOG", log},
+                                 {"ASAN_OPTIONS", asan}});
+        const bool shortened = std::filesystem::exists(log);
+        INFO("shortened after fstat " << n << ": " << (shortened ? "yes" : "no (the run never got there)") << "; exit "
+                                      << r.exit_code << "; " << r.err);
+        if (r.err.find("was shortened by another program") == std::string::npos) {
+            CHECK(r.exit_code == reference.exit_code);  // read before it was shortened, or not read at all
+            CHECK(r.out == reference.out);
+            CHECK(r.err == reference.err);
+        } else {
+            ++errors;
+            CHECK(shortened);
+            if (lines) {  // the lines written before the failure, whole, and one error line
+                CHECK(r.exit_code == 1);
+                CHECK_THAT(r.err, Catch::StartsWith("attntrace: error: ") &&
+                                      Contains("was shortened by another program while it was read"));
+                CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+                CHECK((reference.out.starts_with(r.out) && (r.out.empty() || r.out.back() == '\n')));
+            } else {
+                cli::require_error_line(r, 1, "was shortened by another program while it was read");
+            }
+        }
+        if (!shortened) return errors;
+    }
+    FAIL("the shim kept finding fstat() calls");
+    return errors;
+}
+
+// A GPT-2 layer 0 of d = 8 (n_head 2) by attntrace's writer, and the hidden states of `n`
+// tokens as their own float64 .npy.
+void write_gpt2_layer(const std::string& model, const std::string& hidden, Eigen::Index n) {
+    Matrix c_attn(8, 24), c_attn_bias(1, 24), c_proj(8, 8), c_proj_bias(1, 8), gamma(1, 8), beta(1, 8), x(n, 8);
+    for (Eigen::Index i = 0; i < c_attn.size(); ++i) c_attn.data()[i] = 0.03 * static_cast<double>(i % 11) - 0.15;
+    for (Eigen::Index i = 0; i < c_proj.size(); ++i) c_proj.data()[i] = 0.02 * static_cast<double>(i % 9) - 0.08;
+    c_attn_bias.setConstant(0.01);
+    c_proj_bias.setConstant(-0.01);
+    gamma.setConstant(1.5);
+    beta.setConstant(0.25);
+    for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = std::sin(0.37 * static_cast<double>(i)) * 2;
+    std::ofstream(model, std::ios::binary) << write_safetensors(
+        {{"h.0.attn.c_attn.weight", &c_attn},
+         {"h.0.attn.c_attn.bias", &c_attn_bias, true},
+         {"h.0.attn.c_proj.weight", &c_proj},
+         {"h.0.attn.c_proj.bias", &c_proj_bias, true},
+         {"h.0.ln_1.weight", &gamma, true},
+         {"h.0.ln_1.bias", &beta, true}},
+        ElementType::float32, {{"n_head", "2"}});
+    std::ofstream(hidden, std::ios::binary) << write_npy(x, ElementType::float64);
+}
+
+Matrix wavy(Eigen::Index rows, Eigen::Index cols) {
+    Matrix m(rows, cols);
+    for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = std::cos(0.11 * static_cast<double>(i)) + 0.5;
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("a mapped file shortened at any moment is never read as zeros into a result", "[robustness][input]") {
+    // Before: --hidden-states was checked once, before its numbers were read (the layernorm
+    // stage of the lost rows came from zeros, exit 0); the summary's JSON Lines were written
+    // from float32 rows read in place and checked only at the end; a short float32 trace read
+    // the rows in place again after the last check; quiz and check-answers never checked
+    // their answers file.
+    const cli::TempDir dir;
+    SECTION("--hidden-states of GPT-2's layer") {
+        const std::string model = dir / "model.safetensors", hidden = dir / "hidden.npy";
+        write_gpt2_layer(model, hidden, 200);  // 200 × 8 doubles: 12,928 bytes, four pages
+        const std::string contents = cli::slurp(hidden);
+        const std::vector<std::string> args{model, "--from", "gpt2", "--layer", "0", "--hidden-states", hidden,
+                                            "-s", "layernorm", "-f", "csv"};
+        const auto whole = cli::run(args);
+        REQUIRE(whole.exit_code == 0);
+        for (const std::uint64_t to : {std::uint64_t{8192}, std::uint64_t{2000}, std::uint64_t{200}}) {
+            INFO("cut to " << to << " bytes");
+            CHECK(shortened_at_every_moment(args, hidden, contents, to, whole, false) >= 2);
+        }
+    }
+    SECTION("the summary's JSON Lines from float32 rows read in place") {
+        const std::string input = dir / "rows.npy";
+        const std::string contents = write_npy(wavy(3000, 16), ElementType::float32);  // 192 KB, 47 pages
+        std::ofstream(input, std::ios::binary) << contents;
+        for (const char* mode : {"plain", "self"}) {
+            INFO("mode " << mode);
+            const std::vector<std::string> args{input, "--summary", "-f", "jsonl", "--dtype", "float32", "-m", mode};
+            const auto whole = cli::run(args);
+            REQUIRE(whole.exit_code == 0);
+            CHECK(shortened_at_every_moment(args, input, contents, 4096, whole, true) >= 3);
+        }
+    }
+    SECTION("a short float32 trace from rows in place") {
+        const std::string input = dir / "short.npy";
+        const std::string contents = write_npy(wavy(60, 16), ElementType::float32);
+        std::ofstream(input, std::ios::binary) << contents;
+        const std::vector<std::string> args{input, "--dtype", "float32", "-m", "plain"};
+        const auto whole = cli::run(args);
+        REQUIRE(whole.exit_code == 0);
+        CHECK(shortened_at_every_moment(args, input, contents, 300, whole, false) >= 2);
+    }
+    SECTION("every other command that reads a binary input") {
+        const std::string input = dir / "input.npy";
+        const std::string contents = write_npy(wavy(300, 8), ElementType::float64);  // 19 KB
+        std::ofstream(input, std::ios::binary) << contents;
+        std::ofstream(dir / "other.npy", std::ios::binary) << write_npy(wavy(300, 8) * 0.5, ElementType::float64);
+        for (const std::vector<std::string>& args :
+             {std::vector<std::string>{"decode", input, "-f", "json", "--step", "7"},
+              {"similarity", input, "-f", "csv"},
+              {"compare", input, dir / "other.npy", "--token", "t3", "-m", "self"},
+              {input, "--summary", "-f", "json"}}) {
+            INFO(args.front());
+            const auto whole = cli::run(args);
+            REQUIRE(whole.exit_code == 0);
+            CHECK(shortened_at_every_moment(args, input, contents, 4096, whole, false) >= 1);
+        }
+    }
+    SECTION("answers files") {
+        const auto trace = cli::run({"example:teacher_smiled", "-m", "self", "-s", "weights", "-f", "csv", "--tidy"});
+        REQUIRE(trace.exit_code == 0);
+        const std::string answers = dir / "answers.csv";
+        const std::vector<std::string> args{"check-answers", "example:teacher_smiled", answers, "-m", "self"};
+        std::ofstream(answers) << trace.out;
+        const auto whole = cli::run(args);
+        REQUIRE(whole.exit_code == 0);
+        CHECK(shortened_at_every_moment(args, answers, trace.out, 100, whole, false) >= 1);
+        const std::string typed = dir / "typed.txt";
+        const std::string lines = "0.5\n0.25\n1\n2\n3\n4\n5\n6\n";
+        const std::vector<std::string> quiz{"quiz", "--seed", "3", "--rounds", "3", "--answers", typed};
+        std::ofstream(typed) << lines;
+        const auto quizzed = cli::run(quiz);
+        INFO(quizzed.err);
+        REQUIRE(quizzed.exit_code <= 1);
+        CHECK(shortened_at_every_moment(quiz, typed, lines, 3, quizzed, false) >= 1);
+    }
 }
 
 TEST_CASE("what the environment asks of OpenMP is checked before any thread starts", "[robustness][threads]") {
@@ -321,6 +486,71 @@ TEST_CASE("the memory estimate covers labels and stages wider than n", "[robustn
     }
 }
 
+TEST_CASE("every command's estimate covers what it holds and writes, in every format", "[robustness][memory][resources]") {
+    // Each case: the estimate the run states when refused under 1M, against the peak it reaches
+    // when allowed (getrusage of the child, above the built-in example's peak). Before: decode's
+    // markdown of 1,000 tokens was estimated at 210 MiB and peaked at 270; similarity's CSV
+    // counted one of its two tables.
+    const cli::TempDir dir;
+    const std::string six = dir / "six.json", thousand = dir / "thousand.json", rows = dir / "rows.npy";
+    std::ofstream(six) << cli::run({"generate", "--tokens", "600", "--dim", "8"}).out;
+    std::ofstream(thousand) << cli::run({"generate", "--tokens", "1000", "--dim", "8"}).out;
+    std::ofstream(rows, std::ios::binary) << write_npy(wavy(400, 16), ElementType::float64);
+    const auto weights = cli::run({six, "-m", "self", "-s", "weights", "-f", "csv", "--tidy"});
+    REQUIRE(weights.exit_code == 0);
+    std::ofstream(dir / "answers.csv") << weights.out;
+    std::vector<std::vector<std::string>> cases;
+    for (const char* format : {"table", "markdown", "csv", "json"}) {
+        cases.push_back({"decode", six, "-f", format});
+        cases.push_back({"similarity", thousand, "-f", format});
+    }
+    cases.push_back({"decode", rows, "--heads", "4", "--kv-heads", "2", "-f", "table"});
+    cases.push_back({"decode", thousand, "--prefill", "700", "-f", "markdown"});
+    cases.push_back({"compare", six, thousand, "--token", "t3", "-m", "self"});
+    cases.push_back({"check-answers", six, dir / "answers.csv", "-m", "self"});
+    cases.push_back({six, "-m", "causal", "-s", "scores,weights", "-f", "markdown"});
+    cases.push_back({six, "--summary", "-f", "json"});
+    const long baseline = limited::run({"-s", "inputs"}).peak_kib;
+    for (auto args : cases) {
+        INFO(fmt::format("{}", fmt::join(args, " ")));
+        const auto run = limited::run(args);
+        INFO(run.err);
+        REQUIRE(run.exit_code <= 1);  // check-answers' verdict may be "fail"
+        REQUIRE(run.err.empty());
+        args.insert(args.end(), {"--max-memory", "1M"});
+        const auto refused = cli::run(args);
+        REQUIRE(refused.exit_code == 1);
+        const auto at = refused.err.find("needs about ");
+        REQUIRE(at != std::string::npos);
+        const double estimate_mib = std::stod(refused.err.substr(at + 12));
+        const double peak_mib = static_cast<double>(run.peak_kib - baseline) / 1024;
+        INFO("estimate " << estimate_mib << " MiB, measured " << peak_mib << " MiB over the baseline");
+        CHECK(estimate_mib >= peak_mib);
+        CHECK(estimate_mib <= 3 * peak_mib + 20);
+    }
+}
+
+TEST_CASE("a large answers file is charged as it is read, within --max-memory", "[robustness][memory][resources]") {
+    // 4 MB of answers: parsed twice and copied, uncharged, it took 453 MiB under --max-memory 64M.
+    std::string answers = R"({"weights": [)";
+    for (int row = 0; row < 720; ++row) {
+        answers += row ? ",[" : "[";
+        for (int col = 0; col < 800; ++col) answers += fmt::format("{}0.{:04d}", col ? "," : "", (row * 800 + col) % 10000);
+        answers += "]";
+    }
+    answers += "]}";
+    REQUIRE(answers.size() > 4'000'000);
+    cli::TempFile file(answers, "answers.json");
+    const long baseline = limited::run({"-s", "inputs"}).peak_kib;
+    const auto r = limited::run({"check-answers", "example:teacher_smiled", file.path(), "-m", "self", "--max-memory", "64M"});
+    INFO("peak " << r.peak_kib << " KiB, baseline " << baseline << " KiB");
+    cli::require_error_line(r, 1, "answers.json: reading it needs more than --max-memory 64.0 MiB");
+    CHECK(r.peak_kib - baseline < (64 << 10) + static_cast<long>(answers.size() / 1024) + 1);  // the file is mapped too
+    // Given the room, it is read, and the shape is what is wrong.
+    cli::require_error_line(cli::run({"check-answers", "example:teacher_smiled", file.path(), "-m", "self"}), 1,
+                            "answers.json: /weights: a 720×800 matrix, but the weights stage of this run is 12×12");
+}
+
 TEST_CASE("work estimated to take longer than --max-time is refused with the estimate", "[robustness][time]") {
     // 1,048,576 one-letter tokens: within every other limit, about a quarter of an hour.
     std::string sentence;
@@ -329,7 +559,7 @@ TEST_CASE("work estimated to take longer than --max-time is refused with the est
     cli::TempFile input(R"({"sentence": ")" + sentence + R"(", "embeddings": {"a": [1]}})");
     const auto r = cli::run({input.path(), "--threads", "1"});  // the estimate is per thread count
     cli::require_error_line(r, 1, "the summary of 1048576 tokens takes about");
-    CHECK_THAT(r.err, Contains("more than --max-time 5.0 min") && Contains("--max-time 0 accepts long work"));
+    CHECK_THAT(r.err, Contains("more than --max-time 5 min") && Contains("--max-time 0 accepts long work"));
     // A full trace names the faster path.
     cli::TempFile medium(cli::run({"generate", "--tokens", "3000", "--dim", "8"}).out);
     const auto trace = cli::run({medium.path(), "-f", "json", "--max-time", "1s"});
@@ -338,6 +568,34 @@ TEST_CASE("work estimated to take longer than --max-time is refused with the est
     CHECK(cli::run({medium.path(), "--summary", "--max-time", "1s"}).exit_code == 0);
     CHECK(cli::run({"--max-time", "soon"}).exit_code == 2);
     CHECK(cli::run({"-s", "weights", "--max-time", "0"}).exit_code == 0);
+}
+
+TEST_CASE("a limit is stated as it was given, never rounded", "[robustness][time][errors]") {
+    // --max-time 0.1s was reported as "more than --max-time 1 s", rounded up.
+    CHECK(format_limit(0.1) == "0.1 s");
+    CHECK(format_limit(2.2) == "2.2 s");
+    CHECK(format_limit(0.25) == "0.25 s");
+    CHECK(format_limit(100) == "100 s");
+    CHECK(format_limit(90) == "1.5 min");
+    CHECK(format_limit(300) == "5 min");
+    CHECK(format_limit(5400) == "1.5 h");
+    CHECK(format_limit(7200) == "2 h");
+    for (const double seconds : {0.1, 0.3, 2.2, 100.0, 90.0, 1234.5, 5400.0})
+        CHECK(parse_duration(format_limit(seconds).substr(0, format_limit(seconds).find(' ')) +
+                             (format_limit(seconds).ends_with(" min") ? "m" : format_limit(seconds).ends_with(" h") ? "h" : "s")) ==
+              seconds);
+    // An estimate below a second is not shown as 1 s either.
+    CHECK(format_duration(0.3) == "0.3 s");
+    CHECK(format_duration(42) == "42 s");
+    cli::TempFile medium(cli::run({"generate", "--tokens", "3000", "--dim", "8"}).out);
+    const auto r = cli::run({medium.path(), "-f", "json", "--max-time", "0.1s"});
+    cli::require_error_line(r, 1, "more than --max-time 0.1 s;");
+    const auto ms = cli::run({medium.path(), "-f", "json", "--max-time", "250ms"});
+    cli::require_error_line(ms, 1, "more than --max-time 0.25 s;");
+    // Sizes given with --max-memory the same way: 1500 bytes are not "1.5 KiB".
+    CHECK(MemoryLimit{1500, ""}.describe() == "--max-memory 1500 B");
+    CHECK(MemoryLimit{std::uint64_t{4} << 20, ""}.describe() == "--max-memory 4.0 MiB");
+    CHECK(MemoryLimit{std::uint64_t{3} << 29, ""}.describe() == "--max-memory 1.5 GiB");
 }
 
 TEST_CASE("the default memory limit is the smallest of half the RAM, the cgroup and ulimit -v", "[robustness][memory]") {
@@ -364,6 +622,11 @@ TEST_CASE("the default memory limit is the smallest of half the RAM, the cgroup 
     write(root / "self-none", "0::/\n");
     CHECK_FALSE(cgroup_memory_available(root / "v2", root / "self-none"));
     CHECK_FALSE(cgroup_memory_available(root / "missing", root / "self-v2"));
+    // A number is read whole or not at all: "4096abc" is no limit of 4096 bytes.
+    write(root / "v2-junk/job/memory.max", "4096abc\n");
+    write(root / "v2-junk/job/memory.current", "0\n");
+    write(root / "self-junk", "0::/job\n");
+    CHECK_FALSE(cgroup_memory_available(root / "v2-junk", root / "self-junk"));
 }
 
 TEST_CASE("every format of every mode passes the output checks on the fuzz corpus", "[robustness][render]") {

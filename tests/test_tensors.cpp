@@ -5,8 +5,11 @@
 // build are laid out by this file's own small writer (with its own CRC-32).
 #include "core/error.hpp"
 #include "input/tensors.hpp"
+#include "util/memory.hpp"
 
 #include "support/cli.hpp"
+#include "support/error_line.hpp"
+#include "support/limited.hpp"
 #include "support/refusal.hpp"
 
 #include "support/catch.hpp"
@@ -22,6 +25,7 @@
 #include <fstream>
 #include <limits>
 #include <stdexcept>
+#include <zlib.h>
 
 using namespace attntrace;
 using Catch::Contains;
@@ -942,4 +946,138 @@ TEST_CASE("NumPy reads what the writers wrote", "[tensors][writers][numpy]") {
     check("arrays.safetensors", "values", "<f8", values, false);
     check("arrays.safetensors", "vector", "<f8", vector, true);
     CHECK(found.at(folder / "arrays.safetensors").at("__metadata__") == nlohmann::json{{"k", "v"}});
+}
+
+// --- the third round (issue 29): sizes checked before anything is sized, limits that limit ---
+
+namespace {
+
+// `content` deflated raw (no zlib or gzip wrapper), as zip's method 8 holds it, by zlib.
+std::string deflated(const std::string& content) {
+    z_stream stream{};
+    REQUIRE(deflateInit2(&stream, 9, Z_DEFLATED, -MAX_WBITS, 9, Z_DEFAULT_STRATEGY) == Z_OK);
+    std::string out(deflateBound(&stream, content.size()), '\0');
+    stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(content.data()));
+    stream.avail_in = static_cast<uInt>(content.size());
+    stream.next_out = reinterpret_cast<Bytef*>(out.data());
+    stream.avail_out = static_cast<uInt>(out.size());
+    REQUIRE(deflate(&stream, Z_FINISH) == Z_STREAM_END);
+    out.resize(stream.total_out);
+    deflateEnd(&stream);
+    return out;
+}
+
+// What reading `bytes` within a budget of `limit` bytes is refused with ("" when it is not).
+std::string refusal_within(const std::string& bytes, std::uint64_t limit) {
+    return errors::message_of([&] {
+        MemoryBudget budget(MemoryLimit{limit, ""}, "t");
+        auto owned = std::make_shared<const std::string>(bytes);
+        (void)read_tensors(*owned, "t", owned, std::uint64_t{1} << 40, &budget);
+    });
+}
+
+}  // namespace
+
+TEST_CASE("an array of no numbers is refused before a matrix is sized for it", "[tensors]") {
+    // shape (0, 2**63): no bytes of data, and a column count that no Eigen::Index holds. The
+    // fuzzer's finding: to_matrix sized the matrix (a negative column count, an assertion in
+    // the sanitizer build) before refusing the array.
+    const std::string bytes = npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 9223372036854775808), }", "");
+    CHECK(bytes.size() == 128);
+    const TensorFile file = read(bytes);
+    REQUIRE(file.tensors.size() == 1);
+    CHECK(file.tensors[0].elements() == 0);
+    CHECK(errors::message_of([&] { (void)file.tensors[0].to_matrix("t"); }) ==
+          "t: the array has shape (0, 9223372036854775808): it holds no numbers");
+    std::vector<double> none;
+    CHECK(errors::message_of([&] { file.tensors[0].to_doubles("t", none.data()); }) ==
+          "t: the array has shape (0, 9223372036854775808): it holds no numbers");
+}
+
+TEST_CASE("a number in a safetensors header beyond double is a located error", "[tensors][safetensors]") {
+    // nlohmann refuses it with out_of_range (not a parse_error), without a place: it ended the
+    // fuzzer in std::terminate and reached the command line as an internal error.
+    const std::string data(4, '\0');
+    CHECK(refusal(safetensors_file(R"({"a": {"dtype": "F32", "shape": [1e400], "data_offsets": [0, 4]}})", data)) ==
+          "t: the safetensors header, at line 1, column 34: the number 1e400 does not fit a double");
+    CHECK(refusal(safetensors_file(R"({"__metadata__": {"n": "1"}, "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 1e999]}})",
+                                   data)) == "t: the safetensors header, at line 1, column 86: the number 1e999 does not fit a double");
+    // Ill-formed UTF-8 in a name is refused by nlohmann's lexer with its place.
+    CHECK_THAT(refusal(safetensors_file("{\"a\xff\": {}}", "")),
+               Contains("t: the safetensors header is not valid JSON: parse error at line 1, column 4"));
+    // Nesting is limited where it goes too deep, not by the stack.
+    CHECK(refusal(safetensors_file("{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}", "")) ==
+          "t: the safetensors header nests deeper than 64 levels");
+}
+
+TEST_CASE("reading binary arrays charges what it holds before it allocates", "[tensors][memory]") {
+    SECTION("an npz member that claims more than it holds") {
+        // 230 bytes or so that announce a member of 300 MiB: charged (and refused) before the
+        // buffer is made, not allocated and cleared first.
+        const std::string small = npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", std::string(8, '\0'));
+        ZipMember member{"embeddings.npy", deflated(small), 8, std::uint64_t{300} << 20, crc32(small)};
+        const std::string archive = zip({member});
+        CHECK(archive.size() < 300);
+        CHECK(refusal_within(archive, std::uint64_t{64} << 20) ==
+              "t: reading it needs more than --max-memory 64.0 MiB; the input is too large for this limit");
+        // Within a budget that allows it, the stream is found to end early.
+        CHECK_THAT(refusal_within(archive, std::uint64_t{400} << 20), Contains("it inflates to 136 bytes, not the 314572800"));
+    }
+    SECTION("a deflate bomb") {
+        // 64 MiB of zeros as a float32 vector deflate to about 64 KiB.
+        const std::string big = npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (16777216,), }",
+                                         std::string(std::size_t{64} << 20, '\0'));
+        const std::string packed = deflated(big);
+        CHECK(packed.size() < (std::size_t{128} << 10));
+        const std::string archive = zip({ZipMember{"embeddings.npy", packed, 8, big.size(), crc32(big)}});
+        CHECK(refusal_within(archive, std::uint64_t{32} << 20) ==
+              "t: reading it needs more than --max-memory 32.0 MiB; the input is too large for this limit");
+        CHECK(refusal_within(archive, std::uint64_t{80} << 20).empty());
+    }
+    SECTION("a safetensors header of many metadata keys") {
+        // 300,000 keys in about 4 MiB: nlohmann's document, the check's set of keys and the
+        // metadata's copy hold a few hundred bytes a key.
+        std::string header = "{\"__metadata__\": {";
+        for (int i = 0; i < 300000; ++i) header += fmt::format("{}\"k{}\": \"v\"", i ? ", " : "", i);
+        header += "}}";
+        const std::string file = safetensors_file(header, "");
+        CHECK(refusal_within(file, std::uint64_t{20} << 20) ==
+              "t: reading it needs more than --max-memory 20.0 MiB; the input is too large for this limit");
+        CHECK(refusal_within(file, std::uint64_t{1} << 30).empty());
+    }
+}
+
+TEST_CASE("archives and headers that claim more than they hold are refused within --max-memory", "[tensors][memory][resources]") {
+    // Measured as the issue measured them: the peak resident memory of the run (getrusage of
+    // the child) above the built-in example's, under the limit given.
+    const long baseline = limited::run({"-s", "inputs"}).peak_kib;
+    const cli::TempDir dir;
+    // The input file is mapped, and its pages count in the resident set too.
+    const auto refused_within = [&](const std::string& file, const char* limit, long limit_kib) {
+        const auto r = limited::run({file, "--max-memory", limit});
+        const long mapped_kib = static_cast<long>(std::filesystem::file_size(file) / 1024) + 1;
+        INFO(file << " under --max-memory " << limit << ": peak " << r.peak_kib << " KiB, baseline " << baseline
+                  << " KiB, the file " << mapped_kib << " KiB");
+        cli::require_error_line(r, 1, "reading it needs more than --max-memory");
+        CHECK(r.peak_kib - baseline < limit_kib + mapped_kib);
+    };
+    {   // about 230 bytes announcing a member of 300 MiB: it allocated and cleared them (305 MiB).
+        const std::string small = npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", std::string(8, '\0'));
+        std::ofstream(dir / "claims.npz", std::ios::binary)
+            << zip({ZipMember{"embeddings.npy", deflated(small), 8, std::uint64_t{300} << 20, crc32(small)}});
+        refused_within(dir / "claims.npz", "64M", 64 << 10);
+    }
+    {   // 64 KiB inflating to 64 MiB: inflated before anything was charged (69 MiB under 32M).
+        const std::string big = npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (16777216,), }",
+                                         std::string(std::size_t{64} << 20, '\0'));
+        std::ofstream(dir / "bomb.npz", std::ios::binary) << zip({ZipMember{"embeddings.npy", deflated(big), 8, big.size(), crc32(big)}});
+        refused_within(dir / "bomb.npz", "32M", 32 << 10);
+    }
+    {   // 300,000 metadata keys in about 4 MiB of header: 113 MiB under 20M.
+        std::string header = "{\"__metadata__\": {";
+        for (int i = 0; i < 300000; ++i) header += fmt::format("{}\"k{}\": \"v\"", i ? ", " : "", i);
+        header += "}}";
+        std::ofstream(dir / "keys.safetensors", std::ios::binary) << safetensors_file(header, "");
+        refused_within(dir / "keys.safetensors", "20M", 20 << 10);
+    }
 }

@@ -221,7 +221,17 @@ std::vector<KvFootprint> footprints(const Shape& s, int bytes_per_number, std::i
 
 std::int64_t kv_cache_bytes(int kv_heads, std::int64_t d_head, std::int64_t d_v, int bytes_per_number,
                             std::int64_t tokens, int layers) {
-    return static_cast<std::int64_t>(layers) * kv_heads * (d_head + d_v) * bytes_per_number * tokens;
+    // Checked: d_head = 524288 and a --context of 2⁴⁰ would wrap round to a negative size.
+    std::int64_t bytes = 0;
+    if (__builtin_mul_overflow(static_cast<std::int64_t>(layers), static_cast<std::int64_t>(kv_heads), &bytes) ||
+        __builtin_mul_overflow(bytes, d_head + d_v, &bytes) ||
+        __builtin_mul_overflow(bytes, static_cast<std::int64_t>(bytes_per_number), &bytes) ||
+        __builtin_mul_overflow(bytes, tokens, &bytes))
+        throw DataError(fmt::format("the K/V cache of {} token{} ({} key/value head{} of {} + {} numbers, {} bytes each) "
+                                    "would take more than 2^63 bytes, more than 64 bits count; give a smaller --context",
+                                    tokens, tokens == 1 ? "" : "s", kv_heads, kv_heads == 1 ? "" : "s", d_head, d_v,
+                                    bytes_per_number));
+    return bytes;
 }
 
 Decode decode_steps(const Trace& full, const DecodeOptions& options) {
@@ -259,7 +269,11 @@ Decode decode_steps(const Trace& full, const DecodeOptions& options) {
     if (full.dtype == Dtype::float32) run_steps<float>(full, s, options, out);
     else run_steps<double>(full, s, options, out);
     out.context_tokens = options.context.value_or(s.n);
-    out.footprint = footprints(s, out.bytes_per_number, out.context_tokens);
+    try {
+        out.footprint = footprints(s, out.bytes_per_number, out.context_tokens);
+    } catch (const DataError& e) {
+        throw DataError(fmt::format("{}: {}", full.origin, e.what()));
+    }
     return out;
 }
 

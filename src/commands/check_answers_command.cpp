@@ -289,16 +289,19 @@ int run_check_answers(CheckAnswersRequest request, std::ostream& out) {
     request.trace.mode = resolve_mode(problem, request.mode);
     const WorkShape shape = work_shape(problem, request.trace);
     // The trace, a copy of its stages, and one recomputation under a mistake at a time.
-    require_memory(2 * trace_bytes(shape, request.trace.dtype, request.render, false) +
-                       mistake_pass_bytes(shape.rows, shape.cols, shape.d_in, shape.d_k, shape.d_v),
-                   request.max_memory, problem.origin, "checking answers against a trace of this size", "");
+    const std::uint64_t traced_bytes = 2 * trace_bytes(shape, request.trace.dtype, request.render, false) +
+                                       mistake_pass_bytes(shape.rows, shape.cols, shape.d_in, shape.d_k, shape.d_v);
+    require_memory(traced_bytes, request.max_memory, problem.origin, "checking answers against a trace of this size", "");
     require_time(2 * trace_seconds(shape, Format::json) +
                      mistake_search_seconds(shape.rows, shape.cols, shape.d_in, shape.d_k, shape.d_v, shape.heads),
                  request.max_seconds, problem.origin,
                  "checking answers against a trace of this size (and, where a stage differs, against each known mistake)",
                  "");
     const InputText answers_text = read_input(request.answers_path, request.max_input);
-    const std::vector<GivenStage> given = read_answers(answers_text.text, answers_text.origin);
+    // The answers are held beside the trace: what they keep is charged on top of its estimate.
+    MemoryBudget budget(request.max_memory, answers_text.origin);
+    budget.charge(traced_bytes);
+    const std::vector<GivenStage> given = read_answers(answers_text, &budget);
     const Trace traced = trace(problem, request.trace);
     const std::vector<StageVerdict> verdicts = check_answers(traced, given, problem.layout);
     if (request.render.format == Format::json) write_json(traced, verdicts, out);

@@ -53,11 +53,13 @@ void run_decode(DecodeRequest request, std::ostream& out) {
     std::vector<std::string> notes;
     if (problem.mode && *problem.mode != Mode::causal)
         notes.push_back(fmt::format("the input's mode {} is not used: decode runs causal attention", to_string(*problem.mode)));
-    // The full trace, and the steps beside it: twice the trace's memory at most.
+    // The full trace, the steps beside it, and what the format holds while it writes them.
     const WorkShape shape = work_shape(problem, request.trace);
-    require_memory(2 * trace_bytes(shape, request.trace.dtype, request.render, false), request.max_memory, problem.origin,
+    DecodeSteps steps{static_cast<double>(request.decode.prefill), std::nullopt};
+    if (request.decode.step) steps.step = static_cast<double>(*request.decode.step);
+    require_memory(decode_bytes(shape, request.trace.dtype, request.render, steps), request.max_memory, problem.origin,
                    "decoding this input beside its full trace", "");
-    require_time(2 * trace_seconds(shape, request.render.format), request.max_seconds, problem.origin,
+    require_time(decode_seconds(shape, request.render.format, steps), request.max_seconds, problem.origin,
                  "decoding this input beside its full trace", "");
     const Trace full = trace(problem, request.trace);
     Decode decode = decode_steps(full, request.decode);

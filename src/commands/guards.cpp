@@ -35,8 +35,10 @@ double rendered_label_bytes(const WorkShape& s, const RenderOptions& render) {
     return (render.format == Format::json ? 4 : 2) * s.label_bytes;
 }
 constexpr double stages_with_labels = 9;
-// What a standard output keeps before it is committed (util/output.hpp).
-constexpr double held_output = 16 << 20;
+// What a standard output keeps before it is committed (util/output.hpp): up to 16 MiB, in a
+// buffer that doubles from 64 KiB, so that while it grows to 16 MiB the 8 MiB it held are
+// there too. `bytes` of output are held in at most three times their size, 24 MiB at most.
+double held(double bytes) { return std::min(24.0 * (1 << 20), 3 * bytes); }
 
 // The n × d stages: inputs, queries, keys, values, context; with positions, the embeddings
 // and encodings (sinusoidal) or the angles and the rotated queries and keys (RoPE), whichever
@@ -63,7 +65,10 @@ WorkShape work_shape(const Problem& problem, const TraceOptions& options) {
         if (!mode_spec(options.mode).learned_projections) s.d_k = s.d_v = s.d_in;
         s.label_bytes = labels(single->sequence.tokens);
         s.causal = mode_spec(options.mode).causal;
-        if (mode_spec(options.mode).takes_heads) s.heads = options.heads.value_or(single->heads.value_or(1));
+        if (mode_spec(options.mode).takes_heads) {
+            s.heads = options.heads.value_or(single->heads.value_or(1));
+            s.kv_heads = options.kv_heads.value_or(single->kv_heads.value_or(static_cast<int>(s.heads)));
+        }
         if (mode_spec(options.mode).takes_positions())
             s.positions = options.positions.value_or(single->positions.value_or(PositionScheme::none)) != PositionScheme::none;
         return s;
@@ -78,20 +83,88 @@ WorkShape work_shape(const Problem& problem, const TraceOptions& options) {
     return s;
 }
 
-std::uint64_t trace_bytes(const WorkShape& s, Dtype dtype, const RenderOptions& render, bool svg) {
+std::uint64_t trace_held_bytes(const WorkShape& s, Dtype dtype) {
     const double cells = s.cells();
-    const double widest = std::max({cells, s.rows * s.d_in, s.rows * s.d_k, s.rows * s.d_v, s.cols * s.d_k});
     const double stages = 4 * cells * 8 + matrix_bytes(s) * 8;                       // stored as double
     const double working = 3 * cells * element_size(dtype) + matrix_bytes(s) * element_size(dtype);
     const double masks = 4 * cells;  // allowed (built once, then the masked and weights stages' copies) and the reasons
     // W_q, W_k, W_v: generated or copied from the input, converted for the products, and kept
     // by the trace to show them
     const double weights = 3 * s.d_in * std::max(s.d_k, s.d_v) * 8 * 3;
+    return static_cast<std::uint64_t>(stages + working + masks + weights + s.label_bytes * label_copies);
+}
+
+std::uint64_t trace_bytes(const WorkShape& s, Dtype dtype, const RenderOptions& render, bool svg) {
+    const double cells = s.cells();
+    const double widest = std::max({cells, s.rows * s.d_in, s.rows * s.d_k, s.rows * s.d_v, s.cols * s.d_k});
     const double text = widest * text_per_cell(render) + rendered_label_bytes(s, render);
     const double output = (4 * cells + matrix_bytes(s) + 3 * s.d_in * std::max(s.d_k, s.d_v)) * 26 +
                           (render.format == Format::json ? 2 * s.label_bytes * stages_with_labels : 0);
-    return static_cast<std::uint64_t>(stages + working + masks + weights + s.label_bytes * label_copies + text +
-                                      std::min(held_output, output) + (svg ? cells * svg_per_cell : 0));
+    return trace_held_bytes(s, dtype) +
+           static_cast<std::uint64_t>(text + held(output) + (svg ? cells * svg_per_cell : 0));
+}
+
+namespace {
+
+// A string's own bytes and its heap block, for a cell of `length` characters.
+double string_bytes(double length) { return 32 + (length > 15 ? length + 17 : 0); }
+
+// The sizes of decode's steps: how many, and how many cached keys they score in all
+// (position p scores p keys).
+struct DecodeCounts {
+    double steps = 0, keys = 0;
+};
+DecodeCounts decode_counts(const WorkShape& s, const DecodeSteps& d) {
+    if (d.step) return {1, *d.step};
+    const double n = s.rows, p = std::min(d.prefill, n);
+    return {n - p, (n * (n + 1) - p * (p + 1)) / 2};
+}
+
+// A head's columns: d_k is every query head's, d_v every key/value head's (or, for generated
+// weights, as wide as d_k).
+double head_width(const WorkShape& s) { return s.d_k / std::max(s.heads, 1.0); }
+double value_width(const WorkShape& s) { return s.d_v / std::max(std::min(s.kv_heads, s.heads), 1.0); }
+
+// The numbers a decode writes in the text formats: per step the whole cache of every key/value
+// head (keys and values) and each head's scores, scaled scores and weights, with a label per
+// cached key in each table; and the step's vectors (x, q, k, v, z).
+double decode_text_numbers(const WorkShape& s, const DecodeCounts& c) {
+    const double dh = head_width(s), dv = value_width(s);
+    return c.keys * (s.kv_heads * (dh + dv) + 3 * s.heads) + c.steps * (s.d_in + (s.heads + 2 * s.kv_heads) * (dh + dv));
+}
+
+}  // namespace
+
+std::uint64_t decode_bytes(const WorkShape& s, Dtype dtype, const RenderOptions& render, const DecodeSteps& d) {
+    const DecodeCounts c = decode_counts(s, d);
+    const double H = s.heads, G = s.kv_heads, dh = head_width(s), dv = value_width(s), n = s.rows;
+    const double label = s.label_bytes / std::max(n, 1.0);  // a token's label as a string, on average
+    // Every step's vectors (x, and each head's q, context, scores, scaled scores and weights);
+    // the caches, as the steps grow them row by row and as the result holds them.
+    const double steps = c.steps * ((s.d_in + H * (dh + dv) + 2 * G * (dh + dv)) * 8 + (5 * H + 3) * 32) + c.keys * H * 3 * 8;
+    const double caches = 2 * G * n * ((dh + dv) * 8 + 2 * 32);
+    const double digits = render.digits + 8;  // a number as the text formats write it
+    double text = 0, output = 0;
+    switch (render.format) {
+    case Format::table:
+    case Format::markdown: {
+        // Every step's report is made before the first is written: its cache tables (the rows
+        // as doubles and a label per cached token) and each head's table of three rows.
+        // Measured: 259 bytes a cached key (600 tokens of 8 numbers, one head) where this counts
+        // 263; a fifth more leaves room for what else the reports hold.
+        text = 1.2 * (c.keys * (G * ((dh + dv) * 8 + 2 * label) + H * (3 * 8 + label + 3)) +
+                      c.steps * (s.d_in + (H + 2 * G) * (dh + dv)) * string_bytes(digits));
+        // The cells of the largest report, while it is written.
+        const double last = d.step ? *d.step : n;
+        text += last * (G * 2 * (dh + dv) + 3 * H) * text_per_cell(render) + last * (2 * G + H) * label;
+        output = decode_text_numbers(s, c) * (digits + 3);
+        break;
+    }
+    case Format::csv: output = c.keys * H * (80 + 2 * label) + c.steps * H * dv * 26; break;  // a line per cached key
+    case Format::json:
+    case Format::jsonl: output = decode_text_numbers(s, c) * 26; break;  // written a step at a time
+    }
+    return trace_held_bytes(s, dtype) + static_cast<std::uint64_t>(steps + caches + text + held(output));
 }
 
 std::uint64_t summary_bytes(const WorkShape& s, Dtype dtype, bool context, std::size_t top) {
@@ -109,13 +182,19 @@ std::uint64_t summary_bytes(const WorkShape& s, Dtype dtype, bool context, std::
     const double copies = h > 1 ? (s.d_k * 2 + s.d_v) * t : 0;
     const double text = s.rows * (h * (100 + static_cast<double>(top) * 40) + (context ? s.d_v * 26 : 0));
     return static_cast<std::uint64_t>(s.rows * (s.d_in * (8 + t) + (s.d_k * 2 + s.d_v) * t + copies + per_query) + scratch +
-                                      key_panels + weights + s.label_bytes * label_copies + std::min(held_output, text));
+                                      key_panels + weights + s.label_bytes * label_copies + held(text));
 }
 
 std::uint64_t similarity_bytes(std::size_t words, double d, const RenderOptions& render) {
-    const double n = static_cast<double>(words);
-    return static_cast<std::uint64_t>(n * n * (2 * 8 + text_per_cell(render)) + 3 * n * d * 8 +
-                                      std::min(held_output, 2 * n * n * 26));
+    const double n = static_cast<double>(words), pairs = n * n;
+    // Both tables (dot products and cosines): in the result and in the report made of it, each
+    // cell's text (the text formats hold the cells of both; measured: 107 bytes a pair in
+    // table, markdown and CSV), or JSON's buffer of the whole document (up to twice its text,
+    // 20 to 24 characters a number; measured: 88 bytes a pair).
+    const double per_pair = render.format == Format::json ? 16 + 2 * 2 * 24
+                                                          : 2 * (2 * 8 + 8 + string_bytes(render.digits + 8)) + 16;
+    const double output = 2 * pairs * (render.format == Format::json ? 24 : render.digits + 8);
+    return static_cast<std::uint64_t>(pairs * per_pair + 3 * n * d * 8 + held(output));
 }
 
 // The Gram matrix is min(n, d)² (attention/similarity.cpp); the eigensolver keeps a copy and
@@ -129,22 +208,63 @@ std::uint64_t plane_bytes(std::size_t words, double d) {
 // The rates behind the estimates, per thread, measured with `attntrace --threads 1` on the
 // project's machine (2-core Xeon, float64): the streaming path spends about 2 ns on each
 // visited score plus 0.03 ns per number of d_k + d_v; the trace path about 45 ns plus 0.45 ns
-// per number, and rendering (on one thread) about 100 ns per number written (250 ns in a
-// table, which also measures and pads every cell).
+// per number. Rendering runs on one thread, per number written: a full trace of 1000 tokens
+// (4 n×n stages, 4 million numbers) took 350 ns a number in a table, 300 in markdown, 265 in
+// CSV and 145 in JSON, of CPU time; the rates below leave a quarter to a third more.
 double summary_seconds(const WorkShape& s) {
     const double per_score = 2.0e-9 + 0.03e-9 * (s.d_k + s.d_v) / s.heads;  // a head's share of the columns
     return s.visited() * per_score / omp_get_max_threads();
 }
 
-double trace_seconds(const WorkShape& s, Format format) {
-    const double compute = s.visited() * (45e-9 + 0.45e-9 * (s.d_k + s.d_v)) / omp_get_max_threads();
-    const double numbers = 4 * s.cells() + matrix_bytes(s);
-    return compute + numbers * (format == Format::table ? 250e-9 : 100e-9);
+namespace {
+
+double trace_compute_seconds(const WorkShape& s) {
+    return s.visited() * (45e-9 + 0.45e-9 * (s.d_k + s.d_v)) / omp_get_max_threads();
 }
 
-double similarity_seconds(std::size_t words, double d) {
+double seconds_per_number(Format format) {
+    switch (format) {
+    case Format::table: return 450e-9;
+    case Format::markdown: return 400e-9;
+    case Format::csv: return 350e-9;
+    case Format::json:
+    case Format::jsonl: return 200e-9;
+    }
+    return 450e-9;
+}
+
+}  // namespace
+
+double trace_seconds(const WorkShape& s, Format format) {
+    const double numbers = 4 * s.cells() + matrix_bytes(s);
+    return trace_compute_seconds(s) + numbers * seconds_per_number(format);
+}
+
+// decode, measured the same way (1000 tokens of 8 numbers, one head: 9.5 million numbers in
+// the text formats): a table took 495 ns a number, markdown 400 (each step's report and its
+// cells are made first), CSV 1.5 µs a line (one per step, head and cached key) and JSON
+// 150 ns a number; the steps' own plain loops about 2 ns per multiply-add.
+double decode_seconds(const WorkShape& s, Format format, const DecodeSteps& d) {
+    const DecodeCounts c = decode_counts(s, d);
+    const double dh = head_width(s), dv = value_width(s);
+    const double steps = c.keys * s.heads * (dh + dv + 3) * 2e-9 + c.steps * s.d_in * (s.heads + 2 * s.kv_heads) * (dh + dv) * 2e-9;
+    double render = 0;
+    switch (format) {
+    case Format::table: render = decode_text_numbers(s, c) * 700e-9; break;
+    case Format::markdown: render = decode_text_numbers(s, c) * 600e-9; break;
+    case Format::csv: render = c.keys * s.heads * 2.5e-6 + c.steps * s.heads * dv * 350e-9; break;
+    case Format::json:
+    case Format::jsonl: render = (c.keys * 3 * s.heads + c.steps * (s.d_in + (s.heads + 2 * s.kv_heads) * (dh + dv))) * 250e-9; break;
+    }
+    return trace_compute_seconds(s) + steps + render;
+}
+
+// similarity, measured on 1500 words (two tables of 2.25 million numbers): 950 ns a number in
+// a table, 730 in markdown, 700 in CSV, 170 in JSON.
+double similarity_seconds(std::size_t words, double d, Format format) {
     const double pairs = static_cast<double>(words) * static_cast<double>(words);
-    return pairs * (2 * 0.45e-9 * d / omp_get_max_threads() + 2 * 250e-9);
+    const double per_number = format == Format::table ? 1.2e-6 : format == Format::json ? 0.25e-6 : 0.9e-6;
+    return pairs * (2 * 0.45e-9 * d / omp_get_max_threads() + 2 * per_number);
 }
 
 // Measured on the project's machine with `attntrace similarity --svg` on generated inputs
@@ -170,7 +290,7 @@ void require_time(double seconds, double limit, const std::string& origin, std::
     throw DataError(fmt::format("{}{}{} takes about {} on {} thread{} of this machine, more than --max-time {}; {}"
                                 "--max-time 0 accepts long work",
                                 origin, origin.empty() ? "" : ": ", what, format_duration(seconds), threads,
-                                threads == 1 ? "" : "s", format_duration(limit), hint.empty() ? "" : fmt::format("{}, or ", hint)));
+                                threads == 1 ? "" : "s", format_limit(limit), hint.empty() ? "" : fmt::format("{}, or ", hint)));
 }
 
 }  // namespace attntrace

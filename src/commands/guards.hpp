@@ -9,6 +9,7 @@
 #include "util/memory.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,7 @@ struct WorkShape {
     double label_bytes = 0;              // the text of the row and column labels
     bool causal = false;                 // only the keys up to each query are visited
     double heads = 1;                    // each head has its own score matrices (d_k, d_v: all heads')
+    double kv_heads = 1;                 // key/value heads (grouped-query attention: fewer than heads)
     bool positions = false;              // position stages: embeddings and encodings, or angles and rotated Q, K
 
     double cells() const { return rows * cols * heads; }
@@ -39,7 +41,23 @@ std::uint64_t trace_bytes(const WorkShape& shape, Dtype dtype, const RenderOptio
 // labels, and one block of scratch per thread.
 std::uint64_t summary_bytes(const WorkShape& shape, Dtype dtype, bool context, std::size_t top);
 
-// similarity: two words × words tables, their text, and the vectors.
+// The full trace as it is held once computed, before anything is rendered: its stages, the
+// working copies, the masks, the weights and the labels (trace_bytes less the text).
+std::uint64_t trace_held_bytes(const WorkShape& shape, Dtype dtype);
+
+// decode beside its full trace: which steps it shows.
+struct DecodeSteps {
+    double prefill = 1;                 // the steps are positions prefill + 1 … n
+    std::optional<double> step;         // --step: that position's alone
+};
+
+// decode: the full trace, every step's vectors, the caches, and what the format holds while
+// it writes (the text formats build every step's report, its tables and their labels, before
+// the first is written; JSON and CSV write as they go), and the output held back.
+std::uint64_t decode_bytes(const WorkShape& shape, Dtype dtype, const RenderOptions& render, const DecodeSteps& steps);
+
+// similarity: two words × words tables, their copies in the report, their text (each cell of
+// both tables, or JSON's buffer of the whole document), the output held back, the vectors.
 std::uint64_t similarity_bytes(std::size_t words, double d, const RenderOptions& render);
 
 // similarity --svg: the plane of `words` vectors of d numbers (a scaled copy, the smaller Gram
@@ -50,7 +68,8 @@ std::uint64_t plane_bytes(std::size_t words, double d);
 // docs/robustness.md), shared out over the OpenMP threads where it runs in parallel.
 double trace_seconds(const WorkShape& shape, Format format);
 double summary_seconds(const WorkShape& shape);
-double similarity_seconds(std::size_t words, double d);
+double decode_seconds(const WorkShape& shape, Format format, const DecodeSteps& steps);
+double similarity_seconds(std::size_t words, double d, Format format);
 double plane_seconds(std::size_t words, double d);
 
 // Throws DataError "ORIGIN: WHAT needs about N, more than --max-memory M; HINT" when need > limit

@@ -541,6 +541,7 @@ public:
         if (path && *path != "-") {
             const InputText input = read_input(*path);
             text_ = std::string(input.text);
+            input.require_unchanged();  // the copy holds what the file held, not zeros of lost pages
             file_ = true;
         }
     }

@@ -52,12 +52,12 @@ void write_similarity(const Problem& problem, const SimilarityRequest& request, 
     const auto d = static_cast<double>(vocabulary.vectors.cols());
     const std::string what = fmt::format("the similarity tables of {} words", words);
     require_memory(similarity_bytes(words, d, request.render), request.max_memory, problem.origin, what, "");
-    require_time(similarity_seconds(words, d), request.max_seconds, problem.origin, what, "");
+    require_time(similarity_seconds(words, d, request.render.format), request.max_seconds, problem.origin, what, "");
     if (svg) {
         const std::string picture = fmt::format("the picture of {} words", words);
         require_memory(similarity_bytes(words, d, request.render) + plane_bytes(words, d), request.max_memory,
                        problem.origin, fmt::format("{} with {}", what, picture), "");
-        require_time(similarity_seconds(words, d) + plane_seconds(words, d), request.max_seconds, problem.origin,
+        require_time(similarity_seconds(words, d, request.render.format) + plane_seconds(words, d), request.max_seconds, problem.origin,
                      fmt::format("{} with {}", what, picture), "");
     }
     std::vector<std::string> notes = problem.notes;

@@ -152,8 +152,8 @@ std::string streaming_modes() {
     return list;
 }
 
-// `read_again` is called once the summary is computed, before anything is written (JSON Lines
-// aside, which are written as computed).
+// `read_again` is called once the summary is computed, before anything is written, and for
+// JSON Lines, which are written as computed, before each run of lines too.
 void run_summary(const Problem& problem, const TraceRequest& request, Outputs& outputs, std::string note,
                  const std::function<void()>& read_again) {
     std::ostream& out = outputs.main();
@@ -179,6 +179,9 @@ void run_summary(const Problem& problem, const TraceRequest& request, Outputs& o
     if (lines)
         options.rows_done = [&](const Summary& header, const SummaryRows& rows) {
             if (stopped) return;
+            // Rows read in place may have been read as zeros, should the file have been
+            // shortened since the last check: none of them is written then.
+            read_again();
             stopped = write_summary_lines(header, rows, out) < rows.count;
             outputs.main_output().drain();
         };
@@ -262,6 +265,7 @@ void run_trace(TraceRequest request, Outputs& outputs) {
         return said();
     }
     if (auto* single = std::get_if<SingleSequenceInput>(&problem.input)) single->sequence.materialise();
+    input.require_unchanged();  // the rows left in place were read again, just now
     run_full_trace(problem, request, outputs.main(), svg);
     said();
 }

@@ -4,6 +4,8 @@
 #pragma once
 
 #include "core/stage.hpp"
+#include "input/source.hpp"
+#include "util/memory.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -24,17 +26,29 @@ struct GivenNumber {
 struct GivenStage {
     StageId id = StageId::scores;
     int head = 0;                      // 1-based; 0: not said
-    std::string where;                 // "/heads/1/weights": for messages
+    std::string where;                 // "answers.json: /heads/1/weights": for messages
     std::optional<Eigen::Index> rows, cols;  // a whole matrix: its shape
     std::vector<GivenNumber> numbers;  // in the order written
 };
 
+// The most decimals a number counts as written with: beyond 324 its precision, 0.5·10^-d, is
+// below the smallest double anyway.
+inline constexpr int max_decimals = 330;
+
 // The decimals a number was written with: digits after the point, less the exponent ("0.25" 2,
-// "3" 0, "2.5e-3" 4, "12e2" 0). Its precision decides the tolerance of a check.
+// "3" 0, "2.5e-3" 4, "12e2" 0), from 0 to max_decimals whatever the exponent
+// ("0.0e-2147483647" is max_decimals). Its precision decides the tolerance of a check.
 int decimals_of(std::string_view text);
 
-// Reads `text` (from `origin`, for messages); throws DataError naming the place of anything it
-// cannot read.
-std::vector<GivenStage> read_answers(std::string_view text, const std::string& origin);
+// Reads `text` (from `origin`, for messages); throws DataError naming `origin` and the place
+// (line and column for JSON syntax, the JSON pointer or the CSV line otherwise) of anything it
+// cannot read: nesting deeper than max_json_depth, ill-formed UTF-8, a number beyond double,
+// a head beyond max_heads. `budget`, when given, is charged for what is kept, as it grows.
+// Each stage's `where` starts with `origin`, so that later messages name the file too.
+std::vector<GivenStage> read_answers(std::string_view text, const std::string& origin, MemoryBudget* budget = nullptr);
+
+// The same on a file read_input() returned: a file that another program shortened while it
+// was read is reported as such (InputText::require_unchanged), whatever else went wrong.
+std::vector<GivenStage> read_answers(const InputText& input, MemoryBudget* budget);
 
 }  // namespace attntrace

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <span>
@@ -48,12 +49,15 @@ Json packed(const Tensor& t, Rank rank, const std::string& origin, const std::st
 // (LoadOptions::float32_in_place) and the array allows it: float32, little-endian, C order,
 // aligned, a matrix, every number finite. Otherwise nullopt, and the numbers are copied as
 // any others (a non-finite one is then refused by name). The storage is kept in `out`.
-std::optional<Json> embeddings_in_place(const Tensor& t, const LoadOptions& options, ArrayDocument& out) {
+std::optional<Json> embeddings_in_place(const Tensor& t, const std::string& origin, const LoadOptions& options,
+                                        ArrayDocument& out) {
     if (!options.float32_in_place || t.shape.size() != 2 || t.elements() == 0 || !t.storage) return std::nullopt;
     const float* data = t.float32_view();
     if (!data) return std::nullopt;
     const Eigen::Map<const Eigen::ArrayXf> numbers(data, static_cast<Eigen::Index>(t.elements()));
-    if (!std::isfinite(numbers.abs().maxCoeff<Eigen::PropagateNaN>())) return std::nullopt;
+    const bool finite = std::isfinite(numbers.abs().maxCoeff<Eigen::PropagateNaN>());
+    require_intact(t.storage, origin);  // what was just read was the file's own numbers
+    if (!finite) return std::nullopt;
     out.in_place_storage = t.storage;
     return packed_float_rows({data, t.shape[0], t.shape[1]});
 }
@@ -61,7 +65,7 @@ std::optional<Json> embeddings_in_place(const Tensor& t, const LoadOptions& opti
 // The embeddings: in place when they may be, else packed.
 Json embeddings_of(const Tensor& t, const std::string& origin, const std::string& name, const LoadOptions& options,
                    MemoryBudget* budget, ArrayDocument& out) {
-    if (auto rows = embeddings_in_place(t, options, out)) return std::move(*rows);
+    if (auto rows = embeddings_in_place(t, origin, options, out)) return std::move(*rows);
     return packed(t, Rank::matrix, origin, name, budget, out.notes);
 }
 
@@ -92,8 +96,23 @@ Json tokens_for(const Tensor& t, const LoadOptions& options, std::string_view pr
         throw UsageError(fmt::format("--tokens gives {} token{} for the {} rows of {} in {}: give one per row",
                                      options.tokens->size(), options.tokens->size() == 1 ? "" : "s", rows, name,
                                      origin));
-    for (const auto& token : *options.tokens)
-        if (token.find('\0') != std::string::npos) throw UsageError("--tokens: a label holds a NUL character");
+    // The labels are printed in every format: well-formed UTF-8 with nothing that acts on a
+    // terminal, as the labels of a JSON input are (load.cpp), refused here where they enter.
+    for (std::size_t i = 0; i < options.tokens->size(); ++i) {
+        const std::string& token = (*options.tokens)[i];
+        for (std::size_t at = 0; at < token.size();) {
+            const std::size_t length = utf8_sequence_length(std::string_view(token).substr(at));
+            if (length == 0)
+                throw UsageError(fmt::format("--tokens: label {} (\"{}\") is not valid UTF-8: byte {} is 0x{:02x}", i + 1,
+                                             printable(token, 24), at + 1,
+                                             static_cast<unsigned>(static_cast<unsigned char>(token[at]))));
+            at += length;
+        }
+        if (const auto c = first_control_character(token))
+            throw UsageError(fmt::format("--tokens: label {} holds the control or formatting character U+{:04X}; labels "
+                                         "are printed, so they must be plain text",
+                                         i + 1, static_cast<std::uint32_t>(*c)));
+    }
     return packed_string_array(*options.tokens);
 }
 
@@ -233,7 +252,9 @@ std::string layers_in(const TensorFile& file) {
             if (dot == std::string::npos || dot == 0 || dot > 4) continue;
             if (!std::all_of(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(dot), [](char c) { return c >= '0' && c <= '9'; }))
                 continue;
-            layers.push_back(std::stoi(rest.substr(0, dot)));
+            int layer = 0;  // at most four digits, all of them read
+            std::from_chars(rest.data(), rest.data() + dot, layer);
+            layers.push_back(layer);
         }
     }
     std::sort(layers.begin(), layers.end());
@@ -251,13 +272,28 @@ Tensor without_batch(const Tensor& t) {
     return out;
 }
 
+// The arrays of a file named inside the input (--hidden-states, a JSON input's .npy): its
+// headers read (and an .npz's members inflated, charged to `budget`); a file shortened
+// meanwhile is said to be, whatever else reading it found. Its numbers are read later, by
+// Tensor::to_doubles, which checks the mapping again after reading them.
+TensorFile tensors_of(const InputText& text, const LoadOptions& options, MemoryBudget* budget) {
+    try {
+        TensorFile file = read_tensors(text.text, text.origin, text.storage, options.max_input, budget);
+        text.require_unchanged();
+        return file;
+    } catch (const DataError&) {
+        text.require_unchanged();
+        throw;
+    }
+}
+
 // The hidden states: --hidden-states FILE (a .npy, or an archive's "hidden_states"), else the
 // model file's own "hidden_states".
-Tensor hidden_states(const TensorFile& model, const LoadOptions& options, std::optional<TensorFile>& other) {
+Tensor hidden_states(const TensorFile& model, const LoadOptions& options, std::optional<TensorFile>& other,
+                     MemoryBudget* budget) {
     if (options.hidden_states) {
         const InputText text = read_input(*options.hidden_states, options.max_input);
-        other = read_tensors(text.text, text.origin, text.storage, options.max_input);
-        text.require_unchanged();
+        other = tensors_of(text, options, budget);
         if (other->format == "npy") return without_batch(other->tensors.front());
         if (const Tensor* t = other->find("hidden_states")) return without_batch(*t);
         throw DataError(fmt::format("{}: no array \"hidden_states\" (n × d, one row per token) in it", text.origin));
@@ -306,7 +342,7 @@ ArrayDocument gpt2_layer(const TensorFile& file, const LoadOptions& options, Mem
     const Tensor& ln_bias = l.need("ln_1.bias", 1, {d});
 
     std::optional<TensorFile> other;
-    const Tensor x = hidden_states(file, options, other);
+    const Tensor x = hidden_states(file, options, other, budget);
     const std::string x_origin = other ? other->origin : file.origin;
     if (x.shape.size() == 2 && x.shape[1] != d)
         throw DataError(fmt::format("{}: the hidden states have {} numbers per token, and layer {} of {} expects d = {}",
@@ -328,11 +364,12 @@ ArrayDocument gpt2_layer(const TensorFile& file, const LoadOptions& options, Mem
     if (!options.heads_given) {
         int heads = 0;
         if (const auto it = file.metadata.find("n_head"); it != file.metadata.end()) {
-            try {
-                heads = std::stoi(it->second);
-            } catch (const std::exception&) {
-                heads = 0;
-            }
+            const std::string& text = it->second;
+            const char* end = text.data() + text.size();
+            // The whole text, or nothing: "1e3" and "12 heads" are not 1 and 12.
+            if (const auto [stop, error] = std::from_chars(text.data(), end, heads); error != std::errc() || stop != end)
+                throw DataError(fmt::format("{}: metadata n_head = \"{}\" is not a whole number of heads", file.origin,
+                                            printable(text)));
             if (heads < 1 || d % static_cast<std::size_t>(heads) != 0)
                 throw DataError(fmt::format("{}: metadata n_head = \"{}\" does not split d = {} into heads", file.origin,
                                             printable(it->second), d));
@@ -367,11 +404,11 @@ ArrayDocument gpt2_layer(const TensorFile& file, const LoadOptions& options, Mem
     ln.gamma = ln_weight.to_matrix(file.origin).row(0);
     ln.beta = ln_bias.to_matrix(file.origin).row(0);
     if (const auto it = file.metadata.find("layer_norm_epsilon"); it != file.metadata.end()) {
-        try {
-            ln.epsilon = std::stod(it->second);
-        } catch (const std::exception&) {
+        const std::string& text = it->second;
+        const char* end = text.data() + text.size();
+        // The whole text as a number, or refused: "0.5junk" is not 0.5.
+        if (const auto [stop, error] = std::from_chars(text.data(), end, ln.epsilon); error != std::errc() || stop != end)
             ln.epsilon = -1;
-        }
         if (!(ln.epsilon > 0 && ln.epsilon < 1))
             throw DataError(fmt::format("{}: metadata layer_norm_epsilon = \"{}\" is not a number between 0 and 1",
                                         file.origin, printable(it->second)));
@@ -442,10 +479,9 @@ void resolve_array_references(Json& doc, const std::string& origin, const LoadOp
         if (format != "npy")
             throw DataError(fmt::format("{}: {} is not a .npy file (it does not start with NumPy's magic bytes)", where,
                                         printable(path)));
-        const TensorFile file = read_tensors(text.text, text.origin, text.storage, options.max_input);
+        const TensorFile file = tensors_of(text, options, budget);
         const std::string name = fmt::format("{} ({})", place.pointer, printable(named));
-        *value = packed(file.tensors.front(), place.rank, text.origin, name, budget, notes);
-        text.require_unchanged();
+        *value = packed(file.tensors.front(), place.rank, text.origin, name, budget, notes);  // checked as it reads
         names[std::string(place.pointer)] = name;
     }
 }

@@ -913,6 +913,11 @@ Json parse_json(std::string_view text, const std::string& origin, MemoryBudget* 
     return Parser(text, origin, omp_get_max_threads(), budget).document();
 }
 
+std::pair<std::size_t, std::size_t> line_and_column(std::string_view text, std::size_t offset) {
+    const Location where = locate(text, offset);
+    return {where.line, where.column};
+}
+
 Json packed_vector(const double* numbers, std::size_t count) {
     Json::binary_t bytes(std::vector<std::uint8_t>(count * sizeof(double)));
     if (count > 0) std::memcpy(bytes.data(), numbers, count * sizeof(double));

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace attntrace {
 
@@ -38,6 +39,10 @@ inline constexpr std::uint64_t float_rows_flag = std::uint64_t{1} << 61;
 // so is an array of strings (tokens): one block of text and where each string ends.
 // `budget`, when given, is charged for the document as it is built (MemoryBudget).
 Json parse_json(std::string_view text, const std::string& origin, MemoryBudget* budget = nullptr);
+
+// The 1-based line and column (in characters) of byte `offset` of `text`, as parse_json's
+// errors give them ("FILE:LINE:COLUMN: …"), for other readers of text.
+std::pair<std::size_t, std::size_t> line_and_column(std::string_view text, std::size_t offset);
 
 bool is_packed_numbers(const Json& value);          // a vector
 // The packed forms built from numbers read elsewhere (a binary array): what the parser makes

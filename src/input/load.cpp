@@ -906,7 +906,7 @@ namespace {
 
 // A .npy, .npz or safetensors input, through the same reading as JSON.
 Problem load_arrays(const InputText& input, MemoryBudget& budget, const LoadOptions& options) {
-    const TensorFile file = read_tensors(input.text, input.origin, input.storage, options.max_input);
+    const TensorFile file = read_tensors(input.text, input.origin, input.storage, options.max_input, &budget);
     ArrayDocument arrays = array_document(file, options, &budget);
     Reader in(input.origin, &budget);
     in.set_arrays(&arrays.names);

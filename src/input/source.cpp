@@ -55,6 +55,7 @@ struct MappedSlot {
     std::atomic<std::uintptr_t> start{0};
     std::atomic<std::size_t> size{0};
     std::atomic<bool> truncated{false};
+    std::atomic<const void*> owner{nullptr};  // the Mapping, for require_intact()
 };
 constexpr std::size_t max_mappings = 8;
 std::array<MappedSlot, max_mappings> mapped{};
@@ -104,13 +105,17 @@ public:
             if (mapped[i].start.compare_exchange_strong(free, reinterpret_cast<std::uintptr_t>(address))) {
                 mapped[i].size.store(size);
                 mapped[i].truncated.store(false);
+                mapped[i].owner.store(this);
                 slot_ = i;
                 break;
             }
         }
     }
     ~Mapping() {
-        if (slot_ < max_mappings) mapped[slot_].start.store(0);
+        if (slot_ < max_mappings) {
+            mapped[slot_].owner.store(nullptr);
+            mapped[slot_].start.store(0);
+        }
         ::munmap(address_, size_);
         if (fd_ >= 0) ::close(fd_);
     }
@@ -133,11 +138,27 @@ private:
     std::size_t slot_ = max_mappings;
 };
 
+namespace {
+
+DataError shortened(std::string_view origin) {
+    return DataError(fmt::format("{}: the file was shortened by another program while it was read; "
+                                 "read it again once it is complete",
+                                 origin));
+}
+
+}  // namespace
+
 void InputText::require_unchanged() const {
-    if (!mapping || !mapping->truncated()) return;
-    throw DataError(fmt::format("{}: the file was shortened by another program while it was read; "
-                                "read it again once it is complete",
-                                origin));
+    if (mapping && mapping->truncated()) throw shortened(origin);
+}
+
+void require_intact(const std::shared_ptr<const void>& storage, std::string_view origin) {
+    if (!storage) return;
+    for (const auto& slot : mapped)
+        if (slot.owner.load() == storage.get()) {
+            if (static_cast<const detail::Mapping*>(storage.get())->truncated()) throw shortened(origin);
+            return;
+        }
 }
 
 InputText read_input(const std::string& path, std::uint64_t max_bytes) {

@@ -29,6 +29,13 @@ struct InputText {
     const detail::Mapping* mapping = nullptr;  // a mapped file (held by `storage`)
 };
 
+// The same check where the bytes are used: when `storage` (an InputText's, or what a Tensor
+// read from one keeps) is a mapped file that another program has shortened since it was
+// mapped, throws the same DataError naming `origin`; otherwise (a buffer, a copy, nothing)
+// does nothing. Every reader of mapped bytes calls it after reading them and before anything
+// computed from them is used, so that zeros standing in for lost pages never reach a result.
+void require_intact(const std::shared_ptr<const void>& storage, std::string_view origin);
+
 // Reads PATH, standard input for "-", or the built-in example NAME for "example:NAME" (the
 // same name messages and JSON give it). Throws DataError when it cannot be read, or when it
 // is larger than `max_bytes` (--max-input).

@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "input/limits.hpp"
+#include "input/source.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -270,7 +272,7 @@ std::string npy_type_words(std::string_view descr) {
     const std::string_view digits = descr.substr(1);
     const bool sized = !digits.empty() && digits.size() <= 4 &&
                        std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (sized) size = std::stoul(std::string(digits));
+    if (sized) std::from_chars(digits.data(), digits.data() + digits.size(), size);  // 1 to 4 digits, all read
     // After the kind, NumPy writes the size in bytes ('<i8'), with a unit for dates ('<M8[ns]'),
     // or nothing ('|O'): other text is no dtype of NumPy's.
     if (!sized && !digits.empty() && kind != 'M' && kind != 'm') return "";
@@ -416,7 +418,7 @@ public:
 
     // The central directory, checked: one disk, no encryption, stored or deflated .npy
     // members of distinct names, all of them together no larger than `max_bytes`.
-    std::vector<Member> members(std::uint64_t max_bytes) const {
+    std::vector<Member> members(std::uint64_t max_bytes, MemoryBudget* budget) const {
         std::vector<Member> members;
         std::set<std::string> names;
         std::uint64_t total = 0;
@@ -459,6 +461,8 @@ public:
                 fail(fmt::format("member '{}' is not a .npy file: an .npz holds only .npy members", shown));
             if (member.name.size() == 4) fail("member '.npy' has no name before its .npy");
             if (!names.insert(member.name).second) fail(fmt::format("two members are named '{}'", shown));
+            // The member, its name twice (here and in the set of names) and the set's node.
+            if (budget) budget->charge(sizeof(Member) + 80 + 2 * (member.name.size() > 15 ? member.name.size() + 17 : 0));
             if (__builtin_add_overflow(total, member.size, &total)) total = std::numeric_limits<std::uint64_t>::max();
             members.push_back(std::move(member));
         }
@@ -603,22 +607,36 @@ private:
     std::uint64_t entries_ = 0, directory_size_ = 0, directory_offset_ = 0;
 };
 
+// What a deflated member is inflated into: allocated at the size the archive gives, and not
+// cleared first, so that pages the stream never reaches are never touched.
+struct InflatedBytes {
+    std::unique_ptr<unsigned char[]> bytes;
+    std::size_t size = 0;
+};
+
 // A deflated member (raw deflate, no zlib or gzip wrapper) inflated into a buffer of its own,
-// which must come out exactly `size` bytes long.
-std::shared_ptr<std::vector<unsigned char>> inflated(std::string_view packed, std::uint64_t size, const std::string& where) {
+// which must come out exactly `size` bytes long. The buffer is charged to `budget` before it
+// is allocated: a small archive may announce a large member (a "deflate bomb", or a lie).
+std::shared_ptr<InflatedBytes> inflated(std::string_view packed, std::uint64_t size, const std::string& where,
+                                        MemoryBudget* budget) {
     const auto fail = [&](const std::string& message) -> DataError {
         return DataError(fmt::format("{}: {}", where, message));
     };
+    if (size >= std::numeric_limits<std::size_t>::max() / 2)
+        throw fail(fmt::format("the archive gives it {} bytes, more than this machine can address", size));
+    if (budget) budget->charge(size + 1);
     // One byte more than announced, so that a stream that goes on beyond `size` shows.
-    auto out = std::make_shared<std::vector<unsigned char>>(size + 1);
+    auto out = std::make_shared<InflatedBytes>();
+    out->bytes.reset(new unsigned char[size + 1]);  // not value-initialised: untouched until inflated
+    out->size = size;
     z_stream stream{};
     if (::inflateInit2(&stream, -MAX_WBITS) != Z_OK) throw fail("zlib could not start inflating");
     const std::unique_ptr<z_stream, int (*)(z_stream*)> end(&stream, &::inflateEnd);
     // zlib counts in 32 bits: the input and the output are handed over in chunks.
     constexpr std::size_t chunk = std::size_t{1} << 30;
-    std::size_t in_left = packed.size(), out_left = out->size();
+    std::size_t in_left = packed.size(), out_left = size + 1;
     stream.next_in = const_cast<unsigned char*>(as_bytes(packed));
-    stream.next_out = out->data();
+    stream.next_out = out->bytes.get();
     while (true) {
         if (stream.avail_in == 0) {
             stream.avail_in = static_cast<uInt>(std::min(in_left, chunk));
@@ -642,20 +660,20 @@ std::shared_ptr<std::vector<unsigned char>> inflated(std::string_view packed, st
         throw fail(fmt::format("it inflates to {} bytes, not the {} the archive gives as its size", stream.total_out, size));
     if (stream.avail_in + in_left != 0)
         throw fail(fmt::format("{} bytes of compressed data follow the end of its deflate stream", stream.avail_in + in_left));
-    out->resize(size);
     return out;
 }
 
-void read_npz(std::string_view bytes, std::shared_ptr<const void> storage, std::uint64_t max_bytes, TensorFile& file) {
+void read_npz(std::string_view bytes, std::shared_ptr<const void> storage, std::uint64_t max_bytes, TensorFile& file,
+              MemoryBudget* budget) {
     const ZipReader zip(bytes, file.origin);
-    for (const Member& member : zip.members(max_bytes)) {
+    for (const Member& member : zip.members(max_bytes, budget)) {
         const std::string where = fmt::format("{}: member '{}'", file.origin, printable(member.name));
         const std::string_view packed = zip.packed_data(member);
-        std::shared_ptr<std::vector<unsigned char>> buffer;  // what a deflated member was inflated into
+        std::shared_ptr<InflatedBytes> buffer;  // what a deflated member was inflated into
         std::string_view content = packed;
         if (member.method == 8) {
-            buffer = inflated(packed, member.size, where);
-            content = std::string_view(reinterpret_cast<const char*>(buffer->data()), buffer->size());
+            buffer = inflated(packed, member.size, where, budget);
+            content = std::string_view(reinterpret_cast<const char*>(buffer->bytes.get()), buffer->size);
         } else if (packed.size() != member.size) {
             throw DataError(fmt::format("{}: stored uncompressed, yet its size in the archive ({} bytes) is not its size "
                                         "({} bytes)",
@@ -673,10 +691,12 @@ void read_npz(std::string_view bytes, std::shared_ptr<const void> storage, std::
         if (reinterpret_cast<std::uintptr_t>(tensor.data) % element_size(tensor.type) == 0) {
             tensor.storage = buffer ? std::shared_ptr<const void>(buffer) : storage;
         } else {
+            if (budget) budget->charge(tensor.bytes);
             auto copy = std::make_shared<std::vector<unsigned char>>(tensor.data, tensor.data + tensor.bytes);
             tensor.data = copy->data();
             tensor.storage = std::move(copy);
         }
+        if (budget) budget->charge(sizeof(Tensor) + tensor.name.size() + tensor.shape.size() * sizeof(std::size_t));
         file.tensors.push_back(std::move(tensor));
     }
 }
@@ -766,19 +786,70 @@ std::string a_kind(const nlohmann::json& value) {
     return (kind == "array" || kind == "object" ? "an " : kind == "null" ? "" : "a ") + kind;
 }
 
+// The first number in JSON text `text` that does not fit a double, as (offset, its text):
+// nlohmann's parser refuses one without saying where. Strings are skipped.
+std::optional<std::pair<std::size_t, std::string_view>> number_beyond_double(std::string_view text) {
+    for (std::size_t at = 0; at < text.size();) {
+        const char c = text[at];
+        if (c == '"') {
+            for (++at; at < text.size() && text[at] != '"'; ++at)
+                if (text[at] == '\\') ++at;
+            ++at;
+            continue;
+        }
+        if (c != '-' && !(c >= '0' && c <= '9')) {
+            ++at;
+            continue;
+        }
+        const std::size_t start = at;
+        while (at < text.size() && std::strchr("+-.eE0123456789", text[at]) && text[at] != '\0') ++at;
+        const std::string_view number = text.substr(start, at - start);
+        if (!std::isfinite(std::strtod(std::string(number).c_str(), nullptr))) return std::pair{start, number};
+    }
+    return std::nullopt;
+}
+
+// "line L, column C" of byte `offset`, as nlohmann's messages give a place.
+std::string line_column(std::string_view text, std::size_t offset) {
+    std::size_t line = 1, line_start = 0;
+    for (std::size_t i = 0; i < offset && i < text.size(); ++i)
+        if (text[i] == '\n') ++line, line_start = i + 1;
+    return fmt::format("line {}, column {}", line, offset - line_start + 1);
+}
+
+// What nlohmann's document holds, per value (std::map's node with its key, a json, a
+// std::string's block where a value is a string), and a key's node in the set of keys the
+// check below keeps: charged as the header is parsed. Measured: 300,000 metadata keys of
+// short strings took 370 bytes a key in all (the metadata's copy included); these charge 408.
+constexpr std::uint64_t header_member_bytes = 200;  // the map's node and the key set's node
+constexpr std::uint64_t header_value_bytes = 24;
+constexpr std::uint64_t header_string_bytes = 56;   // a string value's own block
+std::uint64_t header_heap_bytes(const std::string& text) { return text.size() > 15 ? text.size() + 17 : 0; }
+
 // The header, parsed by nlohmann::json (whose parser keeps its own stack, not the machine's),
-// with a limit on nesting and no key twice in one object.
-nlohmann::json parse_safetensors_header(std::string_view text, const std::string& origin) {
+// with a limit on nesting, no key twice in one object, and what it builds charged to `budget`.
+nlohmann::json parse_safetensors_header(std::string_view text, const std::string& origin, MemoryBudget* budget) {
     using Event = nlohmann::json::parse_event_t;
     std::vector<std::set<std::string>> keys;  // the keys seen so far in each object open
+    const auto charge = [&](std::uint64_t bytes) {
+        if (budget) budget->charge(bytes);
+    };
     const auto check = [&](int depth, Event event, nlohmann::json& parsed) {
         if (depth > max_json_depth)
             throw DataError(fmt::format("{}: the safetensors header nests deeper than {} levels", origin, max_json_depth));
         if (event == Event::object_start) keys.emplace_back();
         if (event == Event::object_end && !keys.empty()) keys.pop_back();
-        if (event == Event::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
-            throw DataError(fmt::format("{}: the safetensors header has the key \"{}\" twice in one object", origin,
-                                        printable(parsed.get<std::string>())));
+        if (event == Event::key) {
+            const std::string& key = parsed.get_ref<const std::string&>();
+            charge(header_member_bytes + 2 * header_heap_bytes(key));
+            if (!keys.empty() && !keys.back().insert(key).second)
+                throw DataError(fmt::format("{}: the safetensors header has the key \"{}\" twice in one object", origin,
+                                            printable(key)));
+        }
+        if (event == Event::value || event == Event::object_start || event == Event::array_start) {
+            charge(header_value_bytes);
+            if (parsed.is_string()) charge(header_string_bytes + header_heap_bytes(parsed.get_ref<const std::string&>()));
+        }
         return true;
     };
     try {
@@ -787,10 +858,18 @@ nlohmann::json parse_safetensors_header(std::string_view text, const std::string
         std::string_view message = e.what();  // "[json.exception.parse_error.101] parse error at line 1, …"
         if (const std::size_t cut = message.find("] "); cut != std::string_view::npos) message.remove_prefix(cut + 2);
         throw DataError(fmt::format("{}: the safetensors header is not valid JSON: {}", origin, printable(message, 200)));
+    } catch (const nlohmann::json::exception& e) {
+        // A number beyond double (out_of_range.406), said with its place as the other errors are.
+        if (const auto number = number_beyond_double(text))
+            throw DataError(fmt::format("{}: the safetensors header, at {}: the number {} does not fit a double", origin,
+                                        line_column(text, number->first), printable(number->second, 40)));
+        std::string_view message = e.what();
+        if (const std::size_t cut = message.find("] "); cut != std::string_view::npos) message.remove_prefix(cut + 2);
+        throw DataError(fmt::format("{}: the safetensors header cannot be read: {}", origin, printable(message, 200)));
     }
 }
 
-void read_safetensors(std::string_view bytes, std::shared_ptr<const void> storage, TensorFile& file) {
+void read_safetensors(std::string_view bytes, std::shared_ptr<const void> storage, TensorFile& file, MemoryBudget* budget) {
     const std::string& origin = file.origin;
     if (bytes.size() < 8)
         throw DataError(fmt::format("{}: truncated: shorter than the 8 bytes that give the safetensors header's size", origin));
@@ -802,7 +881,7 @@ void read_safetensors(std::string_view bytes, std::shared_ptr<const void> storag
     if (header_size > max_safetensors_header)
         throw DataError(fmt::format("{}: a safetensors header of {} bytes, more than the format's limit of 100,000,000",
                                     origin, header_size));
-    const nlohmann::json header = parse_safetensors_header(bytes.substr(8, header_size), origin);
+    const nlohmann::json header = parse_safetensors_header(bytes.substr(8, header_size), origin, budget);
     const std::string_view data = bytes.substr(8 + header_size);
     if (!header.is_object())
         throw DataError(fmt::format("{}: the safetensors header is {}, not an object of name → tensor", origin,
@@ -821,6 +900,8 @@ void read_safetensors(std::string_view bytes, std::shared_ptr<const void> storag
                 if (!text.is_string())
                     throw DataError(fmt::format("{}: \"__metadata__\" gives \"{}\" {}: its values are strings", origin,
                                                 printable(name), a_kind(text)));
+                // A node of std::map with its two strings, beside the header's own copy.
+                if (budget) budget->charge(128 + header_heap_bytes(name) + header_heap_bytes(text.get_ref<const std::string&>()));
                 file.metadata[name] = text.get<std::string>();
             }
             continue;
@@ -867,6 +948,8 @@ void read_safetensors(std::string_view bytes, std::shared_ptr<const void> storag
         tensor.data = as_bytes(data) + begin;
         tensor.bytes = *expected;
         tensor.storage = storage;
+        if (budget)  // the tensor, as placed here and then in the file's list
+            budget->charge(2 * (sizeof(Placed) + header_heap_bytes(tensor.name) + tensor.shape.size() * sizeof(std::size_t)));
         placed.push_back({std::move(tensor), begin, end});
     }
     // nlohmann::json sorts its keys: the tensors are put back in the order of their data,
@@ -994,13 +1077,25 @@ std::size_t Tensor::elements() const {
     return count;
 }
 
+namespace {
+
+// What to_doubles and to_matrix refuse before they touch a byte or size anything: ranks
+// other than 1 and 2, and arrays of no numbers (whose other dimension may be anything, even
+// 2⁶³, since the bytes they take are 0).
+void require_matrix_shape(const Tensor& t, std::string_view origin) {
+    if (t.shape.empty() || t.shape.size() > 2)
+        throw DataError(fmt::format("{}: {} has shape {}: expected a matrix (2 dimensions) or a vector (1)", origin,
+                                    array_label(t.name), shape_text(t.shape)));
+    if (t.elements() == 0)
+        throw DataError(fmt::format("{}: {} has shape {}: it holds no numbers", origin, array_label(t.name),
+                                    shape_text(t.shape)));
+}
+
+}  // namespace
+
 void Tensor::to_doubles(std::string_view origin, double* out) const {
     const std::string label = array_label(name);
-    if (shape.empty() || shape.size() > 2)
-        throw DataError(fmt::format("{}: {} has shape {}: expected a matrix (2 dimensions) or a vector (1)", origin, label,
-                                    shape_text(shape)));
-    if (elements() == 0)
-        throw DataError(fmt::format("{}: {} has shape {}: it holds no numbers", origin, label, shape_text(shape)));
+    require_matrix_shape(*this, origin);
     const bool vector = shape.size() == 1;
     const auto rows = static_cast<Eigen::Index>(vector ? 1 : shape[0]);
     const auto cols = static_cast<Eigen::Index>(vector ? shape[0] : shape[1]);
@@ -1024,6 +1119,8 @@ void Tensor::to_doubles(std::string_view origin, double* out) const {
              [&](const unsigned char* p) { return std::bit_cast<double>(load_bits<std::uint64_t>(p, swap)); });
         break;
     }
+    // Zeros read in place of the pages of a file shortened meanwhile are no numbers of its own.
+    require_intact(storage, origin);
     // The first value that is not finite, in C order (one pass; the message only when found).
     const auto count = static_cast<std::size_t>(rows * cols);
     bool finite = true;
@@ -1041,11 +1138,10 @@ void Tensor::to_doubles(std::string_view origin, double* out) const {
 }
 
 Matrix Tensor::to_matrix(std::string_view origin) const {
+    require_matrix_shape(*this, origin);  // before sizing: (0, 2⁶³) holds no numbers, and no Index holds 2⁶³
     const bool vector = shape.size() == 1;
-    Matrix m;
-    if (shape.size() == 1 || shape.size() == 2)
-        m.resize(static_cast<Eigen::Index>(vector ? 1 : shape[0]), static_cast<Eigen::Index>(vector ? shape[0] : shape[1]));
-    to_doubles(origin, m.data());  // refuses the other ranks before writing anything
+    Matrix m(static_cast<Eigen::Index>(vector ? 1 : shape[0]), static_cast<Eigen::Index>(vector ? shape[0] : shape[1]));
+    to_doubles(origin, m.data());
     return m;
 }
 
@@ -1085,7 +1181,7 @@ std::optional<std::string> sniff_tensor_format(std::string_view bytes) {
 }
 
 TensorFile read_tensors(std::string_view bytes, const std::string& origin, std::shared_ptr<const void> storage,
-                        std::uint64_t max_bytes) {
+                        std::uint64_t max_bytes, MemoryBudget* budget) {
     const auto format = sniff_tensor_format(bytes);
     if (!format) throw DataError(fmt::format("{}: not a .npy, .npz or safetensors file", origin));
     TensorFile file;
@@ -1096,9 +1192,9 @@ TensorFile read_tensors(std::string_view bytes, const std::string& origin, std::
         tensor.storage = std::move(storage);
         file.tensors.push_back(std::move(tensor));
     } else if (*format == "npz") {
-        read_npz(bytes, std::move(storage), max_bytes, file);
+        read_npz(bytes, std::move(storage), max_bytes, file, budget);
     } else {
-        read_safetensors(bytes, std::move(storage), file);
+        read_safetensors(bytes, std::move(storage), file, budget);
     }
     return file;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/matrix.hpp"
+#include "util/memory.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -81,9 +82,11 @@ std::optional<std::string> sniff_tensor_format(std::string_view bytes);
 // Reads `bytes` (which stay valid as long as `storage`) in the format sniffed. Throws
 // DataError "ORIGIN: …" on any malformed header, unsupported element type, truncated data,
 // or (.npz) a member compressed other than stored or deflated, or not a .npy.
-// `max_bytes` bounds what an .npz may inflate to (--max-input).
+// `max_bytes` bounds what an .npz may inflate to (--max-input). `budget`, when given, is
+// charged for what reading holds before it is allocated: each inflated member at the size
+// its archive gives, the safetensors header's document and metadata, the list of arrays.
 TensorFile read_tensors(std::string_view bytes, const std::string& origin, std::shared_ptr<const void> storage,
-                        std::uint64_t max_bytes);
+                        std::uint64_t max_bytes, MemoryBudget* budget = nullptr);
 
 // Writers, for `attntrace generate` and for tests of the readers: little-endian float32 or
 // float64, C order. Each returns the whole file.

@@ -32,6 +32,10 @@ std::optional<std::uint64_t> read_bytes(const std::filesystem::path& file) {
     std::uint64_t value = 0;
     const auto [end, error] = std::from_chars(line.data(), line.data() + line.size(), value);
     if (error != std::errc() || end == line.data()) return std::nullopt;
+    // The whole line, or nothing: "4096abc" is not 4096 (white space after it is allowed).
+    if (std::string_view(end, static_cast<std::size_t>(line.data() + line.size() - end)).find_first_not_of(" \t\r") !=
+        std::string_view::npos)
+        return std::nullopt;
     return value;
 }
 
@@ -122,8 +126,24 @@ void MemoryBudget::charge(std::uint64_t bytes) {
                                 origin_, limit_.describe()));
 }
 
+namespace {
+
+// A size given on the command line, not rounded: in the largest unit that shows it exactly
+// to a tenth (4M "4.0 MiB", 1.5G "1.5 GiB"), else in a smaller one (1500 "1500 B").
+std::string exact_size(std::uint64_t bytes) {
+    constexpr const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+    for (int unit = 5; unit >= 1; --unit) {
+        const double scale = std::ldexp(1.0, 10 * unit), tenths = static_cast<double>(bytes) / scale * 10;
+        if (static_cast<double>(bytes) >= scale && tenths == std::round(tenths) && tenths < 1e15)
+            return fmt::format("{:.1f} {}", tenths / 10, units[unit - 1]);
+    }
+    return fmt::format("{} B", bytes);
+}
+
+}  // namespace
+
 std::string MemoryLimit::describe() const {
-    if (source.empty()) return fmt::format("--max-memory {}", format_size(bytes));
+    if (source.empty()) return fmt::format("--max-memory {}", exact_size(bytes));
     return fmt::format("the default --max-memory {} ({})", format_size(bytes), source);
 }
 

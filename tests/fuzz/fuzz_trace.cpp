@@ -14,14 +14,24 @@
 // of long matrices (from 1 MiB of text) is fuzzed too: "#ROW" or "#ROW\nMIDDLE" becomes
 // {"tokens": [...], "embeddings": [ROW, ROW, …, MIDDLE, …, ROW]} of about 1.2 MiB, which
 // must parse the same on one thread and on two.
+//
+// Every other input is also read as a learner's answers (JSON or the tidy CSV) and checked
+// against two fixed traces (one head, and two heads of causal attention): a refusal is a
+// DataError naming the file; what is read must be finite or hidden, with its decimals and
+// head within their range. Binary arrays are also read as GPT-2's layer 0 (--from gpt2).
+// Each causal trace is also decoded step by step, and the decode rendered in every format.
 #include "attention/check.hpp"
+#include "attention/decode.hpp"
 #include "attention/modes.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
+#include "commands/check_answers_command.hpp"
 #include "commands/compare_command.hpp"
 #include "commands/similarity_command.hpp"
 #include "core/error.hpp"
+#include "input/answers.hpp"
 #include "input/json_text.hpp"
+#include "input/examples.hpp"
 #include "input/load.hpp"
 #include "input/source.hpp"
 #include "input/tensors.hpp"
@@ -188,6 +198,34 @@ void similarity(const Problem& problem) {
     }
 }
 
+// decode: the causal trace step by step, rendered in every format. It refuses only what it
+// says it refuses (too few tokens); its numbers must be finite where the trace's are.
+void decode_every_way(const Trace& full) {
+    for (const std::int64_t prefill : {std::int64_t{1}, std::int64_t{2}}) {
+        DecodeOptions options;
+        options.prefill = prefill;
+        Decode decode;
+        try {
+            decode = decode_steps(full, options);
+        } catch (const DataError&) {
+            return;  // fewer than 2 tokens
+        } catch (const UsageError&) {
+            return;  // a prefill of every token
+        }
+        for (const DecodeStep& step : decode.steps)
+            for (const DecodeHead& head : step.heads)
+                for (const double w : head.weights)
+                    if (!std::isfinite(w)) finding("decode: a weight that is not finite");
+        RenderOptions render;
+        for (const Format format : all_formats) {
+            render.format = format;
+            std::ostringstream out;
+            ::attntrace::render(decode, render, out);
+            require_clean(out.str(), format, false, labels_look_like_numbers(full.tokens));
+        }
+    }
+}
+
 void run(const Problem& problem, TraceOptions options) {
     Trace full;
     try {
@@ -200,6 +238,9 @@ void run(const Problem& problem, TraceOptions options) {
     if (options.mask_method.standard())  // a finite fill may leave weight on hidden keys, as it is meant to show
         if (const auto failure = first_failed_check(full)) finding(*failure);
     render_everything(full);
+    if (options.mode == Mode::causal && options.normalization == Normalization::softmax && options.mask_method.standard() &&
+        !options.window && full.positions == PositionScheme::none)  // what decode takes
+        decode_every_way(full);
     if (options.mode != Mode::bahdanau && options.normalization == Normalization::softmax && options.mask_method.standard()) {
         compare_paths(problem, options, full);
         compare_with_other_weights(problem, options, full);
@@ -290,7 +331,8 @@ void parse_both_ways(const std::string& text) {
 void read_every_tensor(std::string_view bytes) {
     TensorFile file;
     try {
-        file = read_tensors(bytes, "fuzz", nullptr, std::uint64_t{1} << 24);
+        MemoryBudget budget(MemoryLimit{std::uint64_t{1} << 26, "the fuzzer"}, "fuzz");
+        file = read_tensors(bytes, "fuzz", nullptr, std::uint64_t{1} << 24, &budget);
     } catch (const DataError&) {
         return;
     }
@@ -341,7 +383,9 @@ void load_both_ways(std::string_view bytes) {
     const auto* b = std::get_if<SingleSequenceInput>(&kept->input);
     if (!a || !b) return;
     Sequence widened = b->sequence;
-    if (widened.in_place) {
+    // Rows in the input's own storage lie within the input; rows of a deflated .npz member
+    // lie in the buffer it was inflated into, which the reader owns (not the input's storage).
+    if (widened.in_place && widened.in_place->storage == input.storage) {
         const auto begin = reinterpret_cast<std::uintptr_t>(bytes.data());
         const auto at = reinterpret_cast<std::uintptr_t>(widened.in_place->data);
         const auto size = static_cast<std::size_t>(widened.in_place->rows * widened.in_place->cols) * sizeof(float);
@@ -352,6 +396,72 @@ void load_both_ways(std::string_view bytes) {
     if (widened.vectors != a->sequence.vectors) finding("the rows left in place and the copied rows differ");
 }
 
+// The traces answers are checked against: the lecture's example in self mode (one head), and
+// causal attention with two heads.
+const std::vector<Trace>& answer_traces() {
+    static const std::vector<Trace> traces = [] {
+        const Problem problem = load_problem(find_example(default_example)->json, "example");
+        TraceOptions one;
+        one.mode = Mode::self;
+        TraceOptions two = one;
+        two.mode = Mode::causal;
+        two.heads = 2;
+        two.dim = 4;
+        return std::vector<Trace>{trace(problem, one), trace(problem, two)};
+    }();
+    return traces;
+}
+
+// The bytes as a learner's answers: read within a budget, then checked against each trace.
+void answers_every_way(std::string_view text) {
+    const MemoryLimit limit{std::uint64_t{1} << 26, "the fuzzer"};
+    std::vector<GivenStage> given;
+    try {
+        MemoryBudget budget(limit, "answers");
+        given = read_answers(text, "answers", &budget);
+    } catch (const DataError& e) {
+        if (!std::string_view(e.what()).starts_with("answers")) finding(std::string("an answers error names no file: ") + e.what());
+        return;
+    }
+    for (const GivenStage& stage : given) {
+        if (!stage.where.starts_with("answers: ")) finding("a stage's place names no file: " + stage.where);
+        if (stage.head < 0 || stage.head > max_heads) finding("a head outside 0 … max_heads was read");
+        for (const GivenNumber& n : stage.numbers) {
+            if (!n.masked && !std::isfinite(n.value)) finding("an answer that is not finite was read");
+            if (n.decimals < 0 || n.decimals > max_decimals) finding("decimals outside their range");
+            if (n.row < 0 || n.col < 0) finding("a negative row or column was read");
+        }
+    }
+    for (const Trace& t : answer_traces()) {
+        try {
+            const std::vector<StageVerdict> verdicts = check_answers(t, given);
+            for (const StageVerdict& v : verdicts)
+                if (!v.stage) finding("a verdict without its stage");
+        } catch (const DataError& e) {
+            if (!std::string_view(e.what()).starts_with("answers")) finding(std::string("a check-answers error names no file: ") + e.what());
+        }
+    }
+}
+
+// A binary input as GPT-2's layer 0, its hidden states in the file: the layer traced causally.
+void gpt2_layer(std::string_view bytes) {
+    const InputText input{bytes, "fuzz", std::make_shared<int>(0)};
+    LoadOptions options;
+    options.from = ModelFamily::gpt2;
+    options.layer = 0;
+    Problem problem;
+    try {
+        problem = load_input(input, MemoryLimit{std::uint64_t{1} << 26, "the fuzzer"}, options);
+    } catch (const DataError&) {
+        return;
+    } catch (const UsageError&) {
+        return;
+    }
+    TraceOptions trace_options;
+    trace_options.mode = Mode::causal;
+    run(problem, trace_options);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -359,12 +469,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (sniff_tensor_format(text)) {
         read_every_tensor(text);
         load_both_ways(text);
+        gpt2_layer(text);
         return 0;
     }
     if (text.starts_with("#")) {
         if (const std::string long_text = expanded(text.substr(1)); !long_text.empty()) parse_both_ways(long_text);
         return 0;
     }
+    answers_every_way(text);
     Problem problem;
     try {
         problem = load_problem(text, "fuzz");
