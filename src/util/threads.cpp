@@ -27,6 +27,11 @@ std::optional<long long> environment_threads() {
     const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), count);
     if (error == std::errc::result_out_of_range) return std::numeric_limits<long long>::max();
     if (error != std::errc() || end == value.data()) return std::nullopt;
+    // The number is read whole: what may follow it is spaces, then the end or a nesting list
+    // (libgomp ignores "4abc" as a whole, not as 4).
+    std::string_view rest = value.substr(static_cast<std::size_t>(end - value.data()));
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    if (!rest.empty() && rest.front() != ',') return std::nullopt;
     return count;
 }
 
