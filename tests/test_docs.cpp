@@ -1,5 +1,41 @@
-// Every command shown with its output in the docs (```console blocks whose lines start with
-// "$ build/attntrace") is run again; the test fails when the output drifts from the page.
+// What the docs say attntrace prints is run again here, two ways.
+//
+// 1. Console blocks. Every command shown with its output in README.md and docs/*.md
+//    (```console blocks whose lines start with "$ build/attntrace") is run again from the
+//    source tree; the test fails when the output drifts from the page. A block whose last
+//    line is "[exit status N]" expects that exit status (attntrace does not print the line).
+//
+// 2. Test comments, for a sentence of prose that says what attntrace prints or does. Right
+//    after the sentence, an HTML comment (invisible on the rendered page) names a command and
+//    what its output must hold:
+//
+//        <!-- test: build/attntrace -m causal --window 2 -f json
+//        json: /window = 2
+//        shows: "window"
+//        -->
+//
+//    The first line is `<!-- test: ` and the command, quoted as in a console block; the
+//    comment ends with a line `-->`; each line between is `key: value` (all of them may be
+//    indented, to keep the comment inside a list item):
+//      shows: TEXT            TEXT occurs in stdout + stderr
+//      shows N times: TEXT    ... exactly N times
+//      lacks: TEXT            TEXT does not occur
+//      stderr: LINE           stderr is exactly LINE and a newline
+//      stdout: empty          nothing on stdout
+//      exit: N                the exit status (0 unless given)
+//      json: PATH exists | PATH absent | PATH = JSON | PATH size N
+//                             stdout parsed as JSON; PATH is a JSON pointer where a segment
+//                             `key=value` in an array picks the first element whose `key` is
+//                             the string `value` (/stages/name=masked/mask_reason/0/1);
+//                             numbers compare within 1e-6 of their size
+//      same as: build/attntrace ARGS   that command prints the same bytes, with the same status
+//    and, to set the run up (no claim of their own):
+//      file NAME: TEXT        a line of a file NAME, in a fresh folder the command runs in
+//                             (several lines with the same NAME make one file)
+//      setup: build/attntrace ARGS     run first in that folder (say, generate -o long.json)
+//      stdin: TEXT            a line fed on standard input (not with file or setup)
+//    The expected text is the sentence's own claim (a quoted phrase, a count, a field and its
+//    value), written from the sentence, not pasted from a run. A comment must assert something.
 #include "support/cli.hpp"
 
 #include "support/catch.hpp"
@@ -10,6 +46,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -145,6 +182,195 @@ bool same_json_text(const std::string& got, const std::string& shown, bool lines
     }
 }
 
+// ---- Claims in prose: <!-- test: … --> comments ----------------------------------------------
+
+struct Claim {
+    std::string file;
+    int line = 0;
+    std::string command;                                    // "build/attntrace …", as written
+    std::vector<std::pair<std::string, std::string>> items;  // key, value, in order
+};
+
+std::string trimmed(const std::string& text) {
+    const auto first = text.find_first_not_of(' ');
+    if (first == std::string::npos) return "";
+    return text.substr(first, text.find_last_not_of(' ') - first + 1);
+}
+
+// Every `<!-- test: build/attntrace ARGS` … `-->` comment of a page, with its lines `key: value`.
+std::vector<Claim> marked_claims(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::vector<Claim> out;
+    bool open = false;
+    int number = 0;
+    const std::string start = "<!-- test: ";
+    for (std::string line; std::getline(in, line);) {
+        ++number;
+        line = trimmed(line);  // indented, a comment stays inside its list item
+        if (!open) {
+            if (line.rfind(start, 0) != 0) continue;
+            Claim claim;
+            claim.file = path.filename().string();
+            claim.line = number;
+            claim.command = trimmed(line.substr(start.size()));
+            out.push_back(std::move(claim));
+            open = true;
+            continue;
+        }
+        if (line == "-->") {
+            open = false;
+            continue;
+        }
+        const auto colon = line.find(':');
+        INFO(path.filename().string() << ":" << number << ": " << line);
+        REQUIRE(colon != std::string::npos);  // each line of a claim is `key: value`
+        std::string value = line.substr(colon + 1);
+        if (value.starts_with(" ")) value.erase(0, 1);
+        out.back().items.emplace_back(trimmed(line.substr(0, colon)), value);
+    }
+    INFO(path.filename().string() << ": a test comment is not closed by a line `-->`");
+    CHECK(!open);
+    return out;
+}
+
+// A JSON pointer, where a segment `key=value` in an array picks the first element whose member
+// `key` is the string `value` (`/stages/name=masked/mask_reason/0/1`). Null when absent.
+const nlohmann::ordered_json* at_path(const nlohmann::ordered_json& document, const std::string& path) {
+    const nlohmann::ordered_json* here = &document;
+    std::size_t begin = 0;
+    if (path.empty()) return here;
+    if (path[0] != '/') return nullptr;
+    while (begin < path.size()) {
+        const std::size_t end = std::min(path.find('/', begin + 1), path.size());
+        const std::string segment = path.substr(begin + 1, end - begin - 1);
+        begin = end;
+        if (here->is_object()) {
+            const auto found = here->find(segment);
+            if (found == here->end()) return nullptr;
+            here = &*found;
+        } else if (here->is_array()) {
+            const auto equals = segment.find('=');
+            if (equals != std::string::npos) {
+                const std::string key = segment.substr(0, equals), wanted = segment.substr(equals + 1);
+                const auto found = std::find_if(here->begin(), here->end(), [&](const nlohmann::ordered_json& e) {
+                    return e.is_object() && e.contains(key) && (*e.find(key)) == wanted;
+                });
+                if (found == here->end()) return nullptr;
+                here = &*found;
+            } else {
+                if (segment.empty() || segment.find_first_not_of("0123456789") != std::string::npos) return nullptr;
+                const std::size_t index = std::stoul(segment);
+                if (index >= here->size()) return nullptr;
+                here = &(*here)[index];
+            }
+        } else {
+            return nullptr;
+        }
+    }
+    return here;
+}
+
+std::size_t occurrences(const std::string& text, const std::string& part) {
+    std::size_t count = 0;
+    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++count;
+    return count;
+}
+
+std::vector<std::string> attntrace_args(const std::string& command) {
+    const std::string prompt = "build/attntrace";
+    REQUIRE(command.rfind(prompt, 0) == 0);  // only our own commands
+    return split_args(command.substr(prompt.size()));
+}
+
+// Runs one marked claim and checks each of its assertions; returns how many it made.
+int check_claim(const Claim& claim) {
+    INFO(claim.file << ":" << claim.line << ": " << claim.command);
+    std::map<std::string, std::string> files;
+    std::vector<std::string> setups;
+    std::string input;
+    bool has_input = false;
+    int expected_exit = 0;
+    for (const auto& [key, value] : claim.items) {
+        if (key.starts_with("file ")) files[key.substr(5)] += value + "\n";
+        else if (key == "setup") setups.push_back(value);
+        else if (key == "stdin") input += value + "\n", has_input = true;
+        else if (key == "exit") expected_exit = std::stoi(value);
+    }
+    const std::map<std::string, std::string> env{{"COLUMNS", ""}, {"NO_COLOR", ""}};
+    std::optional<cli::TempDir> folder;
+    std::string where = ATTNTRACE_SOURCE_DIR;
+    if (!files.empty() || !setups.empty()) {
+        REQUIRE(!has_input);  // stdin runs outside the folder
+        folder.emplace();
+        where = folder->path();
+        for (const auto& [name, text] : files) std::ofstream(*folder / name, std::ios::binary) << text;
+        for (const auto& setup : setups) {
+            INFO("setup: " << setup);
+            REQUIRE(cli::run_in(where, attntrace_args(setup), env).exit_code == 0);
+        }
+    }
+    const auto run = [&](const std::string& command) {
+        if (has_input) return cli::run(attntrace_args(command), input, env);
+        return cli::run_in(where, attntrace_args(command), env);
+    };
+    const cli::Result r = run(claim.command);
+    const std::string both = r.out + r.err;
+    INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+    CHECK(r.exit_code == expected_exit);
+    std::optional<nlohmann::ordered_json> document;
+    const auto json = [&]() -> const nlohmann::ordered_json& {
+        if (!document) {
+            try {
+                document = nlohmann::ordered_json::parse(r.out);
+            } catch (const nlohmann::json::exception&) {
+                FAIL("stdout is not one JSON document");
+            }
+        }
+        return *document;
+    };
+    static const std::regex shows_times(R"(shows (\d+) times?)");
+    static const std::regex json_item(R"((\S+) (exists|absent|= (.+)|size (\d+)))");
+    int asserted = 0;
+    for (const auto& [key, value] : claim.items) {
+        INFO(key << ": " << value);
+        std::smatch m;
+        if (key == "shows") {
+            CHECK(both.find(value) != std::string::npos);
+        } else if (key == "lacks") {
+            CHECK(both.find(value) == std::string::npos);
+        } else if (std::regex_match(key, m, shows_times)) {
+            CHECK(occurrences(both, value) == std::stoul(m[1]));
+        } else if (key == "stderr") {
+            CHECK(r.err == value + "\n");
+        } else if (key == "stdout" && value == "empty") {
+            CHECK(r.out.empty());
+        } else if (key == "same as") {
+            const cli::Result other = run(value);
+            CHECK(other.exit_code == r.exit_code);
+            CHECK(other.out + other.err == both);
+        } else if (key == "json") {
+            REQUIRE(std::regex_match(value, m, json_item));
+            const nlohmann::ordered_json* found = at_path(json(), m[1]);
+            const std::string how = m[2];
+            if (how == "absent") {
+                CHECK(found == nullptr);
+            } else {
+                REQUIRE(found != nullptr);
+                if (how.starts_with("= ")) CHECK(same_json(*found, nlohmann::ordered_json::parse(std::string(m[3]))));
+                else if (how.starts_with("size ")) CHECK(found->size() == std::stoul(m[4]));
+            }
+        } else if (key == "exit") {
+            // checked above, with the run
+        } else if (key == "setup" || key == "stdin" || key.starts_with("file ")) {
+            continue;  // how to run, not a claim
+        } else {
+            FAIL("unknown key in a test comment: " << key);
+        }
+        ++asserted;
+    }
+    return asserted;
+}
+
 }  // namespace
 
 TEST_CASE("the output shown in README.md and docs/ is what attntrace prints", "[docs]") {
@@ -156,13 +382,13 @@ TEST_CASE("the output shown in README.md and docs/ is what attntrace prints", "[
     for (const auto& page : pages) {
         for (Shown shown : shown_commands(page)) {
             INFO(shown.file << ":" << shown.line << ": " << shown.command);
-            // A command that grades (check-answers) may be shown failing: its output then ends
-            // with this line, which attntrace does not print.
-            static const std::string exit_one = "[exit status 1]\n";
+            // A command may be shown failing (check-answers grading, a refused run): its output
+            // then ends with this line, which attntrace does not print.
+            static const std::regex exit_line(R"(\[exit status (\d+)\]\n$)");
             int expected_exit = 0;
-            if (shown.output.ends_with(exit_one)) {
-                expected_exit = 1;
-                shown.output.erase(shown.output.size() - exit_one.size());
+            if (std::smatch m; std::regex_search(shown.output, m, exit_line)) {
+                expected_exit = std::stoi(m[1]);
+                shown.output.erase(static_cast<std::size_t>(m.position(0)));
             }
             // The docs show what a pipe or a file receives: no terminal width, no colour.
             // From the source tree, as a reader who cloned it runs them: data/… are its files.
@@ -182,4 +408,21 @@ TEST_CASE("the output shown in README.md and docs/ is what attntrace prints", "[
     CHECK(checked["multi-head.md"] >= 7);
     CHECK(checked["from-pytorch.md"] >= 2);
     CHECK(checked["input-format.md"] >= 1);
+}
+
+TEST_CASE("what the prose of README.md and docs/ says attntrace prints holds", "[docs]") {
+    const std::filesystem::path root = ATTNTRACE_SOURCE_DIR;
+    std::vector<std::filesystem::path> pages{root / "README.md"};
+    for (const auto& entry : std::filesystem::directory_iterator(root / "docs"))
+        if (entry.path().extension() == ".md") pages.push_back(entry.path());
+    std::map<std::string, std::size_t> claims;
+    for (const auto& page : pages) {
+        for (const Claim& claim : marked_claims(page)) {
+            INFO(claim.file << ":" << claim.line << ": " << claim.command);
+            CHECK(check_claim(claim) > 0);  // a comment that asserts nothing is a mistake
+            ++claims[claim.file];
+        }
+    }
+    // A page that lost its comments would pass unseen.
+    CHECK(claims["README.md"] >= 1);
 }
