@@ -20,6 +20,8 @@
 //      shows: TEXT            TEXT occurs in stdout + stderr
 //      shows N times: TEXT    ... exactly N times
 //      lacks: TEXT            TEXT does not occur
+//      line: A … B … C        a line of the output starts with A, ends with C and holds B
+//                             between them (no " … ": a line is exactly the text)
 //      stderr: LINE           stderr is exactly LINE and a newline
 //      stdout: empty          nothing on stdout
 //      exit: N                the exit status (0 unless given)
@@ -42,6 +44,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fstream>
@@ -340,6 +343,36 @@ int check_claim(const Claim& claim) {
             CHECK(both.find(value) == std::string::npos);
         } else if (std::regex_match(key, m, shows_times)) {
             CHECK(occurrences(both, value) == std::stoul(m[1]));
+        } else if (key == "line") {
+            // a line of the output that starts with the first part and ends with the last,
+            // holding the others in order between them
+            std::vector<std::string> parts;
+            for (std::size_t from = 0;;) {
+                const auto dots = value.find(" … ", from);
+                parts.push_back(value.substr(from, dots == std::string::npos ? std::string::npos : dots - from));
+                if (dots == std::string::npos) break;
+                from = dots + std::string(" … ").size();
+            }
+            bool found = false;
+            std::istringstream lines(both);
+            for (std::string line; !found && std::getline(lines, line);) {
+                if (parts.size() == 1) {
+                    found = line == parts[0];
+                    continue;
+                }
+                if (!line.starts_with(parts.front()) || !line.ends_with(parts.back()) ||
+                    line.size() < parts.front().size() + parts.back().size())
+                    continue;
+                std::size_t at = parts.front().size();
+                const std::size_t end = line.size() - parts.back().size();
+                found = true;
+                for (std::size_t i = 1; found && i + 1 < parts.size(); ++i) {
+                    at = line.find(parts[i], at);
+                    found = at != std::string::npos && at + parts[i].size() <= end;
+                    if (found) at += parts[i].size();
+                }
+            }
+            CHECK(found);
         } else if (key == "stderr") {
             CHECK(r.err == value + "\n");
         } else if (key == "stdout" && value == "empty") {
@@ -425,4 +458,111 @@ TEST_CASE("what the prose of README.md and docs/ says attntrace prints holds", "
     }
     // A page that lost its comments would pass unseen.
     CHECK(claims["README.md"] >= 1);
+}
+
+namespace {
+
+// splitmix64 and the entries it gives, as docs/input-format.md ("Generated weights") writes them.
+struct DocumentedGenerator {
+    std::uint64_t state;
+    std::uint64_t next() {
+        state += 0x9E3779B97F4A7C15ULL;
+        std::uint64_t z = state;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        return z ^ (z >> 31);
+    }
+    double entry(double scale) { return scale * (2.0 * (static_cast<double>(next() >> 11) * 0x1.0p-53) - 1.0); }
+    std::vector<std::vector<double>> matrix(std::size_t rows, std::size_t cols, double scale) {
+        std::vector<std::vector<double>> m(rows, std::vector<double>(cols));
+        for (auto& row : m)
+            for (double& x : row) x = entry(scale);  // row by row
+        return m;
+    }
+};
+
+nlohmann::json parameters_of(const std::vector<std::string>& args) {
+    std::vector<std::string> all = args;
+    for (const char* a : {"-f", "json", "-s", "parameters"}) all.emplace_back(a);
+    const auto r = cli::run_in(ATTNTRACE_SOURCE_DIR, all, {});
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out).at("parameters");
+}
+
+void require_exact(const nlohmann::json& shown, const std::vector<std::vector<double>>& want) {
+    REQUIRE(shown.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        REQUIRE(shown[i].size() == want[i].size());
+        for (std::size_t j = 0; j < want[i].size(); ++j) CHECK(shown[i][j].get<double>() == want[i][j]);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("the weight generator docs/input-format.md describes makes the weights attntrace uses", "[docs]") {
+    const double d_in = 3;  // your_journey
+    SECTION("self and causal: W_q, then W_k, then W_v from one stream, scale 1/√d_in") {
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({"-m", "self"});
+        require_exact(p["W_q"], g.matrix(3, 3, 1 / std::sqrt(d_in)));
+        require_exact(p["W_k"], g.matrix(3, 3, 1 / std::sqrt(d_in)));
+        require_exact(p["W_v"], g.matrix(3, 3, 1 / std::sqrt(d_in)));
+    }
+    SECTION("another seed and --dim") {
+        DocumentedGenerator g{7};
+        const auto p = parameters_of({"-m", "causal", "--seed", "7", "--dim", "2"});
+        require_exact(p["W_q"], g.matrix(3, 2, 1 / std::sqrt(d_in)));
+        require_exact(p["W_k"], g.matrix(3, 2, 1 / std::sqrt(d_in)));
+        require_exact(p["W_v"], g.matrix(3, 2, 1 / std::sqrt(d_in)));
+    }
+    SECTION("several heads: the stream goes on to W_o, d_model × d_model, scale 1/√d_model") {
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({"-m", "self", "--dim", "4", "--heads", "2"});
+        require_exact(p["W_q"], g.matrix(3, 4, 1 / std::sqrt(d_in)));
+        require_exact(p["W_k"], g.matrix(3, 4, 1 / std::sqrt(d_in)));
+        require_exact(p["W_v"], g.matrix(3, 4, 1 / std::sqrt(d_in)));
+        require_exact(p["W_o"], g.matrix(4, 4, 1 / std::sqrt(4.0)));
+    }
+    SECTION("G key/value heads: W_k and W_v are d_in × (G·d_model / H)") {
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({"-m", "self", "--dim", "4", "--heads", "2", "--kv-heads", "1"});
+        require_exact(p["W_q"], g.matrix(3, 4, 1 / std::sqrt(d_in)));
+        require_exact(p["W_k"], g.matrix(3, 2, 1 / std::sqrt(d_in)));
+        require_exact(p["W_v"], g.matrix(3, 2, 1 / std::sqrt(d_in)));
+        require_exact(p["W_o"], g.matrix(4, 4, 1 / std::sqrt(4.0)));
+    }
+    SECTION("an input with W_q, W_k and W_v but no output: W_o (H·d_v × H·d_v) from its own stream") {
+        cli::TempDir dir;
+        std::ofstream(dir / "in.json")
+            << R"({"sentence": "a b c", "embeddings": {"a": [1, 0, 0], "b": [0, 1, 0], "c": [0, 0, 1]}, "heads": 2,
+                   "weights": {"query": [[1, 0], [0, 1], [1, 1]], "key": [[1, 0], [0, 1], [1, 1]],
+                               "value": [[1, 0], [0, 1], [1, 1]]}})";
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({dir / "in.json", "-m", "self"});
+        require_exact(p["W_o"], g.matrix(2, 2, 1 / std::sqrt(2.0)));  // H·d_v = 2 · 1
+    }
+    cli::TempDir dir;
+    std::ofstream(dir / "bahdanau.json")
+        << R"({"source": {"tokens": ["x", "y"], "states": [[1, 0], [0, 1]]},
+               "target": {"tokens": ["p", "q", "r"], "states": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]}})";
+    const double d_s = 3, d_h = 2;
+    SECTION("bahdanau's additive score: W_a, U_a, v_a from one stream, d_a the larger of d_s and d_h") {
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({dir / "bahdanau.json"});
+        require_exact(p["W_a"], g.matrix(3, 3, 1 / std::sqrt(d_s)));
+        require_exact(p["U_a"], g.matrix(2, 3, 1 / std::sqrt(d_h)));
+        require_exact(nlohmann::json::array({p["v_a"]}), g.matrix(1, 3, 1 / std::sqrt(3.0)));
+    }
+    SECTION("d_a = --dim") {
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({dir / "bahdanau.json", "--dim", "4"});
+        require_exact(p["W_a"], g.matrix(3, 4, 1 / std::sqrt(d_s)));
+        require_exact(p["U_a"], g.matrix(2, 4, 1 / std::sqrt(d_h)));
+        require_exact(nlohmann::json::array({p["v_a"]}), g.matrix(1, 4, 1 / std::sqrt(4.0)));
+    }
+    SECTION("the general score: W, d_s × d_h, scale 1/√d_s") {
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({dir / "bahdanau.json", "--score", "general"});
+        require_exact(p["W"], g.matrix(3, 2, 1 / std::sqrt(d_s)));
+    }
 }
