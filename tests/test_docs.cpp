@@ -34,6 +34,7 @@
 //    and, to set the run up (no claim of their own):
 //      file NAME: TEXT        a line of a file NAME, in a fresh folder the command runs in
 //                             (several lines with the same NAME make one file)
+//      hex NAME: 7b 0a …      bytes of that file, in hexadecimal (no newline added)
 //      setup: build/attntrace ARGS     run first in that folder (say, generate -o long.json)
 //      stdin: TEXT            a line fed on standard input (not with file or setup)
 //    The expected text is the sentence's own claim (a quoted phrase, a count, a field and its
@@ -279,6 +280,16 @@ std::size_t occurrences(const std::string& text, const std::string& part) {
     return count;
 }
 
+// "7b 0a" → "{\n": the bytes of a file that text cannot show (a control character, bad UTF-8).
+std::string from_hex(const std::string& text) {
+    std::string bytes, digits;
+    for (const char c : text)
+        if (c != ' ') digits += c;
+    REQUIRE(digits.size() % 2 == 0);
+    for (std::size_t i = 0; i < digits.size(); i += 2) bytes += static_cast<char>(std::stoi(digits.substr(i, 2), nullptr, 16));
+    return bytes;
+}
+
 std::vector<std::string> attntrace_args(const std::string& command) {
     const std::string prompt = "build/attntrace";
     REQUIRE(command.rfind(prompt, 0) == 0);  // only our own commands
@@ -295,6 +306,7 @@ int check_claim(const Claim& claim) {
     int expected_exit = 0;
     for (const auto& [key, value] : claim.items) {
         if (key.starts_with("file ")) files[key.substr(5)] += value + "\n";
+        else if (key.starts_with("hex ")) files[key.substr(4)] += from_hex(value);
         else if (key == "setup") setups.push_back(value);
         else if (key == "stdin") input += value + "\n", has_input = true;
         else if (key == "exit") expected_exit = std::stoi(value);
@@ -394,7 +406,7 @@ int check_claim(const Claim& claim) {
             }
         } else if (key == "exit") {
             // checked above, with the run
-        } else if (key == "setup" || key == "stdin" || key.starts_with("file ")) {
+        } else if (key == "setup" || key == "stdin" || key.starts_with("file ") || key.starts_with("hex ")) {
             continue;  // how to run, not a claim
         } else {
             FAIL("unknown key in a test comment: " << key);
