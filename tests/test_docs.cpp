@@ -25,11 +25,12 @@
 //      stderr: LINE           stderr is exactly LINE and a newline
 //      stdout: empty          nothing on stdout
 //      exit: N                the exit status (0 unless given)
-//      json: PATH exists | PATH absent | PATH = JSON | PATH size N
+//      json: PATH exists | PATH absent | PATH = JSON | PATH ≈ NUMBER | PATH size N
 //                             stdout parsed as JSON; PATH is a JSON pointer where a segment
 //                             `key=value` in an array picks the first element whose `key` is
 //                             the string `value` (/stages/name=masked/mask_reason/0/1);
-//                             numbers compare within 1e-6 of their size
+//                             numbers compare within 1e-6 of their size; ≈ takes a number
+//                             shortened on the page: within half a unit of its last decimal
 //      same as: build/attntrace ARGS   that command prints the same bytes, with the same status
 //    and, to set the run up (no claim of their own):
 //      file NAME: TEXT        a line of a file NAME, in a fresh folder the command runs in
@@ -344,7 +345,7 @@ int check_claim(const Claim& claim) {
         return *document;
     };
     static const std::regex shows_times(R"(shows (\d+) times?)");
-    static const std::regex json_item(R"((\S+) (exists|absent|= (.+)|size (\d+)))");
+    static const std::regex json_item(R"((\S+) (exists|absent|= (.+)|≈ (-?\d+(\.(\d+))?)|size (\d+)))");
     int asserted = 0;
     for (const auto& [key, value] : claim.items) {
         INFO(key << ": " << value);
@@ -401,8 +402,17 @@ int check_claim(const Claim& claim) {
                 CHECK(found == nullptr);
             } else {
                 REQUIRE(found != nullptr);
-                if (how.starts_with("= ")) CHECK(same_json(*found, nlohmann::ordered_json::parse(std::string(m[3]))));
-                else if (how.starts_with("size ")) CHECK(found->size() == std::stoul(m[4]));
+                if (how == "exists") {
+                    // found
+                } else if (how.starts_with("= ")) {
+                    CHECK(same_json(*found, nlohmann::ordered_json::parse(std::string(m[3]))));
+                } else if (how.starts_with("size ")) {
+                    CHECK(found->size() == std::stoul(m[7]));
+                } else {  // ≈ a number shortened to its decimals: within half of its last place
+                    REQUIRE(found->is_number());
+                    const double written = std::stod(m[4]), half = 0.5 * std::pow(10.0, -static_cast<double>(m[6].length()));
+                    CHECK(std::abs(found->get<double>() - written) <= half);
+                }
             }
         } else if (key == "exit") {
             // checked above, with the run
