@@ -21,7 +21,8 @@
 //      shows N times: TEXT    ... exactly N times
 //      lacks: TEXT            TEXT does not occur
 //      line: A … B … C        a line of the output starts with A, ends with C and holds B
-//                             between them (no " … ": a line is exactly the text)
+//                             between them (no " … ": a line is exactly the text; "A …"
+//                             leaves the end open, "… C" the start)
 //      stderr: LINE           stderr is exactly LINE and a newline
 //      stdout: empty          nothing on stdout
 //      exit: N                the exit status (0 unless given)
@@ -359,13 +360,20 @@ int check_claim(const Claim& claim) {
         } else if (key == "line") {
             // a line of the output that starts with the first part and ends with the last,
             // holding the others in order between them
+            // ("A …" leaves the end open, "… C" the start)
+            std::string pattern = value;
+            const bool open_end = pattern.ends_with(" …"), open_start = pattern.starts_with("… ");
+            if (open_end) pattern.erase(pattern.size() - std::string(" …").size());
+            if (open_start) pattern.erase(0, std::string("… ").size());
             std::vector<std::string> parts;
+            if (open_start) parts.emplace_back();
             for (std::size_t from = 0;;) {
-                const auto dots = value.find(" … ", from);
-                parts.push_back(value.substr(from, dots == std::string::npos ? std::string::npos : dots - from));
+                const auto dots = pattern.find(" … ", from);
+                parts.push_back(pattern.substr(from, dots == std::string::npos ? std::string::npos : dots - from));
                 if (dots == std::string::npos) break;
                 from = dots + std::string(" … ").size();
             }
+            if (open_end) parts.emplace_back();
             bool found = false;
             std::istringstream lines(both);
             for (std::string line; !found && std::getline(lines, line);) {
