@@ -207,14 +207,25 @@ std::string trimmed(const std::string& text) {
 std::vector<Claim> marked_claims(const std::filesystem::path& path) {
     std::ifstream in(path);
     std::vector<Claim> out;
-    bool open = false;
+    bool open = false, just_closed = false;
     int number = 0;
+    std::string previous;  // the line before, as written
     const std::string start = "<!-- test: ";
-    for (std::string line; std::getline(in, line);) {
+    for (std::string raw; std::getline(in, raw); previous = raw) {
         ++number;
-        line = trimmed(line);  // indented, a comment stays inside its list item
+        const std::string line = trimmed(raw);  // indented, a comment stays inside its list item
+        const bool indented = raw != line;
+        if (just_closed) {
+            // A comment at the margin stands between paragraphs, not inside one (which it
+            // would split in two on the rendered page).
+            INFO(path.filename().string() << ":" << number << ": a blank line after a test comment");
+            CHECK((line.empty() || line.rfind(start, 0) == 0));
+            just_closed = false;
+        }
         if (!open) {
             if (line.rfind(start, 0) != 0) continue;
+            INFO(path.filename().string() << ":" << number << ": a blank line before a test comment");
+            CHECK((indented || trimmed(previous).empty() || trimmed(previous) == "-->"));
             Claim claim;
             claim.file = path.filename().string();
             claim.line = number;
@@ -225,6 +236,7 @@ std::vector<Claim> marked_claims(const std::filesystem::path& path) {
         }
         if (line == "-->") {
             open = false;
+            just_closed = !indented;
             continue;
         }
         const auto colon = line.find(':');
