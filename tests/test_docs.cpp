@@ -39,6 +39,7 @@
 //      hex NAME: 7b 0a …      bytes of that file, in hexadecimal (no newline added)
 //      setup: build/attntrace ARGS     run first in that folder (say, generate -o long.json)
 //      stdin: TEXT            a line fed on standard input (not with file or setup)
+//      env: NAME=VALUE        an environment variable for the runs
 //    The expected text is the sentence's own claim (a quoted phrase, a count, a field and its
 //    value), written from the sentence, not pasted from a run. A comment must assert something.
 #include "support/cli.hpp"
@@ -325,7 +326,9 @@ int check_claim(const Claim& claim) {
         else if (key == "stdin") input += value + "\n", has_input = true;
         else if (key == "exit") expected_exit = std::stoi(value);
     }
-    const std::map<std::string, std::string> env{{"COLUMNS", ""}, {"NO_COLOR", ""}};
+    std::map<std::string, std::string> env{{"COLUMNS", ""}, {"NO_COLOR", ""}};
+    for (const auto& [key, value] : claim.items)
+        if (key == "env") env[value.substr(0, value.find('='))] = value.substr(value.find('=') + 1);
     std::optional<cli::TempDir> folder;
     std::string where = ATTNTRACE_SOURCE_DIR;
     if (!files.empty() || !setups.empty()) {
@@ -436,7 +439,7 @@ int check_claim(const Claim& claim) {
             }
         } else if (key == "exit") {
             // checked above, with the run
-        } else if (key == "setup" || key == "stdin" || key.starts_with("file ") || key.starts_with("hex ")) {
+        } else if (key == "setup" || key == "stdin" || key == "env" || key.starts_with("file ") || key.starts_with("hex ")) {
             continue;  // how to run, not a claim
         } else {
             FAIL("unknown key in a test comment: " << key);
