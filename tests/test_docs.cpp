@@ -1,4 +1,4 @@
-// What the docs say attntrace prints is run again here, two ways.
+// What the docs say attntrace prints is run again here, three ways.
 //
 // 1. Console blocks. Every command shown with its output in README.md and docs/*.md
 //    (```console blocks whose lines start with "$ build/attntrace") is run again from the
@@ -9,9 +9,8 @@
 //    after the sentence, an HTML comment (invisible on the rendered page) names a command and
 //    what its output must hold:
 //
-//        <!-- test: build/attntrace -m causal --window 2 -f json
-//        json: /window = 2
-//        shows: "window"
+//        <!-- test: build/attntrace -m causal --window 2 -s masked
+//        shows: S'' = S' with −∞ where key j > query i or i − j ≥ 2
 //        -->
 //
 //    The first line is `<!-- test: ` and the command, quoted as in a console block; the
@@ -41,7 +40,12 @@
 //      stdin: TEXT            a line fed on standard input (not with file or setup)
 //      env: NAME=VALUE        an environment variable for the runs
 //    The expected text is the sentence's own claim (a quoted phrase, a count, a field and its
-//    value), written from the sentence, not pasted from a run. A comment must assert something.
+//    value), written from the sentence, not pasted from a run. A comment must assert something,
+//    and one at the margin has a blank line before and after it, so that it never splits a
+//    paragraph of the rendered page.
+//
+// 3. The weight generator docs/input-format.md describes is written out here from the page, and
+//    the weights it gives must be those attntrace prints under `parameters`.
 #include "support/cli.hpp"
 
 #include "support/catch.hpp"
@@ -502,7 +506,17 @@ TEST_CASE("what the prose of README.md and docs/ says attntrace prints holds", "
         }
     }
     // A page that lost its comments would pass unseen.
-    CHECK(claims["README.md"] >= 1);
+    CHECK(claims["README.md"] >= 30);
+    CHECK(claims["walkthrough.md"] >= 15);
+    CHECK(claims["input-format.md"] >= 90);
+    CHECK(claims["json-output.md"] >= 45);
+    CHECK(claims["positions.md"] >= 10);
+    CHECK(claims["multi-head.md"] >= 8);
+    CHECK(claims["bahdanau.md"] >= 8);
+    CHECK(claims["from-pytorch.md"] >= 8);
+    CHECK(claims["performance.md"] >= 3);
+    CHECK(claims["streaming.md"] >= 2);
+    CHECK(claims["architecture.md"] >= 1);
 }
 
 namespace {
