@@ -1,15 +1,63 @@
-// Every command shown with its output in the docs (```console blocks whose lines start with
-// "$ build/attntrace") is run again; the test fails when the output drifts from the page.
+// What the docs say attntrace prints is run again here, three ways.
+//
+// 1. Console blocks. Every command shown with its output in README.md and docs/*.md
+//    (```console blocks whose lines start with "$ build/attntrace") is run again from the
+//    source tree; the test fails when the output drifts from the page. A block whose last
+//    line is "[exit status N]" expects that exit status (attntrace does not print the line).
+//
+// 2. Test comments, for a sentence of prose that says what attntrace prints or does. Right
+//    after the sentence, an HTML comment (invisible on the rendered page) names a command and
+//    what its output must hold:
+//
+//        <!-- test: build/attntrace -m causal --window 2 -s masked
+//        shows: S'' = S' with −∞ where key j > query i or i − j ≥ 2
+//        -->
+//
+//    The first line is `<!-- test: ` and the command, quoted as in a console block; the
+//    comment ends with a line `-->`; each line between is `key: value` (all of them may be
+//    indented, to keep the comment inside a list item):
+//      shows: TEXT            TEXT occurs in stdout + stderr
+//      shows N times: TEXT    ... exactly N times
+//      lacks: TEXT            TEXT does not occur
+//      line: A … B … C        a line of the output starts with A, ends with C and holds B
+//                             between them (no " … ": a line is exactly the text; "A …"
+//                             leaves the end open, "… C" the start)
+//      stderr: LINE           stderr is exactly LINE and a newline
+//      stdout: empty          nothing on stdout
+//      exit: N                the exit status (0 unless given)
+//      json: PATH exists | PATH absent | PATH = JSON | PATH ≈ NUMBER | PATH size N
+//                             stdout parsed as JSON; PATH is a JSON pointer where a segment
+//                             `key=value` in an array picks the first element whose `key` is
+//                             the string `value` (/stages/name=masked/mask_reason/0/1);
+//                             numbers compare within 1e-6 of their size; ≈ takes a number
+//                             shortened on the page: within half a unit of its last decimal
+//      same as: build/attntrace ARGS   that command prints the same bytes, with the same status
+//    and, to set the run up (no claim of their own):
+//      file NAME: TEXT        a line of a file NAME, in a fresh folder the command runs in
+//                             (several lines with the same NAME make one file)
+//      hex NAME: 7b 0a …      bytes of that file, in hexadecimal (no newline added)
+//      setup: build/attntrace ARGS     run first in that folder (say, generate -o long.json)
+//      stdin: TEXT            a line fed on standard input (not with file or setup)
+//      env: NAME=VALUE        an environment variable for the runs
+//    The expected text is the sentence's own claim (a quoted phrase, a count, a field and its
+//    value), written from the sentence, not pasted from a run. A comment must assert something,
+//    and one at the margin has a blank line before and after it, so that it never splits a
+//    paragraph of the rendered page.
+//
+// 3. The weight generator docs/input-format.md describes is written out here from the page, and
+//    the weights it gives must be those attntrace prints under `parameters`.
 #include "support/cli.hpp"
 
 #include "support/catch.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -145,6 +193,266 @@ bool same_json_text(const std::string& got, const std::string& shown, bool lines
     }
 }
 
+// ---- Claims in prose: <!-- test: … --> comments ----------------------------------------------
+
+struct Claim {
+    std::string file;
+    int line = 0;
+    std::string command;                                    // "build/attntrace …", as written
+    std::vector<std::pair<std::string, std::string>> items;  // key, value, in order
+};
+
+std::string trimmed(const std::string& text) {
+    const auto first = text.find_first_not_of(' ');
+    if (first == std::string::npos) return "";
+    return text.substr(first, text.find_last_not_of(' ') - first + 1);
+}
+
+// Every `<!-- test: build/attntrace ARGS` … `-->` comment of a page, with its lines `key: value`.
+std::vector<Claim> marked_claims(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    std::vector<Claim> out;
+    bool open = false, just_closed = false;
+    int number = 0;
+    std::string previous;  // the line before, as written
+    const std::string start = "<!-- test: ";
+    for (std::string raw; std::getline(in, raw); previous = raw) {
+        ++number;
+        const std::string line = trimmed(raw);  // indented, a comment stays inside its list item
+        const bool indented = raw != line;
+        if (just_closed) {
+            // A comment at the margin stands between paragraphs, not inside one (which it
+            // would split in two on the rendered page).
+            INFO(path.filename().string() << ":" << number << ": a blank line after a test comment");
+            CHECK((line.empty() || line.rfind(start, 0) == 0));
+            just_closed = false;
+        }
+        if (!open) {
+            if (line.rfind(start, 0) != 0) continue;
+            INFO(path.filename().string() << ":" << number << ": a blank line before a test comment");
+            CHECK((indented || trimmed(previous).empty() || trimmed(previous) == "-->"));
+            Claim claim;
+            claim.file = path.filename().string();
+            claim.line = number;
+            claim.command = trimmed(line.substr(start.size()));
+            out.push_back(std::move(claim));
+            open = true;
+            continue;
+        }
+        if (line == "-->") {
+            open = false;
+            just_closed = !indented;
+            continue;
+        }
+        const auto colon = line.find(':');
+        INFO(path.filename().string() << ":" << number << ": " << line);
+        REQUIRE(colon != std::string::npos);  // each line of a claim is `key: value`
+        std::string value = line.substr(colon + 1);
+        if (value.starts_with(" ")) value.erase(0, 1);
+        out.back().items.emplace_back(trimmed(line.substr(0, colon)), value);
+    }
+    INFO(path.filename().string() << ": a test comment is not closed by a line `-->`");
+    CHECK(!open);
+    return out;
+}
+
+// A JSON pointer, where a segment `key=value` in an array picks the first element whose member
+// `key` is the string `value` (`/stages/name=masked/mask_reason/0/1`). Null when absent.
+const nlohmann::ordered_json* at_path(const nlohmann::ordered_json& document, const std::string& path) {
+    const nlohmann::ordered_json* here = &document;
+    std::size_t begin = 0;
+    if (path.empty()) return here;
+    if (path[0] != '/') return nullptr;
+    while (begin < path.size()) {
+        const std::size_t end = std::min(path.find('/', begin + 1), path.size());
+        const std::string segment = path.substr(begin + 1, end - begin - 1);
+        begin = end;
+        if (here->is_object()) {
+            const auto found = here->find(segment);
+            if (found == here->end()) return nullptr;
+            here = &*found;
+        } else if (here->is_array()) {
+            const auto equals = segment.find('=');
+            if (equals != std::string::npos) {
+                const std::string key = segment.substr(0, equals), wanted = segment.substr(equals + 1);
+                const auto found = std::find_if(here->begin(), here->end(), [&](const nlohmann::ordered_json& e) {
+                    return e.is_object() && e.contains(key) && (*e.find(key)) == wanted;
+                });
+                if (found == here->end()) return nullptr;
+                here = &*found;
+            } else {
+                if (segment.empty() || segment.find_first_not_of("0123456789") != std::string::npos) return nullptr;
+                const std::size_t index = std::stoul(segment);
+                if (index >= here->size()) return nullptr;
+                here = &(*here)[index];
+            }
+        } else {
+            return nullptr;
+        }
+    }
+    return here;
+}
+
+std::size_t occurrences(const std::string& text, const std::string& part) {
+    std::size_t count = 0;
+    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++count;
+    return count;
+}
+
+// "7b 0a" → "{\n": the bytes of a file that text cannot show (a control character, bad UTF-8).
+std::string from_hex(const std::string& text) {
+    std::string bytes, digits;
+    for (const char c : text)
+        if (c != ' ') digits += c;
+    REQUIRE(digits.size() % 2 == 0);
+    for (std::size_t i = 0; i < digits.size(); i += 2) bytes += static_cast<char>(std::stoi(digits.substr(i, 2), nullptr, 16));
+    return bytes;
+}
+
+std::vector<std::string> attntrace_args(const std::string& command) {
+    const std::string prompt = "build/attntrace";
+    REQUIRE(command.rfind(prompt, 0) == 0);  // only our own commands
+    return split_args(command.substr(prompt.size()));
+}
+
+// Runs one marked claim and checks each of its assertions; returns how many it made.
+int check_claim(const Claim& claim) {
+    INFO(claim.file << ":" << claim.line << ": " << claim.command);
+    std::map<std::string, std::string> files;
+    std::vector<std::string> setups;
+    std::string input;
+    bool has_input = false;
+    int expected_exit = 0;
+    for (const auto& [key, value] : claim.items) {
+        if (key.starts_with("file ")) files[key.substr(5)] += value + "\n";
+        else if (key.starts_with("hex ")) files[key.substr(4)] += from_hex(value);
+        else if (key == "setup") setups.push_back(value);
+        else if (key == "stdin") input += value + "\n", has_input = true;
+        else if (key == "exit") expected_exit = std::stoi(value);
+    }
+    std::map<std::string, std::string> env{{"COLUMNS", ""}, {"NO_COLOR", ""}};
+    for (const auto& [key, value] : claim.items)
+        if (key == "env") env[value.substr(0, value.find('='))] = value.substr(value.find('=') + 1);
+    std::optional<cli::TempDir> folder;
+    std::string where = ATTNTRACE_SOURCE_DIR;
+    if (!files.empty() || !setups.empty()) {
+        REQUIRE(!has_input);  // stdin runs outside the folder
+        folder.emplace();
+        where = folder->path();
+        for (const auto& [name, text] : files) std::ofstream(*folder / name, std::ios::binary) << text;
+        for (const auto& setup : setups) {
+            INFO("setup: " << setup);
+            REQUIRE(cli::run_in(where, attntrace_args(setup), env).exit_code == 0);
+        }
+    }
+    const auto run = [&](const std::string& command) {
+        if (has_input) return cli::run(attntrace_args(command), input, env);
+        return cli::run_in(where, attntrace_args(command), env);
+    };
+    const cli::Result r = run(claim.command);
+    const std::string both = r.out + r.err;
+    INFO("stdout:\n" << r.out << "stderr:\n" << r.err);
+    CHECK(r.exit_code == expected_exit);
+    std::optional<nlohmann::ordered_json> document;
+    const auto json = [&]() -> const nlohmann::ordered_json& {
+        if (!document) {
+            try {
+                document = nlohmann::ordered_json::parse(r.out);
+            } catch (const nlohmann::json::exception&) {
+                FAIL("stdout is not one JSON document");
+            }
+        }
+        return *document;
+    };
+    static const std::regex shows_times(R"(shows (\d+) times?)");
+    static const std::regex json_item(R"((\S+) (exists|absent|= (.+)|≈ (-?\d+(\.(\d+))?)|size (\d+)))");
+    int asserted = 0;
+    for (const auto& [key, value] : claim.items) {
+        INFO(key << ": " << value);
+        std::smatch m;
+        if (key == "shows") {
+            CHECK(both.find(value) != std::string::npos);
+        } else if (key == "lacks") {
+            CHECK(both.find(value) == std::string::npos);
+        } else if (std::regex_match(key, m, shows_times)) {
+            CHECK(occurrences(both, value) == std::stoul(m[1]));
+        } else if (key == "line") {
+            // a line of the output that starts with the first part and ends with the last,
+            // holding the others in order between them
+            // ("A …" leaves the end open, "… C" the start)
+            std::string pattern = value;
+            const bool open_end = pattern.ends_with(" …"), open_start = pattern.starts_with("… ");
+            if (open_end) pattern.erase(pattern.size() - std::string(" …").size());
+            if (open_start) pattern.erase(0, std::string("… ").size());
+            std::vector<std::string> parts;
+            if (open_start) parts.emplace_back();
+            for (std::size_t from = 0;;) {
+                const auto dots = pattern.find(" … ", from);
+                parts.push_back(pattern.substr(from, dots == std::string::npos ? std::string::npos : dots - from));
+                if (dots == std::string::npos) break;
+                from = dots + std::string(" … ").size();
+            }
+            if (open_end) parts.emplace_back();
+            bool found = false;
+            std::istringstream lines(both);
+            for (std::string line; !found && std::getline(lines, line);) {
+                if (parts.size() == 1) {
+                    found = line == parts[0];
+                    continue;
+                }
+                if (!line.starts_with(parts.front()) || !line.ends_with(parts.back()) ||
+                    line.size() < parts.front().size() + parts.back().size())
+                    continue;
+                std::size_t at = parts.front().size();
+                const std::size_t end = line.size() - parts.back().size();
+                found = true;
+                for (std::size_t i = 1; found && i + 1 < parts.size(); ++i) {
+                    at = line.find(parts[i], at);
+                    found = at != std::string::npos && at + parts[i].size() <= end;
+                    if (found) at += parts[i].size();
+                }
+            }
+            CHECK(found);
+        } else if (key == "stderr") {
+            CHECK(r.err == value + "\n");
+        } else if (key == "stdout" && value == "empty") {
+            CHECK(r.out.empty());
+        } else if (key == "same as") {
+            const cli::Result other = run(value);
+            CHECK(other.exit_code == r.exit_code);
+            CHECK(other.out + other.err == both);
+        } else if (key == "json") {
+            REQUIRE(std::regex_match(value, m, json_item));
+            const nlohmann::ordered_json* found = at_path(json(), m[1]);
+            const std::string how = m[2];
+            if (how == "absent") {
+                CHECK(found == nullptr);
+            } else {
+                REQUIRE(found != nullptr);
+                if (how == "exists") {
+                    // found
+                } else if (how.starts_with("= ")) {
+                    CHECK(same_json(*found, nlohmann::ordered_json::parse(std::string(m[3]))));
+                } else if (how.starts_with("size ")) {
+                    CHECK(found->size() == std::stoul(m[7]));
+                } else {  // ≈ a number shortened to its decimals: within half of its last place
+                    REQUIRE(found->is_number());
+                    const double written = std::stod(m[4]), half = 0.5 * std::pow(10.0, -static_cast<double>(m[6].length()));
+                    CHECK(std::abs(found->get<double>() - written) <= half);
+                }
+            }
+        } else if (key == "exit") {
+            // checked above, with the run
+        } else if (key == "setup" || key == "stdin" || key == "env" || key.starts_with("file ") || key.starts_with("hex ")) {
+            continue;  // how to run, not a claim
+        } else {
+            FAIL("unknown key in a test comment: " << key);
+        }
+        ++asserted;
+    }
+    return asserted;
+}
+
 }  // namespace
 
 TEST_CASE("the output shown in README.md and docs/ is what attntrace prints", "[docs]") {
@@ -156,13 +464,13 @@ TEST_CASE("the output shown in README.md and docs/ is what attntrace prints", "[
     for (const auto& page : pages) {
         for (Shown shown : shown_commands(page)) {
             INFO(shown.file << ":" << shown.line << ": " << shown.command);
-            // A command that grades (check-answers) may be shown failing: its output then ends
-            // with this line, which attntrace does not print.
-            static const std::string exit_one = "[exit status 1]\n";
+            // A command may be shown failing (check-answers grading, a refused run): its output
+            // then ends with this line, which attntrace does not print.
+            static const std::regex exit_line(R"(\[exit status (\d+)\]\n$)");
             int expected_exit = 0;
-            if (shown.output.ends_with(exit_one)) {
-                expected_exit = 1;
-                shown.output.erase(shown.output.size() - exit_one.size());
+            if (std::smatch m; std::regex_search(shown.output, m, exit_line)) {
+                expected_exit = std::stoi(m[1]);
+                shown.output.erase(static_cast<std::size_t>(m.position(0)));
             }
             // The docs show what a pipe or a file receives: no terminal width, no colour.
             // From the source tree, as a reader who cloned it runs them: data/… are its files.
@@ -182,4 +490,138 @@ TEST_CASE("the output shown in README.md and docs/ is what attntrace prints", "[
     CHECK(checked["multi-head.md"] >= 7);
     CHECK(checked["from-pytorch.md"] >= 2);
     CHECK(checked["input-format.md"] >= 1);
+}
+
+TEST_CASE("what the prose of README.md and docs/ says attntrace prints holds", "[docs]") {
+    const std::filesystem::path root = ATTNTRACE_SOURCE_DIR;
+    std::vector<std::filesystem::path> pages{root / "README.md"};
+    for (const auto& entry : std::filesystem::directory_iterator(root / "docs"))
+        if (entry.path().extension() == ".md") pages.push_back(entry.path());
+    std::map<std::string, std::size_t> claims;
+    for (const auto& page : pages) {
+        for (const Claim& claim : marked_claims(page)) {
+            INFO(claim.file << ":" << claim.line << ": " << claim.command);
+            CHECK(check_claim(claim) > 0);  // a comment that asserts nothing is a mistake
+            ++claims[claim.file];
+        }
+    }
+    // A page that lost its comments would pass unseen.
+    CHECK(claims["README.md"] >= 30);
+    CHECK(claims["walkthrough.md"] >= 15);
+    CHECK(claims["input-format.md"] >= 90);
+    CHECK(claims["json-output.md"] >= 45);
+    CHECK(claims["positions.md"] >= 10);
+    CHECK(claims["multi-head.md"] >= 8);
+    CHECK(claims["bahdanau.md"] >= 8);
+    CHECK(claims["from-pytorch.md"] >= 8);
+    CHECK(claims["performance.md"] >= 3);
+    CHECK(claims["streaming.md"] >= 2);
+    CHECK(claims["architecture.md"] >= 1);
+}
+
+namespace {
+
+// splitmix64 and the entries it gives, as docs/input-format.md ("Generated weights") writes them.
+struct DocumentedGenerator {
+    std::uint64_t state;
+    std::uint64_t next() {
+        state += 0x9E3779B97F4A7C15ULL;
+        std::uint64_t z = state;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        return z ^ (z >> 31);
+    }
+    double entry(double scale) { return scale * (2.0 * (static_cast<double>(next() >> 11) * 0x1.0p-53) - 1.0); }
+    std::vector<std::vector<double>> matrix(std::size_t rows, std::size_t cols, double scale) {
+        std::vector<std::vector<double>> m(rows, std::vector<double>(cols));
+        for (auto& row : m)
+            for (double& x : row) x = entry(scale);  // row by row
+        return m;
+    }
+};
+
+nlohmann::json parameters_of(const std::vector<std::string>& args) {
+    std::vector<std::string> all = args;
+    for (const char* a : {"-f", "json", "-s", "parameters"}) all.emplace_back(a);
+    const auto r = cli::run_in(ATTNTRACE_SOURCE_DIR, all, {});
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out).at("parameters");
+}
+
+void require_exact(const nlohmann::json& shown, const std::vector<std::vector<double>>& want) {
+    REQUIRE(shown.size() == want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+        REQUIRE(shown[i].size() == want[i].size());
+        for (std::size_t j = 0; j < want[i].size(); ++j) CHECK(shown[i][j].get<double>() == want[i][j]);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("the weight generator docs/input-format.md describes makes the weights attntrace uses", "[docs]") {
+    const double d_in = 3;  // your_journey
+    SECTION("self and causal: W_q, then W_k, then W_v from one stream, scale 1/√d_in") {
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({"-m", "self"});
+        require_exact(p["W_q"], g.matrix(3, 3, 1 / std::sqrt(d_in)));
+        require_exact(p["W_k"], g.matrix(3, 3, 1 / std::sqrt(d_in)));
+        require_exact(p["W_v"], g.matrix(3, 3, 1 / std::sqrt(d_in)));
+    }
+    SECTION("another seed and --dim") {
+        DocumentedGenerator g{7};
+        const auto p = parameters_of({"-m", "causal", "--seed", "7", "--dim", "2"});
+        require_exact(p["W_q"], g.matrix(3, 2, 1 / std::sqrt(d_in)));
+        require_exact(p["W_k"], g.matrix(3, 2, 1 / std::sqrt(d_in)));
+        require_exact(p["W_v"], g.matrix(3, 2, 1 / std::sqrt(d_in)));
+    }
+    SECTION("several heads: the stream goes on to W_o, d_model × d_model, scale 1/√d_model") {
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({"-m", "self", "--dim", "4", "--heads", "2"});
+        require_exact(p["W_q"], g.matrix(3, 4, 1 / std::sqrt(d_in)));
+        require_exact(p["W_k"], g.matrix(3, 4, 1 / std::sqrt(d_in)));
+        require_exact(p["W_v"], g.matrix(3, 4, 1 / std::sqrt(d_in)));
+        require_exact(p["W_o"], g.matrix(4, 4, 1 / std::sqrt(4.0)));
+    }
+    SECTION("G key/value heads: W_k and W_v are d_in × (G·d_model / H)") {
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({"-m", "self", "--dim", "4", "--heads", "2", "--kv-heads", "1"});
+        require_exact(p["W_q"], g.matrix(3, 4, 1 / std::sqrt(d_in)));
+        require_exact(p["W_k"], g.matrix(3, 2, 1 / std::sqrt(d_in)));
+        require_exact(p["W_v"], g.matrix(3, 2, 1 / std::sqrt(d_in)));
+        require_exact(p["W_o"], g.matrix(4, 4, 1 / std::sqrt(4.0)));
+    }
+    SECTION("an input with W_q, W_k and W_v but no output: W_o (H·d_v × H·d_v) from its own stream") {
+        cli::TempDir dir;
+        std::ofstream(dir / "in.json")
+            << R"({"sentence": "a b c", "embeddings": {"a": [1, 0, 0], "b": [0, 1, 0], "c": [0, 0, 1]}, "heads": 2,
+                   "weights": {"query": [[1, 0], [0, 1], [1, 1]], "key": [[1, 0], [0, 1], [1, 1]],
+                               "value": [[1, 0], [0, 1], [1, 1]]}})";
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({dir / "in.json", "-m", "self"});
+        require_exact(p["W_o"], g.matrix(2, 2, 1 / std::sqrt(2.0)));  // H·d_v = 2 · 1
+    }
+    cli::TempDir dir;
+    std::ofstream(dir / "bahdanau.json")
+        << R"({"source": {"tokens": ["x", "y"], "states": [[1, 0], [0, 1]]},
+               "target": {"tokens": ["p", "q", "r"], "states": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]}})";
+    const double d_s = 3, d_h = 2;
+    SECTION("bahdanau's additive score: W_a, U_a, v_a from one stream, d_a the larger of d_s and d_h") {
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({dir / "bahdanau.json"});
+        require_exact(p["W_a"], g.matrix(3, 3, 1 / std::sqrt(d_s)));
+        require_exact(p["U_a"], g.matrix(2, 3, 1 / std::sqrt(d_h)));
+        require_exact(nlohmann::json::array({p["v_a"]}), g.matrix(1, 3, 1 / std::sqrt(3.0)));
+    }
+    SECTION("d_a = --dim") {
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({dir / "bahdanau.json", "--dim", "4"});
+        require_exact(p["W_a"], g.matrix(3, 4, 1 / std::sqrt(d_s)));
+        require_exact(p["U_a"], g.matrix(2, 4, 1 / std::sqrt(d_h)));
+        require_exact(nlohmann::json::array({p["v_a"]}), g.matrix(1, 4, 1 / std::sqrt(4.0)));
+    }
+    SECTION("the general score: W, d_s × d_h, scale 1/√d_s") {
+        DocumentedGenerator g{123};
+        const auto p = parameters_of({dir / "bahdanau.json", "--score", "general"});
+        require_exact(p["W"], g.matrix(3, 2, 1 / std::sqrt(d_s)));
+    }
 }
