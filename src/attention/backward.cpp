@@ -2,6 +2,7 @@
 
 #include "attention/backward_chain.hpp"
 #include "attention/backward_steps.hpp"
+#include "attention/modes.hpp"
 #include "attention/stage_builder.hpp"
 #include "core/error.hpp"
 #include "util/utf8.hpp"
@@ -207,7 +208,13 @@ using backward_detail::result_stage;
 
 // The weights stage a focus loss reads, after its row, column and head are checked.
 const Stage& focus_weights(const Trace& trace, const Loss& loss) {
-    const bool several = trace.mode != Mode::bahdanau && trace.heads > 1;
+    const bool several = [&] {
+        switch (family_of(trace.mode)) {
+        case ModeFamily::single_sequence: return trace.heads > 1;
+        case ModeFamily::encoder_decoder: return false;
+        }
+        unknown_family();
+    }();
     if (several ? loss.head < 1 || loss.head > trace.heads : loss.head < 0 || loss.head > 1)
         throw UsageError(several ? fmt::format("the focus loss names head {}, and this run has heads 1 to {}", loss.head,
                                                trace.heads)
@@ -229,7 +236,11 @@ const Stage& focus_weights(const Trace& trace, const Loss& loss) {
 // "Z", "output", "c": the result as the losses' formulas name it.
 std::string result_symbol(const Trace& trace) {
     if (trace.find(StageId::output)) return "output";
-    return trace.mode == Mode::bahdanau ? "c" : "Z";
+    switch (family_of(trace.mode)) {
+    case ModeFamily::single_sequence: return "Z";
+    case ModeFamily::encoder_decoder: return "c";
+    }
+    unknown_family();
 }
 
 void describe_loss(const Trace& trace, Gradients& g) {
@@ -241,7 +252,13 @@ void describe_loss(const Trace& trace, Gradients& g) {
         const std::string& k = w.cols[static_cast<std::size_t>(loss.key)];
         g.title = fmt::format("Loss: the cross-entropy that asks \"{}\" to put its weight on \"{}\"{}", q, k,
                               w.head > 0 ? fmt::format(" in head {}", w.head) : "");
-        const std::string a = trace.mode == Mode::bahdanau ? "α" : w.head > 0 ? fmt::format("A_{}", w.head) : "A";
+        const std::string a = [&] {  // the weights' symbol
+            switch (family_of(trace.mode)) {
+            case ModeFamily::single_sequence: return w.head > 0 ? fmt::format("A_{}", w.head) : std::string("A");
+            case ModeFamily::encoder_decoder: return std::string("α");
+            }
+            unknown_family();
+        }();
         g.formula = fmt::format("L = −log {}[{}, {}]", a, q, k);
         return;
     }
@@ -278,8 +295,10 @@ Gradients backward(const Trace& trace, const Loss& loss) {
     g.loss = loss;
     g.value = loss_value(trace, loss);
     describe_loss(trace, g);
-    if (trace.mode == Mode::bahdanau) backward_detail::backward_encoder_decoder(trace, g);
-    else backward_detail::backward_single_sequence(trace, g);
+    switch (family_of(trace.mode)) {
+    case ModeFamily::single_sequence: backward_detail::backward_single_sequence(trace, g); break;
+    case ModeFamily::encoder_decoder: backward_detail::backward_encoder_decoder(trace, g); break;
+    }
     return g;
 }
 

@@ -6,7 +6,7 @@
 // α_t = softmax_j(e_tj),  c_t = Σ_j α_tj h_j.
 #pragma once
 
-#include "attention/trace.hpp"
+#include "attention/trace_options.hpp"
 #include "core/problem.hpp"
 #include "core/stage.hpp"
 

@@ -133,12 +133,17 @@ void check_product(CheckResult& result, double& largest, const Matrix& a, const 
 // z_i = Σ_j a_ij·v_j, with plain loops, against the context stage of every head.
 CheckResult context_is_weighted_sum(const Trace& trace, double tolerance) {
     CheckResult result{"context = weights · values", "", true, ""};
-    const bool pair = mode_spec(trace.mode).reads_pair;
+    const StageId values = [&] {  // what the weights mix
+        switch (family_of(trace.mode)) {
+        case ModeFamily::single_sequence: return StageId::values;
+        case ModeFamily::encoder_decoder: return StageId::encoder_states;
+        }
+        unknown_family();
+    }();
     double largest = 0;
     for (const Stage* context : per_head(trace, StageId::context))
         check_product(result, largest, trace.at(StageId::weights, context->head).data,
-                      trace.at(pair ? StageId::encoder_states : StageId::values, context->head).data, *context,
-                      "weights · values", tolerance);
+                      trace.at(values, context->head).data, *context, "weights · values", tolerance);
     result.measured = fmt::format("largest |context − weights·values| = {:.2g}, recomputed with plain loops "
                                   "(tolerance {:g} × (1 + Σ|a·v|))",
                                   largest, tolerance);

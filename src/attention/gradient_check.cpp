@@ -1,6 +1,8 @@
 #include "attention/gradient_check.hpp"
 
 #include "attention/backward.hpp"
+#include "attention/modes.hpp"
+#include "attention/trace.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -26,7 +28,9 @@ Numbers numbers_of(M& m) {
 // The trace's parameters written into the problem as its own weights, so that generated
 // weights can be moved like given ones (the options then generate nothing: no --dim).
 void give_parameters(Problem& problem, const Trace& t) {
-    if (auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
+    switch (family_of(problem)) {
+    case ModeFamily::single_sequence: {
+        auto* single = &std::get<SingleSequenceInput>(problem.input);
         single->sequence.materialise();
         if (!t.has_parameter("W_q")) return;  // plain mode: no weights
         Projections w;
@@ -39,17 +43,23 @@ void give_parameters(Problem& problem, const Trace& t) {
         single->weights = std::move(w);
         return;
     }
-    auto& pair = std::get<EncoderDecoderInput>(problem.input);
-    pair.source.materialise(), pair.target.materialise();
-    if (t.score == Score::additive)
-        pair.weights = AdditiveWeights{t.parameter("W_a").data, t.parameter("U_a").data, t.parameter("v_a").data.row(0)};
-    if (t.score == Score::general) pair.general_weight = t.parameter("W").data;
+    case ModeFamily::encoder_decoder: {
+        auto& pair = std::get<EncoderDecoderInput>(problem.input);
+        pair.source.materialise(), pair.target.materialise();
+        if (t.score == Score::additive)
+            pair.weights = AdditiveWeights{t.parameter("W_a").data, t.parameter("U_a").data, t.parameter("v_a").data.row(0)};
+        if (t.score == Score::general) pair.general_weight = t.parameter("W").data;
+        return;
+    }
+    }
 }
 
 // Where each checked matrix lives in the problem, with the key of its gradient.
 std::vector<std::pair<std::string, Numbers>> variables(Problem& problem, const Trace& t) {
     std::vector<std::pair<std::string, Numbers>> out;
-    if (auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
+    switch (family_of(problem)) {
+    case ModeFamily::single_sequence: {
+        auto* single = &std::get<SingleSequenceInput>(problem.input);
         Projections* w = single->weights ? &*single->weights : nullptr;
         for (const Parameter& p : t.parameters) {
             const std::string& n = p.name;
@@ -68,17 +78,21 @@ std::vector<std::pair<std::string, Numbers>> variables(Problem& problem, const T
         out.emplace_back(t.find(StageId::embeddings) ? "embeddings" : "inputs", numbers_of(single->sequence.vectors));
         return out;
     }
-    auto& pair = std::get<EncoderDecoderInput>(problem.input);
-    for (const Parameter& p : t.parameters) {
-        if (p.name == "W_a") out.emplace_back(p.name, numbers_of(pair.weights->W_a));
-        else if (p.name == "U_a") out.emplace_back(p.name, numbers_of(pair.weights->U_a));
-        else if (p.name == "v_a") out.emplace_back(p.name, numbers_of(pair.weights->v_a));
-        else if (p.name == "W") out.emplace_back(p.name, numbers_of(*pair.general_weight));
-        else throw std::logic_error("a parameter the gradient check cannot move: " + p.name);
+    case ModeFamily::encoder_decoder: {
+        auto& pair = std::get<EncoderDecoderInput>(problem.input);
+        for (const Parameter& p : t.parameters) {
+            if (p.name == "W_a") out.emplace_back(p.name, numbers_of(pair.weights->W_a));
+            else if (p.name == "U_a") out.emplace_back(p.name, numbers_of(pair.weights->U_a));
+            else if (p.name == "v_a") out.emplace_back(p.name, numbers_of(pair.weights->v_a));
+            else if (p.name == "W") out.emplace_back(p.name, numbers_of(*pair.general_weight));
+            else throw std::logic_error("a parameter the gradient check cannot move: " + p.name);
+        }
+        out.emplace_back("encoder_states", numbers_of(pair.source.vectors));
+        out.emplace_back("decoder_states", numbers_of(pair.target.vectors));
+        return out;
     }
-    out.emplace_back("encoder_states", numbers_of(pair.source.vectors));
-    out.emplace_back("decoder_states", numbers_of(pair.target.vectors));
-    return out;
+    }
+    unknown_family();
 }
 
 const Stage& gradient_of(const Gradients& g, const std::string& key) {

@@ -4,7 +4,7 @@
 // four traces per entry. This is what --check reports for a backward run.
 #pragma once
 
-#include "attention/trace.hpp"
+#include "attention/trace_options.hpp"
 #include "core/gradients.hpp"
 #include "core/problem.hpp"
 

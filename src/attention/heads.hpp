@@ -5,7 +5,7 @@
 // heads' contexts, put side by side, into the output.
 #pragma once
 
-#include "attention/trace.hpp"
+#include "attention/trace_options.hpp"
 #include "core/problem.hpp"
 
 #include <string>

@@ -1,6 +1,7 @@
 #include "attention/mistakes.hpp"
 
 #include "attention/masks.hpp"
+#include "attention/modes.hpp"
 
 #include <fmt/format.h>
 
@@ -202,19 +203,21 @@ int order_of(StageId id) {
 }
 
 struct RunShape {
-    bool pair = false, learned = false, rotated = false, layernorm = false;
+    ModeFamily family = ModeFamily::single_sequence;
+    bool learned = false, rotated = false, layernorm = false;
     std::size_t heads = 1, kv_heads = 1, d_in = 0, d_head = 0, d_v = 0;
 };
 
 RunShape shape_of(const Trace& trace) {
     RunShape r;
-    r.pair = trace.mode == Mode::bahdanau;
+    r.family = family_of(trace.mode);
     r.learned = trace.has_parameter("W_q");
     r.rotated = trace.positions == PositionScheme::rope;
     r.layernorm = trace.find(StageId::layernorm) != nullptr;
     r.heads = static_cast<std::size_t>(trace.heads);
     r.kv_heads = static_cast<std::size_t>(trace.kv_heads);
-    if (!r.pair) {
+    switch (r.family) {
+    case ModeFamily::single_sequence: {
         const Stage* normed = trace.find(StageId::layernorm);
         r.d_in = static_cast<std::size_t>((normed ? *normed : trace.at(StageId::inputs)).col_count());
         if (r.learned) {
@@ -223,6 +226,9 @@ RunShape shape_of(const Trace& trace) {
         } else {
             r.d_head = r.d_v = r.d_in;
         }
+        break;
+    }
+    case ModeFamily::encoder_decoder: break;
     }
     return r;
 }
@@ -241,7 +247,8 @@ std::optional<Pass> compute(const Trace& trace, int head, const Variant& variant
     const int last = order_of(upto);
     const bool touches_projection = is(variant, Mistake::transposed_w_q) || is(variant, Mistake::transposed_w_k) ||
                                     is(variant, Mistake::transposed_w_v) || is(variant, Mistake::wrong_head_split);
-    if (run.pair) {
+    switch (run.family) {
+    case ModeFamily::encoder_decoder: {
         if (touches_projection || is(variant, Mistake::keys_times_queries) || is(variant, Mistake::context_from_inputs))
             return std::nullopt;
         p.v = grid_of(trace.at(StageId::encoder_states).data);
@@ -257,7 +264,9 @@ std::optional<Pass> compute(const Trace& trace, int head, const Variant& variant
         } else {
             p.scores = grid_of(trace.at(StageId::scores).data);
         }
-    } else {
+        break;
+    }
+    case ModeFamily::single_sequence: {
         if (is(variant, Mistake::no_tanh)) return std::nullopt;
         const Grid x = inputs_of(trace);
         if (!run.learned) {
@@ -287,16 +296,18 @@ std::optional<Pass> compute(const Trace& trace, int head, const Variant& variant
         if (last == 1) return p;
         p.scores = is(variant, Mistake::keys_times_queries) ? times(p.k_rotated, transposed(p.q_rotated))
                                                             : times(p.q_rotated, transposed(p.k_rotated));
+        break;
+    }
     }
     if (last == 2) return p;
     // Scale.
     p.divisor = trace.scale;
     if (is(variant, Mistake::no_scaling)) {
-        if (run.pair || trace.scale_rule == ScaleRule::none || trace.scale == 1) return std::nullopt;
+        if (trace.scale_rule == ScaleRule::none || trace.scale == 1) return std::nullopt;  // bahdanau's: none
         p.divisor = 1;
     }
     if (is(variant, Mistake::sqrt_d_model) || is(variant, Mistake::divided_by_d_k)) {
-        if (run.pair || trace.scale_rule != ScaleRule::sqrt) return std::nullopt;
+        if (trace.scale_rule != ScaleRule::sqrt) return std::nullopt;
         p.divisor = is(variant, Mistake::divided_by_d_k) ? static_cast<double>(run.d_head) : std::sqrt(variant.width);
         if (p.divisor == trace.scale) return std::nullopt;
     }
@@ -413,7 +424,10 @@ std::optional<Matrix> stage_under(const Trace& trace, StageId id, int head, cons
         first = std::move(*p);
         return m;
     }
-    if (trace.mode == Mode::bahdanau) return std::nullopt;
+    switch (family_of(trace.mode)) {  // only single sequences have heads to put side by side
+    case ModeFamily::single_sequence: break;
+    case ModeFamily::encoder_decoder: return std::nullopt;
+    }
     const int heads = trace.heads;
     Grid concat;
     for (int h = 1; h <= heads; ++h) {
@@ -517,12 +531,15 @@ struct Words {
 
 Words words_of(const Trace& trace) {
     Words w;
-    if (trace.mode == Mode::bahdanau) {
+    switch (family_of(trace.mode)) {
+    case ModeFamily::single_sequence:
+        if (!trace.has_parameter("W_q")) w.values = "V, which plain attention takes to be X";
+        break;
+    case ModeFamily::encoder_decoder:
         w.query = "target step";
         w.key = "source position";
         w.values = "the encoder states H";
-    } else if (!trace.has_parameter("W_q")) {
-        w.values = "V, which plain attention takes to be X";
+        break;
     }
     if (trace.find(StageId::layernorm)) w.x = "LN(X)";
     return w;
@@ -534,7 +551,10 @@ std::string row_name(const Stage& stage, std::size_t row) {
 
 // The parts of the mask that `forgotten` leaves out, and what their absence let in.
 std::string forgotten_mask_text(const Trace& trace, const Stage& masked, std::uint8_t forgotten) {
-    if (trace.mode == Mode::bahdanau) return "the source mask was not applied, so the source positions it hides took weight";
+    switch (family_of(trace.mode)) {
+    case ModeFamily::single_sequence: break;  // the mask's parts, below
+    case ModeFamily::encoder_decoder: return "the source mask was not applied, so the source positions it hides took weight";
+    }
     std::uint8_t present = 0;
     if (masked.mask_reasons)
         for (Index i = 0; i < masked.mask_reasons->rows(); ++i)
@@ -842,7 +862,12 @@ std::vector<Diagnosis> diagnose(const Trace& trace, StageId id, int head, const 
 std::vector<Diagnosis> diagnose_feature(const Trace& trace, Eigen::Index row, Eigen::Index col, Eigen::Index entry,
                                         const std::function<bool(double)>& reproduces) {
     std::vector<Diagnosis> out;
-    if (trace.mode != Mode::bahdanau || trace.score != Score::additive) return out;
+    switch (family_of(trace.mode)) {  // a feature of tanh(s·W_a + h·U_a): the additive score's alone
+    case ModeFamily::single_sequence: return out;
+    case ModeFamily::encoder_decoder:
+        if (trace.score != Score::additive) return out;
+        break;
+    }
     const double without_tanh =
         trace.at(StageId::projected_decoder).data(row, entry) + trace.at(StageId::projected_encoder).data(col, entry);
     if (reproduces(without_tanh))

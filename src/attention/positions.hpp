@@ -19,7 +19,7 @@
 // Positions count from 0, or from --position-offset.
 #pragma once
 
-#include "attention/trace.hpp"
+#include "attention/trace_options.hpp"
 #include "core/matrix.hpp"
 #include "core/problem.hpp"
 #include "core/types.hpp"

@@ -6,6 +6,7 @@
 #include "attention/modes.hpp"
 #include "attention/positions.hpp"
 #include "attention/stage_builder.hpp"
+#include "attention/trace.hpp"
 #include "attention/weights_stage.hpp"
 #include "attention/worked.hpp"
 #include "core/error.hpp"
@@ -623,7 +624,7 @@ Trace trace_with(const Sequence& sequence, SingleWeights w, const MaskSpec& mask
 SingleSetup setup_single(const Problem& problem, const TraceOptions& options) {
     const auto* single = std::get_if<SingleSequenceInput>(&problem.input);
     const ModeSpec& mode = mode_spec(options.mode);
-    if (!single || mode.reads_pair) refuse_mode_for_input(problem, mode);
+    if (!single || mode.family != ModeFamily::single_sequence) refuse_mode_for_input(problem, mode);
     if (options.score != Score::additive)
         throw UsageError(fmt::format("--score {} applies to mode bahdanau only", to_string(options.score)));
     HeadCounts counts = head_counts(*single, options, problem.origin);

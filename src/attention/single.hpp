@@ -4,7 +4,7 @@
 #include "attention/heads.hpp"
 #include "attention/masks.hpp"
 #include "attention/positions.hpp"
-#include "attention/trace.hpp"
+#include "attention/trace_options.hpp"
 #include "core/problem.hpp"
 #include "core/stage.hpp"
 

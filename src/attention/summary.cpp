@@ -6,6 +6,7 @@
 #include "attention/overflow.hpp"
 #include "attention/positions.hpp"
 #include "attention/single.hpp"
+#include "attention/trace.hpp"
 #include "util/parallel.hpp"
 #include "core/error.hpp"
 

@@ -4,7 +4,7 @@
 
 #include "core/stage.hpp"
 #include "attention/streaming.hpp"
-#include "attention/trace.hpp"
+#include "attention/trace_options.hpp"
 #include "core/problem.hpp"
 
 #include <cstddef>

@@ -1,38 +1,16 @@
-// trace: a validated Problem → the Trace of one mode. Pure math: no I/O, no printing. Each
-// mode's trace function is in the mode table (attention/modes.hpp).
+// trace: a validated Problem → the Trace of one mode. Pure math: no I/O, no printing. This is
+// the pipeline's entry: the mode chosen, the options checked against it, the mode's own trace
+// function (the table of attention/modes.hpp) run, and what every trace states about itself
+// added (its description and notes, the facts of --explain).
 #pragma once
 
-#include "attention/masks.hpp"
-#include "core/generator.hpp"
+#include "attention/trace_options.hpp"
 #include "core/problem.hpp"
 #include "core/stage.hpp"
 
-#include <cstdint>
 #include <optional>
-#include <string>
 
 namespace attntrace {
-
-struct TraceOptions {
-    Mode mode = Mode::plain;
-    Normalization normalization = Normalization::softmax;
-    std::uint64_t seed = default_seed;  // for weights the input does not give
-    std::optional<Eigen::Index> dim;    // d_k = d_v (or d_a) of generated weights
-    Dtype dtype = Dtype::float64;
-    Score score = Score::additive;      // bahdanau mode only
-    std::optional<std::string> query;   // --query: work through this row (token or 1-based position)
-    std::optional<Eigen::Index> tiles;  // --tiles: and through its online softmax, this many keys a tile
-    std::optional<ScaleRule> scale;     // --scale; absent: the mode's own (√d_k, or none)
-    double scale_value = 1;             // the divisor of ScaleRule::value
-    double temperature = 1;             // --temperature: softmax(S / T)
-    std::optional<int> heads;           // --heads: attention heads (self and causal)
-    std::optional<int> kv_heads;        // --kv-heads: key/value heads (grouped-query attention)
-    std::optional<int> head;            // --head: the head -q works through (default 1)
-    std::optional<PositionScheme> positions;     // --positions (self and causal); absent: the input's, else none
-    std::optional<std::int64_t> position_offset;  // --position-offset: the first token's position (default 0)
-    std::optional<Eigen::Index> window; // --window: a sliding window of this many keys
-    MaskMethod mask_method;             // --mask-fill, --mask-after-softmax: how the mask is applied
-};
 
 // The divisor of the scores: √d_k, 1, or the number given.
 double scale_divisor(ScaleRule rule, double value, Eigen::Index d_k);
@@ -41,6 +19,17 @@ double scale_divisor(ScaleRule rule, double value, Eigen::Index d_k);
 // that reads this input (plain for one sentence, bahdanau for a source and a target). A file
 // whose "mode" does not read its own shape is refused at /mode.
 Mode resolve_mode(const Problem& problem, std::optional<Mode> requested);
+
+// Throws DataError at /mode when the file's own "mode" does not read the file's shape (a
+// sentence in a file that says bahdanau, say).
+void check_file_mode(const Problem& problem);
+
+// Throws UsageError for an option the mode does not take (--scale in bahdanau mode).
+void check_options_for_mode(const TraceOptions& options);
+
+// The run's description (the input's text for its mode) and notes: what loading changed
+// first, then the run's own.
+void describe_run(RunHeader& run, const Problem& problem, const TraceOptions& options);
 
 // Runs the whole pipeline of `options.mode`. Throws DataError when the input does not fit the
 // mode or a stage produces a number that is not finite, UsageError when an option does not

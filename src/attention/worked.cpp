@@ -299,8 +299,10 @@ WorkedExample work_through(const Trace& trace, Eigen::Index row, int head) {
     const Stage& weights = trace.at(StageId::weights, w.head);
     w.query = weights.rows[static_cast<std::size_t>(row)];
     w.keys = weights.cols;
-    if (mode_spec(trace.mode).reads_pair) work_bahdanau(w, trace);
-    else work_single(w, trace);
+    switch (family_of(trace.mode)) {
+    case ModeFamily::single_sequence: work_single(w, trace); break;
+    case ModeFamily::encoder_decoder: work_bahdanau(w, trace); break;
+    }
     w.weights = row_of(weights, row);
     // The `tied` largest weights of the row, in key order.
     const auto r = static_cast<std::size_t>(row);

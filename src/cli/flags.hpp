@@ -4,7 +4,7 @@
 // is a heavy header, so the command line is one translation unit (cli/commands.cpp).
 #pragma once
 
-#include "attention/trace.hpp"
+#include "attention/trace_options.hpp"
 #include "render/render.hpp"
 #include "util/memory.hpp"
 

@@ -1,5 +1,6 @@
 #include "commands/check_answers_command.hpp"
 
+#include "attention/modes.hpp"
 #include "attention/worked.hpp"
 #include "commands/guards.hpp"
 #include "core/error.hpp"
@@ -136,7 +137,10 @@ Verdict verdict_for(const Trace& trace, const GivenStage& given, const std::vect
     case StageId::weights:
     case StageId::context: v.worked = work_through(trace, row, std::max(stage.head, 1)); break;
     case StageId::output:
-        if (trace.mode != Mode::bahdanau) v.worked_projection = work_through(trace, row, 1).output;
+        switch (family_of(trace.mode)) {  // concat·W_o, which only a single sequence's heads have
+        case ModeFamily::single_sequence: v.worked_projection = work_through(trace, row, 1).output; break;
+        case ModeFamily::encoder_decoder: break;
+        }
         break;
     default: break;
     }
@@ -149,8 +153,16 @@ std::string stage_name(const Stage& stage) {
 
 // The expected value of an entry: a hidden score is −∞, a hidden key's weight 0.
 std::string expected_text(const Trace& trace, const Verdict::Difference& d, StageId id, int decimals) {
-    if (d.expected_masked && id == StageId::weights)
-        return fmt::format("0 (a hidden {})", trace.mode == Mode::bahdanau ? "source position" : "key");
+    if (d.expected_masked && id == StageId::weights) {
+        const std::string_view hidden = [&]() -> std::string_view {
+            switch (family_of(trace.mode)) {
+            case ModeFamily::single_sequence: return "key";
+            case ModeFamily::encoder_decoder: return "source position";
+            }
+            unknown_family();
+        }();
+        return fmt::format("0 (a hidden {})", hidden);
+    }
     if (d.expected_masked) return "hidden (−∞)";
     return fmt::format("{:.{}f}", d.expected, std::clamp(decimals, 0, 17));
 }

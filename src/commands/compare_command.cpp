@@ -1,6 +1,7 @@
 #include "commands/compare_command.hpp"
 
 #include "attention/compare.hpp"
+#include "attention/trace.hpp"
 #include "commands/guards.hpp"
 #include "core/error.hpp"
 #include "input/load.hpp"

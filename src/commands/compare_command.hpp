@@ -1,7 +1,7 @@
 // `attntrace compare A B --token WORD`: one word's context vector in two inputs.
 #pragma once
 
-#include "attention/trace.hpp"
+#include "attention/trace_options.hpp"
 #include "input/limits.hpp"
 #include "input/load.hpp"
 

@@ -1,5 +1,6 @@
 #include "commands/decode_command.hpp"
 
+#include "attention/trace.hpp"
 #include "commands/guards.hpp"
 #include "core/error.hpp"
 #include "input/examples.hpp"

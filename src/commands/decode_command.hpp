@@ -2,7 +2,7 @@
 #pragma once
 
 #include "attention/decode.hpp"
-#include "attention/trace.hpp"
+#include "attention/trace_options.hpp"
 #include "input/limits.hpp"
 #include "input/load.hpp"
 #include "render/render.hpp"

@@ -56,7 +56,9 @@ WorkShape work_shape(const Problem& problem, const TraceOptions& options) {
         for (const auto& token : tokens) bytes += static_cast<double>(token.size()) + 32;
         return bytes;
     };
-    if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
+    switch (family_of(problem)) {
+    case ModeFamily::single_sequence: {
+        const auto* single = &std::get<SingleSequenceInput>(problem.input);
         s.rows = s.cols = static_cast<double>(single->sequence.tokens.size());
         s.d_in = static_cast<double>(single->sequence.vectors.cols());
         s.d_k = single->weights ? static_cast<double>(single->weights->query.cols())
@@ -73,14 +75,18 @@ WorkShape work_shape(const Problem& problem, const TraceOptions& options) {
             s.positions = options.positions.value_or(single->positions.value_or(PositionScheme::none)) != PositionScheme::none;
         return s;
     }
-    const auto& pair = std::get<EncoderDecoderInput>(problem.input);
-    s.rows = static_cast<double>(pair.target.tokens.size());
-    s.cols = static_cast<double>(pair.source.tokens.size());
-    s.d_in = static_cast<double>(std::max(pair.source.vectors.cols(), pair.target.vectors.cols()));
-    s.d_k = static_cast<double>(std::max(options.dim.value_or(0), pair.source.vectors.cols()));
-    s.d_v = static_cast<double>(pair.source.vectors.cols());
-    s.label_bytes = labels(pair.source.tokens) + labels(pair.target.tokens);
-    return s;
+    case ModeFamily::encoder_decoder: {
+        const auto& pair = std::get<EncoderDecoderInput>(problem.input);
+        s.rows = static_cast<double>(pair.target.tokens.size());
+        s.cols = static_cast<double>(pair.source.tokens.size());
+        s.d_in = static_cast<double>(std::max(pair.source.vectors.cols(), pair.target.vectors.cols()));
+        s.d_k = static_cast<double>(std::max(options.dim.value_or(0), pair.source.vectors.cols()));
+        s.d_v = static_cast<double>(pair.source.vectors.cols());
+        s.label_bytes = labels(pair.source.tokens) + labels(pair.target.tokens);
+        return s;
+    }
+    }
+    unknown_family();
 }
 
 std::uint64_t trace_held_bytes(const WorkShape& s, Dtype dtype) {

@@ -3,7 +3,7 @@
 // beyond --max-time), each with a message that says the estimate and what to do instead.
 #pragma once
 
-#include "attention/trace.hpp"
+#include "attention/trace_options.hpp"
 #include "core/problem.hpp"
 #include "render/render.hpp"
 #include "util/memory.hpp"

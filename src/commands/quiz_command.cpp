@@ -150,9 +150,8 @@ std::vector<Run> make_runs(const QuizRequest& request) {
     const MemoryLimit limit = default_memory_limit();
     for (const std::string& name : names) {
         const Problem problem = load_input(example_input(name), limit);
-        const bool pair = std::holds_alternative<EncoderDecoderInput>(problem.input);
         for (const ModeSpec& spec : mode_specs()) {
-            if (spec.reads_pair != pair) continue;
+            if (spec.family != family_of(problem)) continue;
             if (!request.modes.empty() &&
                 std::find(request.modes.begin(), request.modes.end(), spec.mode) == request.modes.end())
                 continue;
@@ -191,7 +190,12 @@ std::vector<Offer> offers(const Trace& trace, const QuizRequest& request) {
         if (applied(id)) out.push_back({Kind::projection, id});
     if (applied(StageId::scores)) {
         out.push_back({Kind::score, StageId::scores});
-        if (mode_spec(trace.mode).reads_pair && trace.score == Score::additive) out.push_back({Kind::feature, StageId::scores});
+        switch (family_of(trace.mode)) {
+        case ModeFamily::single_sequence: break;
+        case ModeFamily::encoder_decoder:  // an entry of tanh(s·W_a + h·U_a), when the score has one
+            if (trace.score == Score::additive) out.push_back({Kind::feature, StageId::scores});
+            break;
+        }
     }
     if (applied(StageId::scaled)) out.push_back({Kind::scaled, StageId::scaled});
     if (applied(StageId::masked)) out.push_back({Kind::masked, StageId::masked});
@@ -213,14 +217,25 @@ std::string placed(const Labels& labels, Eigen::Index index, std::string_view wh
 
 std::string question_text(const Trace& trace, const Question& q) {
     const Stage& stage = trace.at(q.stage, q.head);
-    const bool pair = mode_spec(trace.mode).reads_pair;
-    const std::string query = fmt::format("{} {}", pair ? "target" : "query", placed(stage.rows, q.row, "row"));
-    const std::string key = fmt::format("{} {}", pair ? "source" : "key", placed(stage.cols, q.col, "column"));
+    const ModeFamily family = family_of(trace.mode);
+    const auto [row_word, col_word] = [&]() -> std::pair<std::string_view, std::string_view> {
+        switch (family) {
+        case ModeFamily::single_sequence: return {"query", "key"};
+        case ModeFamily::encoder_decoder: return {"target", "source"};
+        }
+        unknown_family();
+    }();
+    const std::string query = fmt::format("{} {}", row_word, placed(stage.rows, q.row, "row"));
+    const std::string key = fmt::format("{} {}", col_word, placed(stage.cols, q.col, "column"));
     const std::string head = q.head > 0 ? fmt::format(" in head {}", q.head) : "";
     const std::string entry = fmt::format("entry {} (column {})", stage.cols[static_cast<std::size_t>(q.col)], q.col + 1);
     switch (q.kind) {
     case Kind::score:
-        if (pair) return fmt::format("What is the alignment score of {} for {}, v_a · tanh(s·W_a + h·U_a)?", query, key);
+        switch (family) {
+        case ModeFamily::single_sequence: break;
+        case ModeFamily::encoder_decoder:
+            return fmt::format("What is the alignment score of {} for {}, v_a · tanh(s·W_a + h·U_a)?", query, key);
+        }
         if (!mode_spec(trace.mode).learned_projections)
             return fmt::format("What is the score of {} for {}, the dot product of their input vectors?", query, key);
         return fmt::format("What is the score of {} for {}{}, the dot product of the {}query and key vectors?", query, key,

@@ -2,6 +2,7 @@
 
 #include "attention/modes.hpp"
 #include "attention/similarity.hpp"
+#include "attention/trace.hpp"
 #include "commands/guards.hpp"
 #include "core/error.hpp"
 #include "input/load.hpp"

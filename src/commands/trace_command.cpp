@@ -3,6 +3,7 @@
 #include "attention/check.hpp"
 #include "attention/modes.hpp"
 #include "attention/summary.hpp"
+#include "attention/trace.hpp"
 #include "attention/worked.hpp"
 #include "commands/guards.hpp"
 #include "core/error.hpp"
@@ -132,8 +133,11 @@ void check_request(TraceRequest& request) {
 
 // The rows a query names: the tokens, or the target tokens of a source/target input.
 const std::vector<std::string>& query_labels(const Problem& problem) {
-    if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) return single->sequence.tokens;
-    return std::get<EncoderDecoderInput>(problem.input).target.tokens;
+    switch (family_of(problem)) {
+    case ModeFamily::single_sequence: return std::get<SingleSequenceInput>(problem.input).sequence.tokens;
+    case ModeFamily::encoder_decoder: return std::get<EncoderDecoderInput>(problem.input).target.tokens;
+    }
+    unknown_family();
 }
 
 std::size_t token_count(const Problem& problem) {

@@ -1,7 +1,7 @@
 // The main job: input → load → trace → render.
 #pragma once
 
-#include "attention/trace.hpp"
+#include "attention/trace_options.hpp"
 #include "input/limits.hpp"
 #include "input/load.hpp"
 #include "render/render.hpp"

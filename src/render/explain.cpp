@@ -497,7 +497,11 @@ std::vector<std::string> explanation(const Trace& trace, const Stage& stage) {
     case StageId::projected_encoder: return bahdanau_states(trace, stage);
     default: break;
     }
-    return mode_spec(trace.mode).reads_pair ? bahdanau_attention(trace, stage) : single_attention(trace, stage);
+    switch (family_of(trace.mode)) {
+    case ModeFamily::single_sequence: return single_attention(trace, stage);
+    case ModeFamily::encoder_decoder: return bahdanau_attention(trace, stage);
+    }
+    unknown_family();
 }
 
 std::vector<std::string> parameters_explanation(const Trace& trace) {
@@ -508,16 +512,20 @@ std::vector<std::string> parameters_explanation(const Trace& trace) {
                           "mechanics, not meaning.",
                           trace.seed)
             : "Here they are given in the input.";
-    if (!mode_spec(trace.mode).reads_pair)
+    switch (family_of(trace.mode)) {
+    case ModeFamily::single_sequence:
         return {"W_q, W_k and W_v are what a model learns: one row per number of an embedding (d_in rows), one column "
                 "per number of a query, key or value. Multiplying by them turns each embedding into its query, key and "
                 "value. " + source};
-    if (trace.score == Score::general)
-        return {"W relates the two kinds of state: the score of decoder state s and encoder state h is s·W·hᵀ, one "
-                "row of W per number of s and one column per number of h. " + source};
-    return {"W_a and U_a map decoder and encoder states into one space of d_a numbers, where they are added and "
-            "squashed by tanh; v_a weighs the d_a results into one score. Together they are the small network of "
-            "the additive score. " + source};
+    case ModeFamily::encoder_decoder:
+        if (trace.score == Score::general)
+            return {"W relates the two kinds of state: the score of decoder state s and encoder state h is s·W·hᵀ, one "
+                    "row of W per number of s and one column per number of h. " + source};
+        return {"W_a and U_a map decoder and encoder states into one space of d_a numbers, where they are added and "
+                "squashed by tanh; v_a weighs the d_a results into one score. Together they are the small network of "
+                "the additive score. " + source};
+    }
+    unknown_family();
 }
 
 }  // namespace attntrace

@@ -279,12 +279,13 @@ public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& os) const override {
         write_document(os, [&](JsonWriter& json, fmt::memory_buffer& out) {
             write_header(json, trace, "attntrace.trace/1");
-            if (mode_spec(trace.mode).reads_pair) {
+            switch (family_of(trace.mode)) {
+            case ModeFamily::single_sequence: json.key("tokens").strings(trace.tokens); break;
+            case ModeFamily::encoder_decoder:
                 json.key("score").string(to_string(trace.score));
                 json.key("source_tokens").strings(trace.source_tokens);
                 json.key("target_tokens").strings(trace.target_tokens);
-            } else {
-                json.key("tokens").strings(trace.tokens);
+                break;
             }
             write_dims(json, trace);
             const std::vector<Shown> shown = shown_stages(trace, options);

@@ -121,10 +121,14 @@ void write_parameters(const Trace& trace, const RenderOptions& options, std::ost
 class MarkdownRenderer final : public TextRenderer {
 public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
-        const std::string tokens = mode_spec(trace.mode).reads_pair
-                                       ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(),
-                                                     trace.target_tokens.size())
-                                       : fmt::format("{} tokens", trace.tokens.size());
+        const std::string tokens = [&] {
+            switch (family_of(trace.mode)) {
+            case ModeFamily::single_sequence: return fmt::format("{} tokens", trace.tokens.size());
+            case ModeFamily::encoder_decoder:
+                return fmt::format("{} source → {} target tokens", trace.source_tokens.size(), trace.target_tokens.size());
+            }
+            unknown_family();
+        }();
         const std::string positions = positions_text(trace.positions, trace.first_position);
         out << fmt::format("# attntrace: {} mode, {}{} ({})\n\n", to_string(trace.mode), positions.empty() ? "" : positions + ", ",
                            tokens, markdown_text(trace.origin));

@@ -74,10 +74,14 @@ std::string check_verdict(const CheckReport& report) {
 }
 
 std::string parameters_heading(const Trace& trace) {
-    if (trace.parameters.empty())
-        return mode_spec(trace.mode).reads_pair
-                   ? "none · Luong's dot score compares decoder and encoder states as they are"
-                   : "none · plain attention has no trainable weights: the embeddings themselves are the queries, keys and values";
+    if (trace.parameters.empty()) {
+        switch (family_of(trace.mode)) {
+        case ModeFamily::single_sequence:
+            return "none · plain attention has no trainable weights: the embeddings themselves are the queries, keys and values";
+        case ModeFamily::encoder_decoder: return "none · Luong's dot score compares decoder and encoder states as they are";
+        }
+        unknown_family();
+    }
     std::vector<std::string_view> names, generated;  // generated: drawn though the input gives the others
     for (const auto& p : trace.parameters) (p.generated ? generated : names).push_back(p.name);
     const std::string from_seed = fmt::format("generated from seed {} (splitmix64), not learned", trace.seed);

@@ -203,7 +203,6 @@ std::vector<std::string> cut_labels(const std::vector<std::string>& labels) {
 
 Content content_of(const Trace& trace, const Stage& stage, const Shading& shading) {
     const StagePicture& picture = picture_of(stage.id);
-    const bool bahdanau = mode_spec(trace.mode).reads_pair;
     const std::string largest = shading.diverging ? fmt::format("|{}|", picture.noun) : std::string(picture.noun);
     Content content;
     content.title = fmt::format("{} · {} · {}", picture.title, mode_text(trace), trace.origin);
@@ -230,8 +229,10 @@ Content content_of(const Trace& trace, const Stage& stage, const Shading& shadin
                                            shading.shade == Shade::absolute ? " (scores have no fixed range)" : "");
         content.caption = fmt::format("{}, one scale for the table", picture.noun);
     }
-    content.row_axis = bahdanau ? "target" : "query";
-    content.col_axis = bahdanau ? "source" : "key";
+    switch (family_of(trace.mode)) {
+    case ModeFamily::single_sequence: content.row_axis = "query", content.col_axis = "key"; break;
+    case ModeFamily::encoder_decoder: content.row_axis = "target", content.col_axis = "source"; break;
+    }
     content.rows = cut_labels(stage.rows);
     content.cols = cut_labels(stage.cols);
     content.ticks = tick_labels(shading);

@@ -316,10 +316,14 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
 }
 
 void write_preamble(const Trace& trace, const RenderOptions& options, std::ostream& out) {
-    const bool pair = mode_spec(trace.mode).reads_pair;
-    const std::string tokens =
-        pair ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(), trace.target_tokens.size())
-             : fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
+    const std::string tokens = [&] {
+        switch (family_of(trace.mode)) {
+        case ModeFamily::single_sequence: return fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
+        case ModeFamily::encoder_decoder:
+            return fmt::format("{} source → {} target tokens", trace.source_tokens.size(), trace.target_tokens.size());
+        }
+        unknown_family();
+    }();
     const std::size_t width = options.width;
     put_wrapped(out, fmt::format("attntrace · {} · {} · {} · {} · {}", mode_text(trace), tokens, dims_text(trace.dims),
                                  weighting_text(trace), trace.origin),

@@ -15,6 +15,25 @@
 namespace attntrace {
 namespace {
 
+// The words a worked example uses for its family's rows and what their weights mix.
+struct FamilyWords {
+    std::string_view row;         // "query"
+    std::string_view context;     // "z": the name of the row's context, z_i
+    std::string_view mixed;       // "values": what the context is the weighted sum of
+    std::string_view mixed_one;   // "its value vector"
+    std::string_view unscaled;    // why an unscaled score is not divided
+};
+
+FamilyWords family_words(Mode mode) {
+    switch (family_of(mode)) {
+    case ModeFamily::single_sequence:
+        return {"query", "z", "values", "its value vector", "scaling: none (the simplified version uses raw dot products)"};
+    case ModeFamily::encoder_decoder:
+        return {"target", "c", "encoder states", "its encoder state", "scaling: none (the scores are used as they are)"};
+    }
+    unknown_family();
+}
+
 class Writer {
 public:
     explicit Writer(int digits) : digits_(digits) {}
@@ -162,9 +181,8 @@ void write_scaling(Writer& out, const WorkedExample& w, std::optional<std::size_
     }();
     switch (w.scale_rule) {
     case ScaleRule::none:
-        out.line(w.scale_given            ? "scaling: none (--scale none; the Transformer divides by √d_k)"
-                 : mode_spec(w.mode).reads_pair ? "scaling: none (the scores are used as they are)"
-                                                 : "scaling: none (the simplified version uses raw dot products)");
+        out.line(std::string(w.scale_given ? std::string_view("scaling: none (--scale none; the Transformer divides by √d_k)")
+                                           : family_words(w.mode).unscaled));
         return;
     case ScaleRule::sqrt:
         out.line(fmt::format("scaling: each score ÷ √{} = ÷ √{} = ÷ {}", w.head ? "d_head" : "d_k", *w.d_k,
@@ -285,8 +303,9 @@ void write_strongest(Writer& out, const WorkedExample& w) {
 }
 
 void write_context(Writer& out, const WorkedExample& w) {
-    const std::string name = mode_spec(w.mode).reads_pair ? fmt::format("c_{}", w.query) : fmt::format("z_{}", w.query);
-    out.line(fmt::format("context: the weighted sum of the {}", mode_spec(w.mode).reads_pair ? "encoder states" : "values"));
+    const FamilyWords words = family_words(w.mode);
+    const std::string name = fmt::format("{}_{}", words.context, w.query);
+    out.line(fmt::format("context: the weighted sum of the {}", words.mixed));
     const std::string indent(display_width(name), ' ');
     for (std::size_t j = 0; j < w.values.size(); ++j)
         out.line(fmt::format("  {} {} {}×{}", j == 0 ? name : indent, j == 0 ? "=" : "+",
@@ -422,9 +441,8 @@ void write_mask_of(Writer& out, const WorkedExample& w, std::size_t j) {
 
 // Entry k of the context: the row's weights times entry k of each value vector.
 void write_context_entry(Writer& out, const WorkedExample& w, std::size_t k) {
-    const bool pair = mode_spec(w.mode).reads_pair;
     out.line(fmt::format("context entry {}: each weight times entry {} of {}, summed", k + 1, k + 1,
-                         pair ? "its encoder state" : "its value vector"));
+                         family_words(w.mode).mixed_one));
     std::vector<double> entries;
     for (const auto& v : w.values) entries.push_back(v.values[k]);
     out.line(fmt::format("  {} = {}", out.products(w.weights, entries), out.number(w.context[k])));
@@ -445,7 +463,7 @@ void write_output_entry(Writer& out, const WorkedExample& w, std::size_t k) {
 
 std::vector<std::string> worked_lines(const WorkedExample& w, int digits) {
     Writer out(digits);
-    out.line(fmt::format("worked example · {} \"{}\" (row {}) · {} mode{}", mode_spec(w.mode).reads_pair ? "target" : "query",
+    out.line(fmt::format("worked example · {} \"{}\" (row {}) · {} mode{}", family_words(w.mode).row,
                          w.query, w.row + 1, to_string(w.mode), w.head ? fmt::format(" · head {}", w.head) : ""));
     const bool encoded = w.positions && w.positions->scheme == PositionScheme::sinusoidal;
     if (encoded) write_encoding(out, w);

@@ -276,13 +276,16 @@ void trace_every_way(const Problem& problem) {
             run(problem, options);
             options.heads.reset(), options.kv_heads.reset(), options.dim.reset();
         }
-        if (!mode_spec(mode).reads_pair) {
+        switch (family_of(mode)) {
+        case ModeFamily::single_sequence:  // a window and a finite fill: the mask a sequence makes itself
             options.window = 2;
             run(problem, options);
             options.mask_method.fill = MaskMethod::Fill::value, options.mask_method.value = -1e9;
             run(problem, options);
             options.window.reset();
             options.mask_method = MaskMethod{};
+            break;
+        case ModeFamily::encoder_decoder: break;
         }
     }
     if (std::holds_alternative<SingleSequenceInput>(problem.input)) similarity(problem);
