@@ -318,8 +318,12 @@ TEST_CASE("what the environment asks of OpenMP is checked before any thread star
     CHECK(cli::run({"-s", "weights", "--threads", "2"}, "", {{"OMP_NUM_THREADS", "65536"}}).exit_code == 0);
     CHECK(cli::run({"-s", "weights"}, "", {{"OMP_NUM_THREADS", "4,2"}}).exit_code == 0);
     // A number is read whole: "65536abc" is not a count of threads (libgomp ignores it too),
-    // so it is not refused as 65536.
+    // so it is not refused as 65536. LLVM's libomp, which only the ThreadSanitizer build links,
+    // reads such a value as a garbage count of its own (libomp 14 starts a random number of
+    // threads or fails an assertion), so there the run is not attntrace's to check.
+#ifndef KMP_VERSION_MAJOR
     CHECK(cli::run({"-s", "weights"}, "", {{"OMP_NUM_THREADS", "65536abc"}}).exit_code == 0);
+#endif
     cli::require_error_line(cli::run({"-s", "weights"}, "", {{"OMP_STACKSIZE", "32k"}}), 2,
                             "OMP_STACKSIZE=32k gives each thread less stack than attntrace's kernels need");
     cli::require_error_line(cli::run({"similarity", "example:fruit_and_pets"}, "", {{"GOMP_STACKSIZE", "100000B"}}), 2,
