@@ -296,10 +296,10 @@ bool same_question(const Question& a, const Question& b) {
                                      "bahdanau a source and a target (and a mode without projections cannot split "
                                      "two_heads' heads)",
                                      fmt::join(request.examples, ", "), fmt::join(modes, ",")));
-    throw UsageError(fmt::format("no question fits: {} in mode {} {} no {} stage to ask about (the quiz asks only about "
+    throw UsageError(fmt::format("no question fits: {} in {} {} no {} stage to ask about (the quiz asks only about "
                                  "stages a run applies: plain mode does not scale, only causal runs and inputs with "
                                  "padding or a source mask mask, only several heads have an output)",
-                                 fmt::join(examples, ", "), modes.empty() ? std::string("any") : fmt::format("{}", fmt::join(modes, ",")),
+                                 fmt::join(examples, ", "), modes.empty() ? std::string("any mode") : fmt::format("mode {}", fmt::join(modes, ",")),
                                  examples.size() == 1 ? "has" : "have", fmt::join(stages, " or ")));
 }
 
@@ -539,7 +539,8 @@ class Answers {
 public:
     explicit Answers(const std::optional<std::string>& path) {
         if (path && *path != "-") {
-            const InputText input = read_input(*path);
+            // quiz has no --max-input: the message says whose limit it is.
+            const InputText input = read_input(*path, default_max_input_bytes, "the largest answers file quiz reads");
             text_ = std::string(input.text);
             input.require_unchanged();  // the copy holds what the file held, not zeros of lost pages
             file_ = true;
@@ -707,8 +708,10 @@ int quiz(const QuizRequest& request, const QuizTerminal& terminal, std::ostream&
         if (!answer) {
             if (!json) {
                 if (!terminal.echo) out << '\n';
-                out << fmt::format("no answer: the answers ended, so the quiz stops after {} of {} rounds\n", i,
-                                   questions.size());
+                out << (questions.size() == 1
+                            ? std::string("no answer: the answers ended, so the quiz stops before its one round\n")
+                            : fmt::format("no answer: the answers ended, so the quiz stops after {} of {} rounds\n", i,
+                                          questions.size()));
             }
             break;
         }
