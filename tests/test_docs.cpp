@@ -57,9 +57,11 @@
 //                             closes it; "closed pipe" is a pipe whose reader has gone
 //                             ("closed pipe, SIGPIPE ignored": and SIGPIPE ignored)
 //      file size limit: N     a limit of N bytes on every file written (as ulimit -f)
-//      signal: NAME after MS ms   the signal sent MS milliseconds after the start
-//    In the command and in every value, {U+XXXX} stands for that character (an escape,
-//    a bidirectional control), which a page cannot show.
+//      umask: 027             the file mode mask the run starts with
+//      signal: NAME after MS ms   the signal sent MS milliseconds after the start; in a
+//                             terminal (200 columns), "NAME when TEXT" sends it once TEXT shows
+//    In the command, in every value and in the names of files, {U+XXXX} stands for that
+//    character (an escape, a bidirectional control), which a page cannot show.
 //    The expected text is the sentence's own claim (a quoted phrase, a count, a field and its
 //    value), written from the sentence, not pasted from a run. A comment must assert something,
 //    and one at the margin has a blank line before and after it, so that it never splits a
@@ -86,6 +88,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -393,6 +396,23 @@ private:
     std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
+// The file mode mask, set for a run (which inherits it) and restored after it; "" keeps it.
+class ScopedUmask {
+public:
+    explicit ScopedUmask(const std::string& bits) : set_(!bits.empty()) {
+        if (set_) was_ = ::umask(static_cast<mode_t>(std::stoi(bits, nullptr, 8)));
+    }
+    ~ScopedUmask() {
+        if (set_) ::umask(was_);
+    }
+    ScopedUmask(const ScopedUmask&) = delete;
+    ScopedUmask& operator=(const ScopedUmask&) = delete;
+
+private:
+    bool set_;
+    mode_t was_ = 0;
+};
+
 int signal_named(const std::string& name) {
     static const std::map<std::string, int> signals{{"INT", SIGINT}, {"TERM", SIGTERM}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT},
                                                     {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"USR1", SIGUSR1}};
@@ -407,12 +427,13 @@ int check_claim(const Claim& claim) {
     std::vector<std::string> setups;
     std::vector<std::pair<std::string, std::string>> links, hard_links, modes;
     std::vector<std::string> sockets;
-    std::string input, terminal, stdout_to, size_limit, signal;
+    std::string input, terminal, stdout_to, size_limit, signal, mask_bits;
     bool has_input = false, needs_folder = false;
     int expected_exit = 0;
-    for (const auto& [key, raw] : claim.items) {
-        const std::string value = with_characters(raw);
-        if (key.starts_with("file ")) files[key.substr(5)] += value + "\n";
+    for (const auto& [raw_key, raw] : claim.items) {
+        const std::string key = with_characters(raw_key), value = with_characters(raw);
+        if (key == "file size limit") size_limit = value;
+        else if (key.starts_with("file ")) files[key.substr(5)] += value + "\n";
         else if (key.starts_with("hex ")) files[key.substr(4)] += from_hex(value);
         else if (key == "setup") setups.push_back(value);
         else if (key == "stdin") input += value + "\n", has_input = true;
@@ -423,8 +444,8 @@ int check_claim(const Claim& claim) {
         else if (key == "socket") sockets.push_back(value);
         else if (key == "terminal") terminal = value;
         else if (key == "stdout to") stdout_to = value;
-        else if (key == "file size limit") size_limit = value;
         else if (key == "signal") signal = value;
+        else if (key == "umask") mask_bits = value;
         needs_folder = needs_folder || key.starts_with("holds ") || key.starts_with("lacks ") || key == "absent" ||
                        key == "is link" || key.starts_with("mode ");
     }
@@ -461,13 +482,17 @@ int check_claim(const Claim& claim) {
         for (const auto& [name, bits] : modes)
             std::filesystem::permissions(*folder / name, static_cast<std::filesystem::perms>(std::stoi(bits, nullptr, 8)));
     }
-    const bool special = !terminal.empty() || !stdout_to.empty() || !size_limit.empty() || !signal.empty();
+    const bool special = !terminal.empty() || !stdout_to.empty() || !size_limit.empty() || !signal.empty() || !mask_bits.empty();
     REQUIRE((!special || !has_input));
     const auto run = [&](const std::string& command) {
         const std::vector<std::string> args = attntrace_args(with_characters(command));
         if (has_input) return cli::run(args, input, env);
         if (!special) return cli::run_in(where, args, env);
         const Surroundings here(where, env);
+        const ScopedUmask mask(mask_bits);
+        static const std::regex when(R"((\w+) when (.+))");
+        if (std::smatch m; !terminal.empty() && std::regex_match(signal, m, when))
+            return cli::run_in_terminal_until(args, m[2], signal_named(m[1]));
         if (!terminal.empty()) return cli::run_in_terminal(args, env, static_cast<unsigned short>(std::stoi(terminal)));
         if (!size_limit.empty()) return cli::run_with_file_size_limit(args, std::stoull(size_limit));
         if (!signal.empty()) {
@@ -485,7 +510,8 @@ int check_claim(const Claim& claim) {
             r.err = cli::slurp(errors / "stderr");
             return r;
         }
-        return cli::run_to_file(args, stdout_to);
+        if (!stdout_to.empty()) return cli::run_to_file(args, stdout_to);
+        return cli::run(args, "", env);  // only the umask
     };
     const cli::Result r = run(claim.command);
     const std::string both = r.out + r.err;
@@ -506,9 +532,9 @@ int check_claim(const Claim& claim) {
     static const std::regex json_item(R"((\S+) (exists|absent|= (.+)|≈ (-?\d+(\.(\d+))?)|size (\d+)))");
     int asserted = 0;
     const auto in_folder = [&](const std::string& name) { return std::filesystem::path(where) / name; };
-    for (const auto& [key, raw] : claim.items) {
-        INFO(key << ": " << raw);
-        const std::string value = with_characters(raw);
+    for (const auto& [raw_key, raw] : claim.items) {
+        INFO(raw_key << ": " << raw);
+        const std::string key = with_characters(raw_key), value = with_characters(raw);
         std::smatch m;
         if (key.starts_with("holds ") || key.starts_with("lacks ")) {
             const std::string text = cli::read_file(in_folder(key.substr(6)));
@@ -608,7 +634,7 @@ int check_claim(const Claim& claim) {
         } else if (key == "setup" || key == "stdin" || key == "env" || key.starts_with("file ") || key.starts_with("hex ") ||
                    key.starts_with("link ") || key.starts_with("hard link ") || key.starts_with("chmod ") ||
                    key == "socket" || key == "terminal" || key == "stdout to" || key == "file size limit" ||
-                   key == "signal") {
+                   key == "signal" || key == "umask") {
             continue;  // how to run, not a claim
         } else {
             FAIL("unknown key in a test comment: " << key);
@@ -684,6 +710,7 @@ TEST_CASE("what the prose of README.md and docs/ says attntrace prints holds", "
     CHECK(claims["streaming.md"] >= 2);
     CHECK(claims["architecture.md"] >= 1);
     CHECK(claims["output-formats.md"] >= 140);
+    CHECK(claims["robustness.md"] >= 80);
 }
 
 namespace {

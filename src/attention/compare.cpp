@@ -173,9 +173,9 @@ Comparison compare_contexts(const Trace& a, const Trace& b, const std::string& t
     const bool sizes_finite = std::all_of(c.a.moved_most.begin(), c.a.moved_most.end(), [](const Contribution& x) { return std::isfinite(x.size); }) &&
                               std::all_of(c.b.moved_most.begin(), c.b.moved_most.end(), [](const Contribution& x) { return std::isfinite(x.size); });
     if (!std::isfinite(c.norm_a) || !std::isfinite(c.norm_b) || !std::isfinite(c.norm_difference) || !sizes_finite)
-        throw DataError(fmt::format("the context vectors of \"{}\" are too large to compare: a length or their "
+        throw DataError(fmt::format("{}{}: the context vectors of \"{}\" are too large to compare: a length or their "
                                     "difference is beyond the double range; the input numbers are too large",
-                                    printable(token)));
+                                    a.origin, b.origin == a.origin ? "" : " and " + b.origin, printable(token)));
     return c;
 }
 
