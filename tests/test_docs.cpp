@@ -82,6 +82,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <csignal>
@@ -452,6 +453,14 @@ int check_claim(const Claim& claim) {
     std::map<std::string, std::string> env{{"COLUMNS", ""}, {"NO_COLOR", ""}};
     for (const auto& [key, value] : claim.items)
         if (key == "env") env[value.substr(0, value.find('='))] = with_characters(value.substr(value.find('=') + 1));
+    // A command that writes a file (-o, --svg, or its stdout to a path) runs in a folder of its
+    // own, never in the source tree; /dev/… and - are not files it makes.
+    const std::vector<std::string> words = split_args(with_characters(claim.command));
+    for (std::size_t i = 0; i + 1 < words.size(); ++i)
+        if ((words[i] == "-o" || words[i] == "--output" || words[i] == "--svg") && words[i + 1] != "-" &&
+            !words[i + 1].starts_with("/dev/"))
+            needs_folder = true;
+    if (!stdout_to.empty() && !stdout_to.starts_with("/dev/") && !stdout_to.starts_with("closed")) needs_folder = true;
     std::optional<cli::TempDir> folder;
     std::string where = ATTNTRACE_SOURCE_DIR;
     if (needs_folder || !files.empty() || !setups.empty() || !links.empty() || !hard_links.empty() || !sockets.empty()) {
@@ -690,10 +699,17 @@ TEST_CASE("what the prose of README.md and docs/ says attntrace prints holds", "
     for (const auto& entry : std::filesystem::directory_iterator(root / "docs"))
         if (entry.path().extension() == ".md") pages.push_back(entry.path());
     std::map<std::string, std::size_t> claims;
+    const auto tree = [&] {  // what the top of the source tree holds: no claim may add to it
+        std::set<std::string> names;
+        for (const auto& entry : std::filesystem::directory_iterator(root)) names.insert(entry.path().filename().string());
+        return names;
+    };
+    const std::set<std::string> before = tree();
     for (const auto& page : pages) {
         for (const Claim& claim : marked_claims(page)) {
             INFO(claim.file << ":" << claim.line << ": " << claim.command);
             CHECK(check_claim(claim) > 0);  // a comment that asserts nothing is a mistake
+            CHECK(tree() == before);
             ++claims[claim.file];
         }
     }
