@@ -15,7 +15,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -469,30 +468,6 @@ TEST_CASE("bench repeats a configuration until its runs agree, or says the machi
     CHECK(!one.stable);
     CHECK(!one.busy);  // not judged
     CHECK(one.seconds == 1.0);
-}
-
-TEST_CASE("bench's --max-time estimate counts every run a configuration may take", "[claims][bench]") {
-    // A configuration is a warm-up and at most 3 · repeats timed runs (until `repeats` agree):
-    // 1 + 3·3 = 10 runs with three repeats, 1 + 3·1 = 4 with one, whatever one run is
-    // estimated at. Before, the estimate counted 1 + repeats (4 and 2).
-    attntrace::BenchRequest request;
-    request.sizes = {256};
-    request.modes = {attntrace::Mode::self};
-    request.dtypes = {attntrace::Dtype::float64};
-    request.threads = {1};
-    request.paths = {attntrace::BenchPath::streaming};
-    request.repeats = 1;
-    const double one = attntrace::bench_grid_seconds(request);
-    REQUIRE(one > 0);
-    request.repeats = 3;
-    CHECK(attntrace::bench_grid_seconds(request) == Approx(one * 10 / 4));
-    // Every thread count the grid runs is counted: --threads 1,2 is two configurations, and
-    // no --threads runs each count from 1 to the number of cores.
-    request.threads = {1, 2};
-    CHECK(attntrace::bench_grid_seconds(request) == Approx(one * 10 / 4 * 2));
-    request.threads.clear();
-    const int cores = omp_get_num_procs();
-    CHECK(attntrace::bench_grid_seconds(request) == Approx(one * 10 / 4 * cores));
 }
 
 namespace {

@@ -34,9 +34,6 @@ struct BenchRequest {
 
 void run_bench(const BenchRequest& request, std::ostream& out);
 
-// The seconds the whole grid is estimated to take at most, which --max-time is held to.
-double bench_grid_seconds(const BenchRequest& request);
-
 // The arithmetic attention itself defines for n tokens of d numbers (whatever the heads: their
 // d_head add up to d), counted exactly: the (query, key) pairs a query may see (n², or n(n+1)/2
 // under the causal mask), a score (d multiply-adds) and a share of a value (d more) per pair,
