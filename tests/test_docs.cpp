@@ -57,6 +57,8 @@
 //                             closes it; "closed pipe" is a pipe whose reader has gone
 //                             ("closed pipe, SIGPIPE ignored": and SIGPIPE ignored)
 //      file size limit: N     a limit of N bytes on every file written (as ulimit -f)
+//                             (at least 1024: LLVM's OpenMP runtime, in the sanitizer builds,
+//                             sizes a 1 KiB file in /dev/shm as it starts, and fails below that)
 //      umask: 027             the file mode mask the run starts with
 //      signal: NAME after MS ms   the signal sent MS milliseconds after the start; in a
 //                             terminal (200 columns), "NAME when TEXT" sends it once TEXT shows
@@ -503,7 +505,10 @@ int check_claim(const Claim& claim) {
         if (std::smatch m; !terminal.empty() && std::regex_match(signal, m, when))
             return cli::run_in_terminal_until(args, m[2], signal_named(m[1]));
         if (!terminal.empty()) return cli::run_in_terminal(args, env, static_cast<unsigned short>(std::stoi(terminal)));
-        if (!size_limit.empty()) return cli::run_with_file_size_limit(args, std::stoull(size_limit));
+        if (!size_limit.empty()) {
+            REQUIRE(std::stoull(size_limit) >= 1024);  // see "file size limit" above
+            return cli::run_with_file_size_limit(args, std::stoull(size_limit));
+        }
         if (!signal.empty()) {
             static const std::regex after(R"((\w+) after (\d+) ms)");
             std::smatch m;
