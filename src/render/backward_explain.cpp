@@ -34,12 +34,40 @@ std::string shape_line(const Stage& d, std::string_view forward) {
                        d.col_count(), forward);
 }
 
+// Two figures tie when they differ by no more than rounding: 1e-12 of the larger.
+bool tie(double a, double b) { return std::abs(a - b) <= 1e-12 * std::max(std::abs(a), std::abs(b)); }
+
+// ", tied with 2 other weights": the others that share the extreme value.
+std::string tied(std::size_t others, std::string_view one, std::string_view several) {
+    if (others == 0) return "";
+    return fmt::format(", tied with {} other {}", others, others == 1 ? one : several);
+}
+
+// The first entry (row by row) of the largest or the smallest value, and how many others share it.
+struct Extreme {
+    Eigen::Index row = 0, col = 0;
+    double value = 0;
+    std::size_t others = 0;
+};
+
+Extreme extreme(const Matrix& m, bool largest) {
+    Extreme e{0, 0, m(0, 0), 0};
+    for (Eigen::Index r = 0; r < m.rows(); ++r)
+        for (Eigen::Index c = 0; c < m.cols(); ++c)
+            if (largest ? m(r, c) > e.value : m(r, c) < e.value) e = {r, c, m(r, c), 0};
+    for (Eigen::Index r = 0; r < m.rows(); ++r)
+        for (Eigen::Index c = 0; c < m.cols(); ++c)
+            if ((r != e.row || c != e.col) && tie(m(r, c), e.value)) ++e.others;
+    return e;
+}
+
 // The row with the largest gradient, by its length: "\"x\" (‖dx‖ = 1.2)".
 std::string largest_row(const Stage& d, std::string_view symbol) {
-    Eigen::Index best = 0;
-    for (Eigen::Index r = 1; r < d.row_count(); ++r)
-        if (d.data.row(r).norm() > d.data.row(best).norm()) best = r;
-    return fmt::format("{} (‖{}‖ = {})", quoted(d.rows[static_cast<std::size_t>(best)]), symbol, number(d.data.row(best).norm()));
+    Matrix norms(d.row_count(), 1);
+    for (Eigen::Index r = 0; r < d.row_count(); ++r) norms(r, 0) = d.data.row(r).norm();
+    const Extreme e = extreme(norms, true);
+    return fmt::format("{} (‖{}‖ = {}{})", quoted(d.rows[static_cast<std::size_t>(e.row)]), symbol, number(e.value),
+                       tied(e.others, "row", "rows"));
 }
 
 std::vector<std::string> result_lines(const Trace& trace, const Gradients& g, const Stage& d) {
@@ -73,16 +101,13 @@ std::vector<std::string> weights_lines(const Trace& trace, const Gradients& g, c
                             "that weight, the smaller L.",
                             focus_phrase(trace, g.loss), number(a), number(-1 / a))};
     }
-    Eigen::Index hr = 0, hc = 0, lr = 0, lc = 0;
-    d.data.maxCoeff(&hr, &hc);
-    d.data.minCoeff(&lr, &lc);
-    const auto pair = [&](Eigen::Index r, Eigen::Index c) {
-        return fmt::format("the weight {} puts on {} (dA = {})", quoted(d.rows[static_cast<std::size_t>(r)]),
-                           quoted(d.cols[static_cast<std::size_t>(c)]), number(d.data(r, c)));
+    const auto pair = [&](const Extreme& e) {
+        return fmt::format("the weight {} puts on {} (dA = {}{})", quoted(d.rows[static_cast<std::size_t>(e.row)]),
+                           quoted(d.cols[static_cast<std::size_t>(e.col)]), number(e.value), tied(e.others, "weight", "weights"));
     };
     return {fmt::format("dA_ij = dZ_i·v_j: a weight's gradient is how far its key's value points along its query's context "
                         "gradient. Taken alone, L grows fastest with {} and falls fastest with {}.",
-                        pair(hr, hc), pair(lr, lc))};
+                        pair(extreme(d.data, true)), pair(extreme(d.data, false)))};
 }
 
 std::string over_t(const Trace& trace) { return trace.temperature != 1 ? fmt::format(" / {}", number(trace.temperature)) : ""; }
@@ -95,7 +120,7 @@ std::vector<std::string> masked_lines(const Trace& trace, const Gradients& g, co
                 "scores."};
     if (!masked.applied && weights.allowed)
         return {"Softmax's backward of P, the weights before the hidden ones were zeroed: the hidden scores were in "
-                "softmax's sums (--mask-after-softmax), so their gradient is not 0."};
+                "softmax's sums (--mask-after-softmax), so they get gradient as well."};
     std::vector<std::string> lines{fmt::format(
         "Softmax's backward, row by row: dS''_j = a_j·(dA_j − Σ_k a_k·dA_k){}. Each row sums to 0: raising every score of "
         "a row by the same amount leaves its weights, and L, as they are.",
@@ -104,8 +129,8 @@ std::vector<std::string> masked_lines(const Trace& trace, const Gradients& g, co
         const Eigen::Index q = g.loss.query, k = g.loss.key;
         const double a = weights.data(q, k);
         lines.push_back(fmt::format("In the row of {} this is (a − e_k){}: the score of {} gets ({} − 1){} = {}, so raising "
-                                    "it lowers L; every other key's score gets its own weight{}, so raising it raises L. "
-                                    "The other rows get 0.",
+                                    "it lowers L; the score of every other key the row sees gets that key's weight{}, so "
+                                    "raising it raises L. The other rows get 0.",
                                     quoted(d.rows[static_cast<std::size_t>(q)]), over_t(trace),
                                     quoted(d.cols[static_cast<std::size_t>(k)]), number(a), over_t(trace),
                                     number((a - 1) / trace.temperature), over_t(trace)));
@@ -181,7 +206,7 @@ std::vector<std::string> input_lines(const Trace& trace, const Gradients& g, con
     return lines;
 }
 
-std::vector<std::string> state_lines(const Trace& trace, const Stage& d) {
+std::vector<std::string> state_lines(const Trace& trace, const Gradients& g, const Stage& d) {
     switch (d.id) {
     case StageId::projected_decoder:
     case StageId::projected_encoder:
@@ -190,6 +215,9 @@ std::vector<std::string> state_lines(const Trace& trace, const Stage& d) {
                     "saturates (its value near −1 or 1)."};
         return {};
     case StageId::encoder_states:
+        if (g.loss.kind == LossKind::focus)
+            return {"The focus loss reads the weights, so the encoder states' gradient comes through the scores alone, "
+                    "not through the values the context mixes."};
         return {"The encoder states are the values too: their gradient adds what reaches them through the scores and "
                 "what reaches them as the values the context mixes."};
     default: return {};
@@ -203,26 +231,39 @@ std::string entry(const Stage& d, Eigen::Index r, Eigen::Index c) {
     return fmt::format("{}[{}, {}]", d.parameter, d.rows[static_cast<std::size_t>(r)], d.cols[static_cast<std::size_t>(c)]);
 }
 
+// What rounding leaves where a gradient is 0: 1e-12 of the largest gradient of the run.
+double rounding_floor(const Gradients& g) {
+    double largest = 0;
+    for (const Stage& stage : g.stages) largest = std::max(largest, stage.data.cwiseAbs().maxCoeff());
+    return 1e-12 * largest;
+}
+
 std::vector<std::string> parameter_lines(const Trace& trace, const Gradients& g, const Stage& d) {
     const std::string& p = d.parameter;
-    if ((d.data.array() == 0).all()) {
+    const double floor = rounding_floor(g), largest = d.data.cwiseAbs().maxCoeff();
+    if (largest <= floor) {
         const bool focus = g.loss.kind == LossKind::focus;
         const bool value = p == "W_v" || p == "b_v", output = p == "W_o" || p == "b_o";
-        return {fmt::format("L does not depend on {} here: its gradient is 0 everywhere{}.", p,
-                            focus && value    ? " (the focus loss reads the weights, which the values do not reach)"
-                            : focus && output ? " (the focus loss reads the weights, before the output)"
-                                              : "")};
+        const std::string why = focus && value    ? " (the focus loss reads the weights, which the values do not reach)"
+                                : focus && output ? " (the focus loss reads the weights, before the output)"
+                                                  : "";
+        const std::string rounding =
+            largest > 0 ? fmt::format(", to rounding (no entry beyond {:.2g})", largest) : std::string(why);
+        return {fmt::format("The gradient of {} is 0 everywhere{}: to first order, moving {} does not change L.", p,
+                            rounding, p)};
     }
-    Eigen::Index hr = 0, hc = 0, lr = 0, lc = 0;
-    const double high = d.data.maxCoeff(&hr, &hc), low = d.data.minCoeff(&lr, &lc);
+    Extreme high = extreme(d.data, true), low = extreme(d.data, false);
+    if (high.value <= floor) high.value = 0;  // rounding's sign says nothing
+    if (low.value >= -floor) low.value = 0;
     const std::string focus = g.loss.kind == LossKind::focus ? ": it raises " + focus_phrase(trace, g.loss) + " fastest" : "";
     std::string text;
-    if (low < 0)
-        text = fmt::format("Raising {} lowers L fastest (dL/d{} = {} there, the most negative entry){}", entry(d, lr, lc), p,
-                           number(low), focus);
-    if (high > 0)
-        text += fmt::format("{}aising {} raises L fastest ({})", text.empty() ? "R" : "; r", entry(d, hr, hc), number(high));
-    if (low >= 0) text += ": no entry of its gradient is negative, so raising any entry alone does not lower L";
+    if (low.value < 0)
+        text = fmt::format("Raising {} lowers L fastest (dL/d{} = {} there, the most negative entry{}){}",
+                           entry(d, low.row, low.col), p, number(low.value), tied(low.others, "entry", "entries"), focus);
+    if (high.value > 0)
+        text += fmt::format("{}aising {} raises L fastest ({}{})", text.empty() ? "R" : "; r", entry(d, high.row, high.col),
+                            number(high.value), tied(high.others, "entry", "entries"));
+    if (low.value >= 0) text += ": no entry of its gradient is negative, so raising any entry alone does not lower L";
     return {text + "."};
 }
 
@@ -259,7 +300,7 @@ std::vector<std::string> gradient_explanation(const Trace& trace, const Gradient
     case StageId::inputs:
     case StageId::embeddings:
     case StageId::layernorm: lines = input_lines(trace, g, d); break;
-    default: lines = state_lines(trace, d); break;
+    default: lines = state_lines(trace, g, d); break;
     }
     lines.push_back(shape_line(d, d.name()));
     return lines;

@@ -212,7 +212,7 @@ std::vector<Stage> updated_tables(const LearningStep& s) {
     std::vector<Stage> tables;
     for (const Parameter& p : s.updated) {
         Stage table = parameter_table(p);
-        table.title = fmt::format("{} after the step", p.name);
+        table.title = fmt::format("{} after the step, moved against its gradient", p.name);
         table.formula = fmt::format("{0} − {1}·d{0}", p.name, format_compact(s.step_size, 6));
         tables.push_back(std::move(table));
     }

@@ -53,7 +53,9 @@ void write_step(const BackwardRun& run, const RenderOptions& options, std::ostre
     out << "## " << markdown_escaped(step_heading(step)) << "\n\n";
     for (const std::string& line : step_lines(step, options.digits)) out << "- " << markdown_escaped(line) << '\n';
     out << '\n';
-    for (const Stage& table : updated_tables(step)) write_markdown_section(shape_heading(table.title, table), table, {}, options, out);
+    const std::vector<Stage> tables = updated_tables(step);
+    for (std::size_t i = 0; i < tables.size(); ++i)
+        write_markdown_section(shape_heading(step.updated[i].name + " after the step", tables[i]), tables[i], {}, options, out);
     for (const Stage* stage : after_shown(run, options))
         write_markdown_section(shape_heading(fmt::format("{} after the step", stage->name()), *stage), *stage, {}, options, out);
 }
@@ -62,6 +64,7 @@ void write_step(const BackwardRun& run, const RenderOptions& options, std::ostre
 
 void write_backward_markdown(const BackwardRun& run, const RenderOptions& options, std::ostream& out) {
     render(run.trace, forward_options(run, options), out);
+    if (run.trace.worked) out << '\n';  // the worked example's code block ends without an empty line
     const Gradients& g = run.gradients;
     out << "## backward\n\n" << markdown_code(loss_line(g, options.digits)) << " — " << markdown_escaped(g.title) << "\n\n";
     for (const Stage* gradient : run.shown)

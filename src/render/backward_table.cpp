@@ -28,9 +28,12 @@ void write_step(const BackwardRun& run, const RenderOptions& options, std::ostre
     const LearningStep& step = *run.step;
     out << '\n';
     put_wrapped(out, step_heading(step), options.width);
-    for (const Stage& table : updated_tables(step)) {
+    const std::vector<Stage> tables = updated_tables(step);
+    for (std::size_t i = 0; i < tables.size(); ++i) {
+        const Stage& table = tables[i];
         out << '\n';
-        write_table_stage(fmt::format("{} · {}×{} · {}", table.title, table.row_count(), table.col_count(), table.formula),
+        write_table_stage(fmt::format("{} after the step · {}×{} · {}", step.updated[i].name, table.row_count(),
+                                      table.col_count(), table.formula),
                           table, options, out);
     }
     out << '\n';
