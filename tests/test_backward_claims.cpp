@@ -334,8 +334,15 @@ bool Claims::projection_claim(const std::string& line) {
 bool Claims::input_claim(const std::string& line) {
     std::smatch got;
     const std::string x = m_.vars.count("inputs") ? "inputs" : "embeddings";
-    if (line.rfind("dX = dQ·W_qᵀ + dK·W_kᵀ + dV·W_vᵀ: each token's vector reaches L as a query, as a key and as a value.", 0) == 0) {
+    if (line.rfind("dX = dQ·W_qᵀ + dK·W_kᵀ + dV·W_vᵀ: each token's vector reaches L ", 0) == 0) {
         CHECK((!m_.layer.plain && key_ == "inputs"));
+        if (focus()) {  // no way through the values
+            CHECK_THAT(line, Contains("reaches L as a query and as a key (the focus loss reads the weights, which the values do not reach)."));
+            for (const auto& row : d_stage_grid(m_, spec_, "values", 0, rows(), 1))
+                for (const double v : row) CHECK(std::abs(v) < 1e-9);
+        } else {
+            CHECK_THAT(line, Contains("reaches L as a query, as a key and as a value."));
+        }
         return largest_row_claim(line, x, "dx");
     }
     if (line.rfind("X is the queries, the keys and the values at once: dX = dQ + dK + dV.", 0) == 0) {

@@ -166,6 +166,10 @@ TEST_CASE("the stage option selects gradients by their d_ names beside forward s
     CHECK(both["stages"][0]["name"] == "weights");
     CHECK(both["gradients"].size() == 1);
     CHECK(both["gradients"]["context"]["name"] == "d_context");
+    // Forward stages alone: no gradient, the loss still.
+    const json forward_only = run_json({"-m", "self", "--dim", "2", "--backward", "sum", "-s", "weights"});
+    CHECK(forward_only["gradients"].empty());
+    CHECK(forward_only["loss"]["kind"] == "sum");
     // --head shows one head's gradients, with the run-wide ones.
     const json head = run_json({"-m", "self", "--heads", "2", "--dim", "4", "--head", "2", "--backward", "sum", "-s",
                                 "d_weights,d_W_q"});

@@ -490,6 +490,7 @@ TEST_CASE("the output shown in README.md and docs/ is what attntrace prints", "[
     CHECK(checked["multi-head.md"] >= 7);
     CHECK(checked["from-pytorch.md"] >= 2);
     CHECK(checked["input-format.md"] >= 1);
+    CHECK(checked["gradients.md"] >= 6);
 }
 
 TEST_CASE("what the prose of README.md and docs/ says attntrace prints holds", "[docs]") {
@@ -517,6 +518,7 @@ TEST_CASE("what the prose of README.md and docs/ says attntrace prints holds", "
     CHECK(claims["performance.md"] >= 3);
     CHECK(claims["streaming.md"] >= 2);
     CHECK(claims["architecture.md"] >= 1);
+    CHECK(claims["gradients.md"] >= 15);
 }
 
 namespace {

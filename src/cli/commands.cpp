@@ -713,6 +713,8 @@ const std::vector<UsageExample> trace_examples{
     {"attntrace -s scores,weights", "only the scores and the softmax weights"},
     {"attntrace -m causal -s masked,weights", "the causal mask and the zero weights it leaves"},
     {"attntrace --example teacher_smiled -q smiled", "the row of \"smiled\", worked through by hand"},
+    {"attntrace -m self --backward focus:journey=starts --step-size 0.5",
+     "the gradients of a loss, from the loss back to the inputs, and one learning step (docs/gradients.md)"},
     {"attntrace my_sentence.json -m self --seed 7", "your own input (docs/input-format.md), weights generated"},
     {"attntrace -f json | jq '.stages[] | select(.name == \"weights\") | .data[1]'", "one row of weights, by jq"},
     {"attntrace -f csv --tidy -o trace.csv", "one line per number, for pandas.read_csv"},

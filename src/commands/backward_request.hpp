@@ -26,6 +26,7 @@ struct BackwardRequest {
     std::optional<double> step_size;   // --step-size η: one step of gradient descent
     std::vector<std::string> stages;   // the gradients -s names ("d_weights"), taken out of its list
     bool forward_shown = true;         // false when -s names gradients only
+    bool gradients_shown = true;       // false when -s names forward stages only (the loss still shows)
     std::optional<std::string> svg_of; // --svg-stage d_NAME: the forward stage NAME whose gradient --svg draws
 };
 

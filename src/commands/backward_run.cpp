@@ -103,6 +103,7 @@ void take_gradient_stages(TraceRequest& request) {
     if (b.step_size && request.check)
         throw UsageError("--check verifies the gradients and --step-size takes a step with them: give one at a time");
     b.forward_shown = request.stages.empty() || !forward.empty();
+    b.gradients_shown = request.stages.empty() || !gradients.empty();
     b.stages = std::move(gradients);
     request.stages = std::move(forward);
 }
@@ -156,6 +157,7 @@ std::vector<const Stage*> shown_gradients(const Gradients& g, const TraceRequest
                                          fmt::join(present, ", ")));
         }
     std::vector<const Stage*> shown;
+    if (!request.backward->gradients_shown) return shown;
     const int head = request.render.head;
     for (const Stage& d : g.stages)
         if ((asked.empty() || std::find(asked.begin(), asked.end(), gradient_name(d)) != asked.end()) &&

@@ -195,8 +195,12 @@ std::vector<std::string> input_lines(const Trace& trace, const Gradients& g, con
         lines.push_back("The inputs reach L only through the layer normalisation, whose backward pass spreads each row's "
                         "gradient over its numbers.");
     else if (trace.has_parameter("W_q"))
-        lines.push_back(fmt::format("dX = dQ·W_qᵀ + dK·W_kᵀ + dV·W_vᵀ: each token's vector reaches L as a query, as a key "
-                                    "and as a value. The largest gradient is {}.",
+        lines.push_back(fmt::format("dX = dQ·W_qᵀ + dK·W_kᵀ + dV·W_vᵀ: each token's vector reaches L {}. The largest "
+                                    "gradient is {}.",
+                                    g.loss.kind == LossKind::focus
+                                        ? "as a query and as a key (the focus loss reads the weights, which the values do "
+                                          "not reach)"
+                                        : "as a query, as a key and as a value",
                                     largest_row(d, "dx")));
     else
         lines.push_back(fmt::format("X is the queries, the keys and the values at once: dX = dQ + dK + dV. The largest "
