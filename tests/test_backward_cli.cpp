@@ -114,6 +114,21 @@ TEST_CASE("the backward pass agrees with the test's differences with several hea
     check_losses({"-m", "causal", "--positions", "sinusoidal", "--position-offset", "3"}, "step", "journey");
 }
 
+TEST_CASE("a key and value head's gradient says which query heads it sums over", "[backward][cli]") {
+    // 4 heads over 2 key/value heads: heads 1 and 2 share the first, 3 and 4 the second.
+    const std::vector<std::string> grouped{"-m", "causal", "--heads", "4", "--kv-heads", "2", "--dim", "8"};
+    const json sum = run_json(with(grouped, {"--backward", "sum", "-s", "d_keys"}));
+    const std::vector<json> keys = gradient_entries(sum, "keys");
+    REQUIRE(keys.size() == 4);
+    CHECK(keys[0]["title"] == "Gradient of the keys (key/value head 1: the sum over the query heads 1, 2 that share it)");
+    CHECK(keys[3]["title"] == "Gradient of the keys (key/value head 2: the sum over the query heads 3, 4 that share it)");
+    // A focus loss on head 2 reaches that head alone.
+    const json focus = run_json(with(grouped, {"--head", "2", "--backward", "focus:step=Your", "-s", "d_keys"}));
+    const std::vector<json> one = gradient_entries(focus, "keys");
+    REQUIRE(one.size() == 1);
+    CHECK(one[0]["title"] == "Gradient of the keys (key/value head 1: from query head 2, the one of its heads the loss reaches)");
+}
+
 TEST_CASE("the backward pass agrees with the test's differences for Bahdanau's three scores and a padded source", "[backward][cli][bahdanau]") {
     for (const char* score : {"additive", "dot", "general"})
         check_losses({"example:teacher_smiled_fr", "--score", score}, "souri", "smiled");

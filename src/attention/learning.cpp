@@ -14,7 +14,7 @@
 namespace attntrace {
 namespace {
 
-bool several_heads(const Trace& t) { return t.mode != Mode::bahdanau && t.heads > 1; }
+bool heads_apart(const Trace& t) { return t.mode != Mode::bahdanau && t.heads > 1; }
 
 // J(j, k) = ∂a_j/∂s''_k of the row, with the short form's parts (a, dA, Σ, the divisor).
 void row_jacobian(BackwardRow& w, const Vector& masked) {
@@ -104,7 +104,7 @@ std::vector<std::string> gradient_names() {
 std::string gradient_name(const Stage& gradient) { return fmt::format("d_{}", gradient.key()); }
 
 BackwardRow work_backward_row(const Trace& t, const Gradients& g, Eigen::Index row, int head) {
-    const int h = several_heads(t) ? std::max(head, 1) : 0;
+    const int h = heads_apart(t) ? std::max(head, 1) : 0;
     const Stage* d_weights = g.find(StageId::weights, h);
     if (!d_weights)
         throw UsageError(fmt::format("--query: the focus loss is on head {}, so head {} gets no gradient (--head {} works "
@@ -192,7 +192,7 @@ LearningStep take_step(const Problem& problem, const TraceOptions& options, cons
         throw DataError(fmt::format("after the step of --step-size {}: {}", step_size, e.what()));
     }
     if (g.loss.kind == LossKind::focus) {
-        const int h = several_heads(t) ? g.loss.head : 0;
+        const int h = heads_apart(t) ? g.loss.head : 0;
         const Stage& weights = t.at(StageId::weights, h);
         step.weight_before = weights.data(g.loss.query, g.loss.key);
         step.focus_query = weights.rows[static_cast<std::size_t>(g.loss.query)];

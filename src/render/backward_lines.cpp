@@ -203,8 +203,6 @@ std::vector<std::string> step_lines(const LearningStep& s, int digits) {
                                     "is back above where it started by η = {}; the gradient describes L only near the "
                                     "weights it was taken at",
                                     eta(s.step_size), eta(*s.lowering_step), number(*s.lowering_loss), eta(s.step_size)));
-    else if (change > 0)
-        lines.push_back(fmt::format("no smaller step tried (η/2 down to η/2^{}) lowers the loss either", s.halvings_tried));
     return lines;
 }
 

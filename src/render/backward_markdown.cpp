@@ -37,7 +37,7 @@ std::string shape_heading(const std::string& name, const Stage& stage) {
                        stage.col_count());
 }
 
-void write_row(const BackwardRow& row, const RenderOptions& options, std::ostream& out) {
+void write_markdown_row(const BackwardRow& row, const RenderOptions& options, std::ostream& out) {
     const RowText text = backward_row_text(row, options.digits);
     write_code_block("one row, backward", text.before, out);
     if (text.jacobian) {
@@ -48,7 +48,7 @@ void write_row(const BackwardRow& row, const RenderOptions& options, std::ostrea
     write_code_block("the short form", text.after, out);
 }
 
-void write_step(const BackwardRun& run, const RenderOptions& options, std::ostream& out) {
+void write_markdown_step(const BackwardRun& run, const RenderOptions& options, std::ostream& out) {
     const LearningStep& step = *run.step;
     out << "## " << markdown_escaped(step_heading(step)) << "\n\n";
     for (const std::string& line : step_lines(step, options.digits)) out << "- " << markdown_escaped(line) << '\n';
@@ -71,8 +71,8 @@ void write_backward_markdown(const BackwardRun& run, const RenderOptions& option
         write_markdown_section(shape_heading(gradient_name(*gradient), *gradient),
                                *gradient, options.explain ? gradient_explanation(run.trace, g, *gradient) : std::vector<std::string>{},
                                options, out);
-    if (run.row) write_row(*run.row, options, out);
-    if (run.step) write_step(run, options, out);
+    if (run.row) write_markdown_row(*run.row, options, out);
+    if (run.step) write_markdown_step(run, options, out);
 }
 
 }  // namespace attntrace

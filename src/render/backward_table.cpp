@@ -24,7 +24,7 @@ void write_table_stage(const std::string& heading, const Stage& stage, const Ren
     write_table_matrix(stage, options, out);
 }
 
-void write_step(const BackwardRun& run, const RenderOptions& options, std::ostream& out) {
+void write_table_step(const BackwardRun& run, const RenderOptions& options, std::ostream& out) {
     const LearningStep& step = *run.step;
     out << '\n';
     put_wrapped(out, step_heading(step), options.width);
@@ -70,7 +70,7 @@ void write_backward_table(const BackwardRun& run, const RenderOptions& options, 
         if (text.jacobian) write_table_matrix(*text.jacobian, plain, out);
         put_lines(text.after, options.width, out);
     }
-    if (run.step) write_step(run, plain, out);
+    if (run.step) write_table_step(run, plain, out);
 }
 
 }  // namespace attntrace
