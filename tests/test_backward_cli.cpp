@@ -139,6 +139,37 @@ TEST_CASE("the backward pass agrees with the test's differences on a GPT-2 layer
     check_losses({cli::data_file("arrays/toy_gpt2.safetensors"), "--from", "gpt2", "--layer", "1"}, "t4", "t2", 1);
 }
 
+namespace {
+
+// A .npy file of float64 numbers in C order, written byte by byte as NumPy's format 1.0 lays it out.
+std::string npy_of(const Grid& g) {
+    std::string header = fmt::format("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, {}), }}", g.size(), g[0].size());
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    std::string bytes = "\x93NUMPY";
+    bytes += '\x01', bytes += '\x00';
+    bytes += static_cast<char>(header.size() & 0xff), bytes += static_cast<char>(header.size() >> 8);
+    bytes += header;
+    for (const auto& row : g)
+        for (const double v : row) bytes.append(reinterpret_cast<const char*>(&v), sizeof v);  // little-endian x86-64
+    return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("a target loss reads its targets from a .npy file as from JSON", "[backward][cli]") {
+    const json forward = run_json({});
+    const Model m = model_of(forward);
+    naive::LossSpec spec;
+    spec.kind = naive::LossSpec::Kind::target;
+    spec.target = naive::Lcg{11}.grid(6, 3);
+    const cli::TempFile npy(npy_of(spec.target), "target.npy");
+    const json doc = run_json({"--backward", "target:" + npy.path()});
+    CHECK(doc["loss"]["value"].get<double>() == Approx(loss_of(m, m.vars, spec)).epsilon(1e-12));
+    CHECK(worst_error(grid_of(doc["gradients"]["inputs"]["data"]), d_var_grid(m, spec, "inputs")) < 1e-6);
+    CHECK(worst_error(grid_of(doc["loss"]["target"]), spec.target) == 0);
+}
+
 TEST_CASE("the backward pass prints the loss and then the gradients back to the inputs with formula and shape",
           "[backward][cli]") {
     const auto r = cli::run({"-m", "self", "--dim", "2", "--backward", "focus:journey=starts"});
