@@ -696,6 +696,7 @@ TEST_CASE("the output shown in README.md and docs/ is what attntrace prints", "[
     CHECK(checked["from-pytorch.md"] >= 2);
     CHECK(checked["input-format.md"] >= 1);
     CHECK(checked["output-formats.md"] >= 4);
+    CHECK(checked["gradients.md"] >= 6);
 }
 
 TEST_CASE("what the prose of README.md and docs/ says attntrace prints holds", "[docs]") {
@@ -732,6 +733,7 @@ TEST_CASE("what the prose of README.md and docs/ says attntrace prints holds", "
     CHECK(claims["architecture.md"] >= 1);
     CHECK(claims["output-formats.md"] >= 140);
     CHECK(claims["robustness.md"] >= 80);
+    CHECK(claims["gradients.md"] >= 15);
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include "render/formats.hpp"
 #include "render/number.hpp"
 #include "render/reports.hpp"
+#include "render/stage_parts.hpp"
 #include "render/summary_text.hpp"
 
 #include <cmath>
@@ -67,9 +68,7 @@ void write_stage(const Stage& stage, const RenderOptions& options, std::ostream&
         return;
     }
     write_row(out, "applied", {"true"});
-    const StageText text = stage_text(stage, options.digits);
-    write_row(out, "row", text.header);
-    for (std::size_t r = 0; r < text.rows.size(); ++r) write_cells(out, text, r);
+    write_csv_table(stage, options, out);
 }
 
 // A block per matrix, like a stage's: `stage,parameters`, `formula,NAME: …`, then the table;
@@ -198,6 +197,14 @@ public:
 };
 
 }  // namespace
+
+std::string csv_field(std::string_view text) { return csv_text(text); }
+
+void write_csv_table(const Stage& stage, const RenderOptions& options, std::ostream& out) {
+    const StageText text = stage_text(stage, options.digits);
+    write_row(out, "row", text.header);
+    for (std::size_t r = 0; r < text.rows.size(); ++r) write_cells(out, text, r);
+}
 
 const Renderer& csv_renderer() {
     static const CsvRenderer renderer;

@@ -8,6 +8,7 @@
 #include "render/formats.hpp"
 #include "render/json_writer.hpp"
 #include "render/reports.hpp"
+#include "render/stage_parts.hpp"
 
 namespace attntrace {
 namespace {
@@ -277,38 +278,7 @@ void write_document(std::ostream& os, Body&& body) {
 class JsonRenderer final : public Renderer {
 public:
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& os) const override {
-        write_document(os, [&](JsonWriter& json, fmt::memory_buffer& out) {
-            write_header(json, trace, "attntrace.trace/1");
-            if (mode_spec(trace.mode).reads_pair) {
-                json.key("score").string(to_string(trace.score));
-                json.key("source_tokens").strings(trace.source_tokens);
-                json.key("target_tokens").strings(trace.target_tokens);
-            } else {
-                json.key("tokens").strings(trace.tokens);
-            }
-            write_dims(json, trace);
-            const std::vector<Shown> shown = shown_stages(trace, options);
-            if (std::any_of(shown.begin(), shown.end(), [](const Shown& item) { return !item.stage; })) {
-                json.key("parameters").object();
-                for (const auto& p : trace.parameters) {  // as given: exact, a vector as a vector
-                    json.key(p.name);
-                    if (p.vector) json.numbers(p.data.row(0), Dtype::float64);
-                    else json.matrix(p.data, Dtype::float64);
-                }
-                json.end();
-            }
-            json.key("stages").array();
-            for (const Shown& item : shown) {
-                if (!item.stage) continue;  // the "parameters" object above
-                write_stage(json, trace, *item.stage, options);
-                flush(out, os);  // stage by stage: a large trace never holds two copies of its text
-            }
-            json.end();
-            if (trace.worked) {
-                json.key("worked");
-                write_worked(json, *trace.worked, trace.dtype);
-            }
-        });
+        write_trace_document(trace, options, os, {});
     }
 
     void summary(const Summary& s, const RenderOptions&, std::ostream& os) const override {
@@ -471,6 +441,46 @@ public:
 };
 
 }  // namespace
+
+void write_trace_document(const Trace& trace, const RenderOptions& options, std::ostream& os, const JsonMembers& more) {
+    write_document(os, [&](JsonWriter& json, fmt::memory_buffer& out) {
+        write_header(json, trace, "attntrace.trace/1");
+        if (mode_spec(trace.mode).reads_pair) {
+            json.key("score").string(to_string(trace.score));
+            json.key("source_tokens").strings(trace.source_tokens);
+            json.key("target_tokens").strings(trace.target_tokens);
+        } else {
+            json.key("tokens").strings(trace.tokens);
+        }
+        write_dims(json, trace);
+        const std::vector<Shown> shown = shown_stages(trace, options);
+        if (std::any_of(shown.begin(), shown.end(), [](const Shown& item) { return !item.stage; })) {
+            json.key("parameters").object();
+            for (const auto& p : trace.parameters) {  // as given: exact, a vector as a vector
+                json.key(p.name);
+                if (p.vector) json.numbers(p.data.row(0), Dtype::float64);
+                else json.matrix(p.data, Dtype::float64);
+            }
+            json.end();
+        }
+        json.key("stages").array();
+        for (const Shown& item : shown) {
+            if (!item.stage) continue;  // the "parameters" object above
+            write_stage(json, trace, *item.stage, options);
+            flush(out, os);  // stage by stage: a large trace never holds two copies of its text
+        }
+        json.end();
+        if (trace.worked) {
+            json.key("worked");
+            write_worked(json, *trace.worked, trace.dtype);
+        }
+        if (more) more(json, out);
+    });
+}
+
+void write_json_stage(JsonWriter& json, const Trace& trace, const Stage& stage, const RenderOptions& options) {
+    write_stage(json, trace, stage, options);
+}
 
 const Renderer& json_renderer() {
     static const JsonRenderer renderer;

@@ -5,6 +5,7 @@
 #include "render/explain.hpp"
 #include "render/formats.hpp"
 #include "render/reports.hpp"
+#include "render/stage_parts.hpp"
 #include "render/summary_text.hpp"
 #include "render/worked_text.hpp"
 
@@ -187,6 +188,13 @@ public:
 };
 
 }  // namespace
+
+std::string markdown_escaped(std::string_view text) { return markdown_text(text); }
+std::string markdown_code(std::string_view text) { return code_span(text); }
+std::string markdown_fence(const std::vector<std::string>& lines) { return code_fence(lines); }
+void write_markdown_table(const Stage& stage, const RenderOptions& options, std::ostream& out) {
+    write_table(stage, options, out);
+}
 
 const Renderer& markdown_renderer() {
     static const MarkdownRenderer renderer;

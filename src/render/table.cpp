@@ -7,6 +7,7 @@
 #include "render/number.hpp"
 #include "render/reports.hpp"
 #include "render/shading.hpp"
+#include "render/stage_parts.hpp"
 #include "render/summary_text.hpp"
 #include "render/text.hpp"
 #include "render/worked_text.hpp"
@@ -457,6 +458,10 @@ public:
 };
 
 }  // namespace
+
+void write_table_matrix(const Stage& stage, const RenderOptions& options, std::ostream& out) {
+    write_matrix(stage, options, out);
+}
 
 const Renderer& table_renderer() {
     static const TableRenderer renderer;
