@@ -1,13 +1,13 @@
 // `attntrace check-answers INPUT ANSWERS`: a learner's own numbers for some stages, compared
 // with the trace of the same input and options; the first difference of each stage, and the
-// classic mistake that reproduces all of a stage's numbers when one does (attention/mistakes).
+// classic mistake that reproduces all of a stage's numbers when one does (practice/mistakes).
 #pragma once
 
-#include "attention/mistakes.hpp"
 #include "attention/trace.hpp"
-#include "input/answers.hpp"
 #include "input/limits.hpp"
 #include "input/load.hpp"
+#include "practice/answers.hpp"
+#include "practice/mistakes.hpp"
 #include "render/render.hpp"
 #include "util/memory.hpp"
 

@@ -1,7 +1,7 @@
 // `attntrace quiz`: practice with feedback. Each round picks (from a seed) an example, a mode
 // and a question on one stage, shows the trace up to that stage with the asked entry (or its
 // row) hidden, reads one answer and checks it to the precision it was written with; a wrong
-// answer gets the known mistake that gives that number (attention/mistakes) and the arithmetic
+// answer gets the known mistake that gives that number (practice/mistakes) and the arithmetic
 // of the entry (attention/worked). A score at the end; exit 1 unless every answer was right.
 #pragma once
 

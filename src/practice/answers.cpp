@@ -1,4 +1,4 @@
-#include "input/answers.hpp"
+#include "practice/answers.hpp"
 
 #include "core/error.hpp"
 #include "input/json_text.hpp"

@@ -1,4 +1,4 @@
-#include "attention/mistakes.hpp"
+#include "practice/mistakes.hpp"
 
 #include "attention/masks.hpp"
 
