@@ -262,6 +262,67 @@ void write_context(JsonWriter& json, const ContextIn& in) {
     json.end().end();
 }
 
+// One step of a decode: the new token, its key and value appended to each key/value head's
+// cache, each head's query, scores, weights and context, and the check against the full trace.
+void write_decode_step(JsonWriter& json, const Decode& d, const DecodeStep& s) {
+    json.object();
+    json.key("position").integer(s.position).key("token").string(s.token);
+    json.key("x").numbers(s.x, d.dtype);
+    json.key("cache_tokens").integer(s.cache_tokens);
+    json.key("cache_numbers").integer(s.cache_numbers);
+    json.key("cache_bytes").integer(s.cache_bytes);
+    // the new token's key and value, appended to each key/value head's cache
+    const auto kv_row = [&](const Matrix& m) { return std::vector<double>(m.row(s.position - 1).begin(), m.row(s.position - 1).end()); };
+    const auto write_head = [&](const DecodeHead& h) {
+        json.key("q").numbers(h.q, d.dtype);
+        json.key("scores").numbers(h.scores, d.dtype);
+        json.key("scaled").numbers(h.scaled, d.dtype);
+        json.key("weights").numbers(h.weights, d.dtype);
+        json.key("context").numbers(h.context, d.dtype);
+    };
+    if (d.caches.size() == 1 && d.caches.front().kv_head == 0) {
+        json.key("k").numbers(kv_row(d.caches.front().keys), d.dtype);
+        json.key("v").numbers(kv_row(d.caches.front().values), d.dtype);
+    } else {
+        json.key("kv_heads").array();
+        for (const KvCache& c : d.caches)
+            json.object(Layout::inline_).key("kv_head").integer(c.kv_head)
+                .key("k").numbers(kv_row(c.keys), d.dtype).key("v").numbers(kv_row(c.values), d.dtype).end();
+        json.end();
+    }
+    if (s.heads.size() == 1 && s.heads.front().head == 0) {
+        write_head(s.heads.front());
+    } else {
+        json.key("heads").array();
+        for (const DecodeHead& h : s.heads) {
+            json.object().key("head").integer(h.head).key("kv_head").integer(h.kv_head);
+            write_head(h);
+            json.end();
+        }
+        json.end();
+    }
+    json.key("matches_full_trace").boolean(s.matches_full_trace);
+    json.key("max_difference").number(s.max_difference, Dtype::float64);
+    json.key("dot_products").object(Layout::inline_).key("cached").integer(s.position)
+        .key("recomputed").integer(s.position * s.position).end();
+    json.end();
+}
+
+// What the KV cache holds, in each layout of its heads.
+void write_kv_footprint(JsonWriter& json, const Decode& d) {
+    json.key("kv_cache").object();
+    json.key("layers").integer(1).key("bytes_per_number").integer(d.bytes_per_number);
+    json.key("d_head").integer(d.d_head).key("d_v").integer(d.d_v);
+    json.key("context_tokens").integer(d.context_tokens);
+    json.key("layouts").array();
+    for (const KvFootprint& f : d.footprint)
+        json.object(Layout::inline_).key("layout").string(f.layout).key("kv_heads").integer(f.kv_heads)
+            .key("numbers_per_token").integer(f.numbers_per_token).key("bytes_per_token").integer(f.bytes_per_token)
+            .key("bytes").integer(f.bytes).key("this_run").boolean(f.this_run).end();
+    json.end();
+    json.end();
+}
+
 // One document, an object: `body` writes its members (and may flush the buffer as it goes).
 template <typename Body>
 void write_document(std::ostream& os, Body&& body) {
@@ -393,63 +454,13 @@ public:
             json.key("max_difference").number(d.max_difference, Dtype::float64);
             json.key("steps").array();
             for (const DecodeStep& s : d.steps) {
-                json.object();
-                json.key("position").integer(s.position).key("token").string(s.token);
-                json.key("x").numbers(s.x, d.dtype);
-                json.key("cache_tokens").integer(s.cache_tokens);
-                json.key("cache_numbers").integer(s.cache_numbers);
-                json.key("cache_bytes").integer(s.cache_bytes);
-                // the new token's key and value, appended to each key/value head's cache
-                const auto kv_row = [&](const Matrix& m) { return std::vector<double>(m.row(s.position - 1).begin(), m.row(s.position - 1).end()); };
-                const auto write_head = [&](const DecodeHead& h) {
-                    json.key("q").numbers(h.q, d.dtype);
-                    json.key("scores").numbers(h.scores, d.dtype);
-                    json.key("scaled").numbers(h.scaled, d.dtype);
-                    json.key("weights").numbers(h.weights, d.dtype);
-                    json.key("context").numbers(h.context, d.dtype);
-                };
-                if (d.caches.size() == 1 && d.caches.front().kv_head == 0) {
-                    json.key("k").numbers(kv_row(d.caches.front().keys), d.dtype);
-                    json.key("v").numbers(kv_row(d.caches.front().values), d.dtype);
-                } else {
-                    json.key("kv_heads").array();
-                    for (const KvCache& c : d.caches)
-                        json.object(Layout::inline_).key("kv_head").integer(c.kv_head)
-                            .key("k").numbers(kv_row(c.keys), d.dtype).key("v").numbers(kv_row(c.values), d.dtype).end();
-                    json.end();
-                }
-                if (s.heads.size() == 1 && s.heads.front().head == 0) {
-                    write_head(s.heads.front());
-                } else {
-                    json.key("heads").array();
-                    for (const DecodeHead& h : s.heads) {
-                        json.object().key("head").integer(h.head).key("kv_head").integer(h.kv_head);
-                        write_head(h);
-                        json.end();
-                    }
-                    json.end();
-                }
-                json.key("matches_full_trace").boolean(s.matches_full_trace);
-                json.key("max_difference").number(s.max_difference, Dtype::float64);
-                json.key("dot_products").object(Layout::inline_).key("cached").integer(s.position)
-                    .key("recomputed").integer(s.position * s.position).end();
-                json.end();
+                write_decode_step(json, d, s);
                 if (out.size() > (1 << 16)) flush(out, os);
             }
             json.end();
             json.key("dot_products").object(Layout::inline_).key("per_head").boolean(true)
                 .key("cached").integer(d.dots_cached / d.heads).key("recomputed").integer(d.dots_recomputed / d.heads).end();
-            json.key("kv_cache").object();
-            json.key("layers").integer(1).key("bytes_per_number").integer(d.bytes_per_number);
-            json.key("d_head").integer(d.d_head).key("d_v").integer(d.d_v);
-            json.key("context_tokens").integer(d.context_tokens);
-            json.key("layouts").array();
-            for (const KvFootprint& f : d.footprint)
-                json.object(Layout::inline_).key("layout").string(f.layout).key("kv_heads").integer(f.kv_heads)
-                    .key("numbers_per_token").integer(f.numbers_per_token).key("bytes_per_token").integer(f.bytes_per_token)
-                    .key("bytes").integer(f.bytes).key("this_run").boolean(f.this_run).end();
-            json.end();
-            json.end();
+            write_kv_footprint(json, d);
         });
     }
 
