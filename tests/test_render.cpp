@@ -1,5 +1,6 @@
 // The table format: alignment by display width, fitting the terminal, rounding, masked cells.
 #include "attention/trace.hpp"
+#include "render/json_writer.hpp"
 #include "render/number.hpp"
 #include "render/render.hpp"
 #include "support/cli.hpp"
@@ -13,6 +14,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <sstream>
 
 using namespace attntrace;
@@ -368,4 +371,29 @@ TEST_CASE("the other formats keep the same labels as text", "[render][formats]")
     REQUIRE(table.exit_code == 0);
     CHECK_THAT(table.out, Contains("<b>d</b>") && Contains("a,\"b\"") && Contains("<script>alert(1)</scrip…"));
     CHECK(table.out.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("JsonWriter::real writes a double as nlohmann_json writes it", "[render][json]") {
+    std::vector<double> values{0.0, -0.0, 1.0, -1.0, 0.5, 0.25, 5e-05, 1e-4, 1e-5, 123.0, 1e15, 1e16, 1e17,
+                               123456789012345.0, 1234567890123456.0, 1.0 / 3, 2.0 / 3, 0.1, 0.2, 0.30000000000000004,
+                               std::numeric_limits<double>::max(), std::numeric_limits<double>::min(),
+                               std::numeric_limits<double>::denorm_min(), std::numeric_limits<double>::epsilon(), 6.02e23,
+                               -2.5e-300};
+    std::uint64_t state = 12345;  // a few thousand more, their bits drawn by splitmix64
+    for (int i = 0; i < 4000; ++i) {
+        std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        double v = 0;
+        std::memcpy(&v, &z, sizeof v);
+        if (std::isfinite(v)) values.push_back(v);
+        values.push_back(static_cast<double>(z % 100000) / 10000);  // four decimals, as answers have
+    }
+    for (const double v : values) {
+        fmt::memory_buffer out;
+        JsonWriter(out).real(v);
+        INFO(nlohmann::json(v).dump());
+        CHECK(std::string(out.data(), out.size()) == nlohmann::json(v).dump());
+    }
 }
