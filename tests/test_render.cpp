@@ -1,5 +1,6 @@
 // The table format: alignment by display width, fitting the terminal, rounding, masked cells.
 #include "attention/trace.hpp"
+#include "core/error.hpp"
 #include "render/json_writer.hpp"
 #include "render/number.hpp"
 #include "render/render.hpp"
@@ -371,6 +372,62 @@ TEST_CASE("the other formats keep the same labels as text", "[render][formats]")
     REQUIRE(table.exit_code == 0);
     CHECK_THAT(table.out, Contains("<b>d</b>") && Contains("a,\"b\"") && Contains("<script>alert(1)</scrip…"));
     CHECK(table.out.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("each format's renderer shows exactly the products the table of formats gives it", "[render][formats]") {
+    const auto implements = [](const Renderer& r, Product p) {
+        switch (p) {
+        case Product::trace: return dynamic_cast<const ShowsTrace*>(&r) != nullptr;
+        case Product::summary: return dynamic_cast<const ShowsSummary*>(&r) != nullptr;
+        case Product::similarity: return dynamic_cast<const ShowsSimilarity*>(&r) != nullptr;
+        case Product::comparison: return dynamic_cast<const ShowsComparison*>(&r) != nullptr;
+        case Product::check: return dynamic_cast<const ShowsCheck*>(&r) != nullptr;
+        case Product::decode: return dynamic_cast<const ShowsDecode*>(&r) != nullptr;
+        }
+        return false;
+    };
+    constexpr Product products[] = {Product::trace,      Product::summary, Product::similarity,
+                                    Product::comparison, Product::check,   Product::decode};
+    for (const auto& [format, name] : format_names)
+        for (const Product product : products) {
+            INFO(fmt::format("{}, product {}", name, static_cast<int>(product)));
+            CHECK(shows(format, product) == implements(renderer(format), product));
+        }
+    // The table itself: every format but JSON Lines shows every product; JSON Lines writes only
+    // a summary's lines.
+    for (const Format format : {Format::table, Format::json, Format::markdown, Format::csv})
+        for (const Product product : {Product::trace, Product::summary, Product::similarity, Product::comparison,
+                                      Product::check, Product::decode})
+            CHECK(shows(format, product));
+    for (const Product product : products) CHECK(shows(Format::jsonl, product) == (product == Product::summary));
+    // The choices a command offers come from the table, in its order.
+    CHECK(formats_showing(Product::trace) == std::vector<std::string>{"table", "json", "markdown", "csv"});
+    CHECK(formats_showing(Product::summary) == std::vector<std::string>{"table", "json", "markdown", "csv", "jsonl"});
+}
+
+TEST_CASE("a format that does not show a product is refused, saying which formats do", "[render][formats]") {
+    const auto refusal = [](Format format, Product product) -> std::string {
+        try {
+            require_format(format, product);
+        } catch (const UsageError& e) {
+            return e.what();
+        }
+        return "(not refused)";
+    };
+    CHECK(refusal(Format::jsonl, Product::trace) ==
+          "--format jsonl writes the lines of --summary, one per query; a trace is one document: use --format json");
+    CHECK(refusal(Format::jsonl, Product::decode) ==
+          "--format jsonl writes the lines of --summary, one per query; a decode is one document: use --format json");
+    CHECK(refusal(Format::jsonl, Product::check) == "--format jsonl writes the lines of --summary, one per query; the "
+                                                     "report of --check is one document: use --format json");
+    CHECK(refusal(Format::markdown, Product::decode) == "(not refused)");
+    // And the shorthand refuses before it writes anything.
+    RenderOptions options;
+    options.format = Format::jsonl;
+    std::ostringstream out;
+    const Trace empty{};
+    CHECK_THROWS_AS(render(empty, options, out), UsageError);
+    CHECK(out.str().empty());
 }
 
 TEST_CASE("JsonWriter::real writes a double as nlohmann_json writes it", "[render][json]") {

@@ -1,16 +1,25 @@
-// The renderer of each format, one file each (render/<format>.cpp). Adding a format: its
-// name in render.hpp's table, its file with a Renderer for every product, its line in
-// render.cpp's registry.
+// The renderer of each format, one file each (render/<format>.cpp), which the table of
+// render.cpp lists with the products each shows; and the members of a query's summary that
+// JSON and JSON Lines both write.
 #pragma once
 
 #include "render/render.hpp"
 
+#include <ostream>
+
 namespace attntrace {
+
+class JsonWriter;
 
 const Renderer& table_renderer();
 const Renderer& json_renderer();
 const Renderer& markdown_renderer();
 const Renderer& csv_renderer();
 const Renderer& jsonl_renderer();
+
+// One query's strongest keys, largest weight and entropy ("top", "max_weight", "entropy"), as
+// members of the object being written: a query of a JSON summary, or a JSON Lines line
+// (render/json.cpp).
+void write_query(JsonWriter& json, const Summary& summary, const QuerySummary& query);
 
 }  // namespace attntrace
