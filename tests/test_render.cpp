@@ -383,22 +383,28 @@ TEST_CASE("each format's renderer shows exactly the products the table of format
         case Product::comparison: return dynamic_cast<const ShowsComparison*>(&r) != nullptr;
         case Product::check: return dynamic_cast<const ShowsCheck*>(&r) != nullptr;
         case Product::decode: return dynamic_cast<const ShowsDecode*>(&r) != nullptr;
+        case Product::answers: return dynamic_cast<const ShowsAnswers*>(&r) != nullptr;
         }
         return false;
     };
     constexpr Product products[] = {Product::trace,      Product::summary, Product::similarity,
-                                    Product::comparison, Product::check,   Product::decode};
+                                    Product::comparison, Product::check,   Product::decode,
+                                    Product::answers};
     for (const auto& [format, name] : format_names)
         for (const Product product : products) {
             INFO(fmt::format("{}, product {}", name, static_cast<int>(product)));
             CHECK(shows(format, product) == implements(renderer(format), product));
         }
-    // The table itself: every format but JSON Lines shows every product; JSON Lines writes only
-    // a summary's lines.
+    // The table itself: every format but JSON Lines shows the documents; check-answers' verdicts
+    // are text (table) or JSON; JSON Lines writes only a summary's lines.
     for (const Format format : {Format::table, Format::json, Format::markdown, Format::csv})
         for (const Product product : {Product::trace, Product::summary, Product::similarity, Product::comparison,
                                       Product::check, Product::decode})
             CHECK(shows(format, product));
+    CHECK(shows(Format::table, Product::answers));
+    CHECK(shows(Format::json, Product::answers));
+    CHECK_FALSE(shows(Format::markdown, Product::answers));
+    CHECK_FALSE(shows(Format::csv, Product::answers));
     for (const Product product : products) CHECK(shows(Format::jsonl, product) == (product == Product::summary));
     // The choices a command offers come from the table, in its order.
     CHECK(formats_showing(Product::trace) == std::vector<std::string>{"table", "json", "markdown", "csv"});
@@ -420,6 +426,8 @@ TEST_CASE("a format that does not show a product is refused, saying which format
           "--format jsonl writes the lines of --summary, one per query; a decode is one document: use --format json");
     CHECK(refusal(Format::jsonl, Product::check) == "--format jsonl writes the lines of --summary, one per query; the "
                                                      "report of --check is one document: use --format json");
+    CHECK(refusal(Format::markdown, Product::answers) == "check-answers writes table (text) or json");
+    CHECK(refusal(Format::jsonl, Product::answers) == "check-answers writes table (text) or json");
     CHECK(refusal(Format::markdown, Product::decode) == "(not refused)");
     // And the shorthand refuses before it writes anything.
     RenderOptions options;

@@ -1,6 +1,8 @@
 // The renderer of each format, one file each (render/<format>.cpp), which the table of
-// render.cpp lists with the products each shows; and the members of a query's summary that
-// JSON and JSON Lines both write.
+// render.cpp lists with the products each shows; and what the formats' renderers share: the
+// writers of the products only the table and JSON formats show, one file a product
+// (render/<product>_report.cpp), and the members of a query's summary that JSON and JSON Lines
+// both write.
 #pragma once
 
 #include "render/render.hpp"
@@ -16,6 +18,10 @@ const Renderer& json_renderer();
 const Renderer& markdown_renderer();
 const Renderer& csv_renderer();
 const Renderer& jsonl_renderer();
+
+// check-answers (render/answers_report.cpp): its text, and the members of its JSON document.
+void write_answers_text(const AnswerReport& report, const RenderOptions& options, std::ostream& out);
+void write_answers_json(JsonWriter& json, const AnswerReport& report);
 
 // One query's strongest keys, largest weight and entropy ("top", "max_weight", "entropy"), as
 // members of the object being written: a query of a JSON summary, or a JSON Lines line

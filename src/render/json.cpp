@@ -1,13 +1,15 @@
 // The JSON format, documented in docs/json-output.md: a trace (schema attntrace.trace/1), a
 // summary (attntrace.summary/1), similarity tables (attntrace.similarity/1), a comparison
-// (attntrace.compare/1), --check's report (attntrace.check/1) and a decode
-// (attntrace.decode/1). Each stage's matrix is an array of rows; masked entries are null;
-// there is no NaN or Infinity. A trace and a summary begin with the same header.
+// (attntrace.compare/1), --check's report (attntrace.check/1), a decode (attntrace.decode/1),
+// and check-answers' document (render/answers_report.cpp). Each stage's matrix is an array of
+// rows; masked entries are null; there is no NaN or Infinity. A trace and a summary begin with
+// the same header.
 #include "attention/masks.hpp"
 #include "attention/modes.hpp"
 #include "render/explain.hpp"
 #include "render/formats.hpp"
 #include "render/json_writer.hpp"
+#include "practice/verdicts.hpp"
 #include "render/reports.hpp"
 
 namespace attntrace {
@@ -342,7 +344,8 @@ class JsonRenderer final : public Renderer,
                            public ShowsSimilarity,
                            public ShowsComparison,
                            public ShowsCheck,
-                           public ShowsDecode {
+                           public ShowsDecode,
+                           public ShowsAnswers {
 public:
     // Measured on the project's machine, one thread: a full trace of 1000 tokens (4 n×n stages, 4
     // million numbers) took 145 ns of CPU time a number, a decode (1000 tokens of 8 numbers) 150,
@@ -497,6 +500,10 @@ public:
             if (c.cosine) json.number(*c.cosine, Dtype::float64);
             else json.null();
         });
+    }
+
+    void answers(const AnswerReport& report, const RenderOptions&, std::ostream& os) const override {
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) { write_answers_json(json, report); });
     }
 };
 

@@ -38,6 +38,7 @@ constexpr ProductEntry product_table[] = {
     {Product::comparison, "a comparison", ""},
     {Product::check, "the report of --check", ""},
     {Product::decode, "a decode", ""},
+    {Product::answers, "the report of check-answers", "check-answers writes table (text) or json"},
 };
 
 // Which format shows which product: a row a format, with its renderer and, for a format that
@@ -50,9 +51,12 @@ struct FormatEntry {
 };
 constexpr Products documents{Product::trace,      Product::summary, Product::similarity,
                              Product::comparison, Product::check,   Product::decode};
+constexpr Products text_and_json{Product::trace,      Product::summary, Product::similarity,
+                                 Product::comparison, Product::check,   Product::decode,
+                                 Product::answers};
 constexpr FormatEntry format_table[] = {
-    {Format::table, table_renderer, documents, ""},
-    {Format::json, json_renderer, documents, ""},
+    {Format::table, table_renderer, text_and_json, ""},
+    {Format::json, json_renderer, text_and_json, ""},
     {Format::markdown, markdown_renderer, documents, ""},
     {Format::csv, csv_renderer, documents, ""},
     {Format::jsonl, jsonl_renderer, {Product::summary},
@@ -112,6 +116,9 @@ void render(const Trace& trace, const CheckReport& report, const RenderOptions& 
 }
 void render(const Decode& decode, const RenderOptions& options, std::ostream& out) {
     shown_by<ShowsDecode>(options.format, Product::decode).decode(decode, options, out);
+}
+void render(const AnswerReport& report, const RenderOptions& options, std::ostream& out) {
+    shown_by<ShowsAnswers>(options.format, Product::answers).answers(report, options, out);
 }
 
 std::vector<Shown> shown_stages(const Trace& trace, const RenderOptions& options) {

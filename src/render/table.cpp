@@ -362,7 +362,7 @@ void write_parameters(const Trace& trace, const RenderOptions& options, std::ost
     }
 }
 
-class TableRenderer final : public TextRenderer {
+class TableRenderer final : public TextRenderer, public ShowsAnswers {
 public:
     // Measured on the project's machine, one thread: a full trace of 1000 tokens (4 n×n stages,
     // 4 million numbers) took 350 ns of CPU time a number, a decode (1000 tokens of 8 numbers)
@@ -457,6 +457,10 @@ public:
         for (const auto& c : report.checks) put_wrapped(out, fmt::format("ok       {}: {}", c.name, c.measured), options.width);
         for (const auto& w : report.warnings) put_wrapped(out, fmt::format("warning  {}", w), options.width);
         out << check_verdict(report) << '\n';
+    }
+
+    void answers(const AnswerReport& report, const RenderOptions& options, std::ostream& out) const override {
+        write_answers_text(report, options, out);
     }
 
     void report(const Report& report, const RenderOptions& options, std::ostream& out) const override {
