@@ -384,31 +384,35 @@ TEST_CASE("each format's renderer shows exactly the products the table of format
         case Product::check: return dynamic_cast<const ShowsCheck*>(&r) != nullptr;
         case Product::decode: return dynamic_cast<const ShowsDecode*>(&r) != nullptr;
         case Product::answers: return dynamic_cast<const ShowsAnswers*>(&r) != nullptr;
+        case Product::quiz: return dynamic_cast<const ShowsQuiz*>(&r) != nullptr;
         }
         return false;
     };
     constexpr Product products[] = {Product::trace,      Product::summary, Product::similarity,
                                     Product::comparison, Product::check,   Product::decode,
-                                    Product::answers};
+                                    Product::answers,    Product::quiz};
     for (const auto& [format, name] : format_names)
         for (const Product product : products) {
             INFO(fmt::format("{}, product {}", name, static_cast<int>(product)));
             CHECK(shows(format, product) == implements(renderer(format), product));
         }
-    // The table itself: every format but JSON Lines shows the documents; check-answers' verdicts
-    // are text (table) or JSON; JSON Lines writes only a summary's lines.
+    // The table itself: every format but JSON Lines shows the documents; check-answers and the
+    // quiz are text (table) or JSON; JSON Lines writes only a summary's lines.
     for (const Format format : {Format::table, Format::json, Format::markdown, Format::csv})
         for (const Product product : {Product::trace, Product::summary, Product::similarity, Product::comparison,
                                       Product::check, Product::decode})
             CHECK(shows(format, product));
-    CHECK(shows(Format::table, Product::answers));
-    CHECK(shows(Format::json, Product::answers));
-    CHECK_FALSE(shows(Format::markdown, Product::answers));
-    CHECK_FALSE(shows(Format::csv, Product::answers));
+    for (const Product product : {Product::answers, Product::quiz}) {
+        CHECK(shows(Format::table, product));
+        CHECK(shows(Format::json, product));
+        CHECK_FALSE(shows(Format::markdown, product));
+        CHECK_FALSE(shows(Format::csv, product));
+    }
     for (const Product product : products) CHECK(shows(Format::jsonl, product) == (product == Product::summary));
     // The choices a command offers come from the table, in its order.
     CHECK(formats_showing(Product::trace) == std::vector<std::string>{"table", "json", "markdown", "csv"});
     CHECK(formats_showing(Product::summary) == std::vector<std::string>{"table", "json", "markdown", "csv", "jsonl"});
+    CHECK(formats_showing(Product::quiz) == std::vector<std::string>{"table", "json"});
 }
 
 TEST_CASE("a format that does not show a product is refused, saying which formats do", "[render][formats]") {
@@ -428,6 +432,8 @@ TEST_CASE("a format that does not show a product is refused, saying which format
                                                      "report of --check is one document: use --format json");
     CHECK(refusal(Format::markdown, Product::answers) == "check-answers writes table (text) or json");
     CHECK(refusal(Format::jsonl, Product::answers) == "check-answers writes table (text) or json");
+    CHECK(refusal(Format::csv, Product::quiz) == "quiz writes table (a transcript) or json");
+    CHECK(refusal(Format::json, Product::quiz) == "(not refused)");
     CHECK(refusal(Format::markdown, Product::decode) == "(not refused)");
     // And the shorthand refuses before it writes anything.
     RenderOptions options;

@@ -12,6 +12,7 @@
 namespace attntrace {
 
 class JsonWriter;
+struct Quiz;
 
 const Renderer& table_renderer();
 const Renderer& json_renderer();
@@ -22,6 +23,11 @@ const Renderer& jsonl_renderer();
 // check-answers (render/answers_report.cpp): its text, and the members of its JSON document.
 void write_answers_text(const AnswerReport& report, const RenderOptions& options, std::ostream& out);
 void write_answers_json(JsonWriter& json, const AnswerReport& report);
+
+// The quiz (render/quiz_report.cpp): its transcript, a step at a time, and the members of its
+// JSON document, written when it has ended.
+void write_quiz_text(const QuizEvent& event, const RenderOptions& options, std::ostream& out);
+void write_quiz_json(JsonWriter& json, const Quiz& quiz);
 
 // One query's strongest keys, largest weight and entropy ("top", "max_weight", "entropy"), as
 // members of the object being written: a query of a JSON summary, or a JSON Lines line

@@ -1,14 +1,15 @@
 // The JSON format, documented in docs/json-output.md: a trace (schema attntrace.trace/1), a
 // summary (attntrace.summary/1), similarity tables (attntrace.similarity/1), a comparison
 // (attntrace.compare/1), --check's report (attntrace.check/1), a decode (attntrace.decode/1),
-// and check-answers' document (render/answers_report.cpp). Each stage's matrix is an array of
-// rows; masked entries are null; there is no NaN or Infinity. A trace and a summary begin with
-// the same header.
+// and check-answers' and the quiz's documents (render/<product>_report.cpp). Each stage's
+// matrix is an array of rows; masked entries are null; there is no NaN or Infinity. A trace and
+// a summary begin with the same header.
 #include "attention/masks.hpp"
 #include "attention/modes.hpp"
 #include "render/explain.hpp"
 #include "render/formats.hpp"
 #include "render/json_writer.hpp"
+#include "practice/quiz.hpp"
 #include "practice/verdicts.hpp"
 #include "render/reports.hpp"
 
@@ -345,7 +346,8 @@ class JsonRenderer final : public Renderer,
                            public ShowsComparison,
                            public ShowsCheck,
                            public ShowsDecode,
-                           public ShowsAnswers {
+                           public ShowsAnswers,
+                           public ShowsQuiz {
 public:
     // Measured on the project's machine, one thread: a full trace of 1000 tokens (4 n×n stages, 4
     // million numbers) took 145 ns of CPU time a number, a decode (1000 tokens of 8 numbers) 150,
@@ -504,6 +506,12 @@ public:
 
     void answers(const AnswerReport& report, const RenderOptions&, std::ostream& os) const override {
         write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) { write_answers_json(json, report); });
+    }
+
+    // The whole quiz, once it has ended; nothing as it goes.
+    void quiz(const QuizEvent& event, const RenderOptions&, std::ostream& os) const override {
+        if (event.step != QuizEvent::Step::end) return;
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) { write_quiz_json(json, event.quiz); });
     }
 };
 

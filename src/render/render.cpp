@@ -39,6 +39,7 @@ constexpr ProductEntry product_table[] = {
     {Product::check, "the report of --check", ""},
     {Product::decode, "a decode", ""},
     {Product::answers, "the report of check-answers", "check-answers writes table (text) or json"},
+    {Product::quiz, "a quiz", "quiz writes table (a transcript) or json"},
 };
 
 // Which format shows which product: a row a format, with its renderer and, for a format that
@@ -53,7 +54,7 @@ constexpr Products documents{Product::trace,      Product::summary, Product::sim
                              Product::comparison, Product::check,   Product::decode};
 constexpr Products text_and_json{Product::trace,      Product::summary, Product::similarity,
                                  Product::comparison, Product::check,   Product::decode,
-                                 Product::answers};
+                                 Product::answers,    Product::quiz};
 constexpr FormatEntry format_table[] = {
     {Format::table, table_renderer, text_and_json, ""},
     {Format::json, json_renderer, text_and_json, ""},
@@ -119,6 +120,9 @@ void render(const Decode& decode, const RenderOptions& options, std::ostream& ou
 }
 void render(const AnswerReport& report, const RenderOptions& options, std::ostream& out) {
     shown_by<ShowsAnswers>(options.format, Product::answers).answers(report, options, out);
+}
+void render(const QuizEvent& event, const RenderOptions& options, std::ostream& out) {
+    shown_by<ShowsQuiz>(options.format, Product::quiz).quiz(event, options, out);
 }
 
 std::vector<Shown> shown_stages(const Trace& trace, const RenderOptions& options) {
