@@ -385,24 +385,25 @@ TEST_CASE("each format's renderer shows exactly the products the table of format
         case Product::decode: return dynamic_cast<const ShowsDecode*>(&r) != nullptr;
         case Product::answers: return dynamic_cast<const ShowsAnswers*>(&r) != nullptr;
         case Product::quiz: return dynamic_cast<const ShowsQuiz*>(&r) != nullptr;
+        case Product::bench: return dynamic_cast<const ShowsBench*>(&r) != nullptr;
         }
         return false;
     };
     constexpr Product products[] = {Product::trace,      Product::summary, Product::similarity,
                                     Product::comparison, Product::check,   Product::decode,
-                                    Product::answers,    Product::quiz};
+                                    Product::answers,    Product::quiz,    Product::bench};
     for (const auto& [format, name] : format_names)
         for (const Product product : products) {
             INFO(fmt::format("{}, product {}", name, static_cast<int>(product)));
             CHECK(shows(format, product) == implements(renderer(format), product));
         }
-    // The table itself: every format but JSON Lines shows the documents; check-answers and the
-    // quiz are text (table) or JSON; JSON Lines writes only a summary's lines.
+    // The table itself: every format but JSON Lines shows the documents; check-answers, the quiz
+    // and bench are text (table) or JSON; JSON Lines writes only a summary's lines.
     for (const Format format : {Format::table, Format::json, Format::markdown, Format::csv})
         for (const Product product : {Product::trace, Product::summary, Product::similarity, Product::comparison,
                                       Product::check, Product::decode})
             CHECK(shows(format, product));
-    for (const Product product : {Product::answers, Product::quiz}) {
+    for (const Product product : {Product::answers, Product::quiz, Product::bench}) {
         CHECK(shows(Format::table, product));
         CHECK(shows(Format::json, product));
         CHECK_FALSE(shows(Format::markdown, product));
@@ -413,6 +414,7 @@ TEST_CASE("each format's renderer shows exactly the products the table of format
     CHECK(formats_showing(Product::trace) == std::vector<std::string>{"table", "json", "markdown", "csv"});
     CHECK(formats_showing(Product::summary) == std::vector<std::string>{"table", "json", "markdown", "csv", "jsonl"});
     CHECK(formats_showing(Product::quiz) == std::vector<std::string>{"table", "json"});
+    CHECK(formats_showing(Product::bench) == std::vector<std::string>{"table", "json"});
 }
 
 TEST_CASE("a format that does not show a product is refused, saying which formats do", "[render][formats]") {
@@ -433,6 +435,7 @@ TEST_CASE("a format that does not show a product is refused, saying which format
     CHECK(refusal(Format::markdown, Product::answers) == "check-answers writes table (text) or json");
     CHECK(refusal(Format::jsonl, Product::answers) == "check-answers writes table (text) or json");
     CHECK(refusal(Format::csv, Product::quiz) == "quiz writes table (a transcript) or json");
+    CHECK(refusal(Format::markdown, Product::bench) == "bench writes table or json");
     CHECK(refusal(Format::json, Product::quiz) == "(not refused)");
     CHECK(refusal(Format::markdown, Product::decode) == "(not refused)");
     // And the shorthand refuses before it writes anything.

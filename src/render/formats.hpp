@@ -29,6 +29,10 @@ void write_answers_json(JsonWriter& json, const AnswerReport& report);
 void write_quiz_text(const QuizEvent& event, const RenderOptions& options, std::ostream& out);
 void write_quiz_json(JsonWriter& json, const Quiz& quiz);
 
+// bench (render/bench_report.cpp): its table, and the members of its JSON document.
+void write_bench_text(const BenchReport& report, std::ostream& out);
+void write_bench_json(JsonWriter& json, const BenchReport& report);
+
 // One query's strongest keys, largest weight and entropy ("top", "max_weight", "entropy"), as
 // members of the object being written: a query of a JSON summary, or a JSON Lines line
 // (render/json.cpp).

@@ -1,9 +1,9 @@
 // The JSON format, documented in docs/json-output.md: a trace (schema attntrace.trace/1), a
 // summary (attntrace.summary/1), similarity tables (attntrace.similarity/1), a comparison
 // (attntrace.compare/1), --check's report (attntrace.check/1), a decode (attntrace.decode/1),
-// and check-answers' and the quiz's documents (render/<product>_report.cpp). Each stage's
-// matrix is an array of rows; masked entries are null; there is no NaN or Infinity. A trace and
-// a summary begin with the same header.
+// and check-answers', the quiz's and bench's documents (render/<product>_report.cpp). Each
+// stage's matrix is an array of rows; masked entries are null; there is no NaN or Infinity. A
+// trace and a summary begin with the same header.
 #include "attention/masks.hpp"
 #include "attention/modes.hpp"
 #include "render/explain.hpp"
@@ -347,7 +347,8 @@ class JsonRenderer final : public Renderer,
                            public ShowsCheck,
                            public ShowsDecode,
                            public ShowsAnswers,
-                           public ShowsQuiz {
+                           public ShowsQuiz,
+                           public ShowsBench {
 public:
     // Measured on the project's machine, one thread: a full trace of 1000 tokens (4 n×n stages, 4
     // million numbers) took 145 ns of CPU time a number, a decode (1000 tokens of 8 numbers) 150,
@@ -512,6 +513,10 @@ public:
     void quiz(const QuizEvent& event, const RenderOptions&, std::ostream& os) const override {
         if (event.step != QuizEvent::Step::end) return;
         write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) { write_quiz_json(json, event.quiz); });
+    }
+
+    void bench(const BenchReport& report, const RenderOptions&, std::ostream& os) const override {
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) { write_bench_json(json, report); });
     }
 };
 

@@ -4,7 +4,7 @@
 // trip exact (a float32 run's as the shortest text of the float); a number that is not finite
 // in the run's type (a masked −∞; in float32, anything beyond ±3.4e38) is null: JSON has no
 // infinity. Text goes into a buffer that the caller writes
-// out as it grows, so a large trace streams.
+// out as it grows, so a large trace streams. Every product's JSON is written with it.
 #pragma once
 
 #include "core/stage.hpp"

@@ -40,6 +40,7 @@ constexpr ProductEntry product_table[] = {
     {Product::decode, "a decode", ""},
     {Product::answers, "the report of check-answers", "check-answers writes table (text) or json"},
     {Product::quiz, "a quiz", "quiz writes table (a transcript) or json"},
+    {Product::bench, "the report of bench", "bench writes table or json"},
 };
 
 // Which format shows which product: a row a format, with its renderer and, for a format that
@@ -52,12 +53,12 @@ struct FormatEntry {
 };
 constexpr Products documents{Product::trace,      Product::summary, Product::similarity,
                              Product::comparison, Product::check,   Product::decode};
-constexpr Products text_and_json{Product::trace,      Product::summary, Product::similarity,
-                                 Product::comparison, Product::check,   Product::decode,
-                                 Product::answers,    Product::quiz};
+constexpr Products everything{Product::trace,      Product::summary, Product::similarity,
+                              Product::comparison, Product::check,   Product::decode,
+                              Product::answers,    Product::quiz,    Product::bench};
 constexpr FormatEntry format_table[] = {
-    {Format::table, table_renderer, text_and_json, ""},
-    {Format::json, json_renderer, text_and_json, ""},
+    {Format::table, table_renderer, everything, ""},
+    {Format::json, json_renderer, everything, ""},
     {Format::markdown, markdown_renderer, documents, ""},
     {Format::csv, csv_renderer, documents, ""},
     {Format::jsonl, jsonl_renderer, {Product::summary},
@@ -123,6 +124,9 @@ void render(const AnswerReport& report, const RenderOptions& options, std::ostre
 }
 void render(const QuizEvent& event, const RenderOptions& options, std::ostream& out) {
     shown_by<ShowsQuiz>(options.format, Product::quiz).quiz(event, options, out);
+}
+void render(const BenchReport& report, const RenderOptions& options, std::ostream& out) {
+    shown_by<ShowsBench>(options.format, Product::bench).bench(report, options, out);
 }
 
 std::vector<Shown> shown_stages(const Trace& trace, const RenderOptions& options) {

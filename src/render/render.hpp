@@ -1,7 +1,8 @@
 // render: a product → text. One file per format (render/<format>.cpp), each a Renderer that
 // shows the products the table of render.cpp gives it — a trace, a summary, similarity
-// tables, a comparison, --check's report, a decode, check-answers' verdicts, a quiz — each
-// through its interface below (a test checks that the renderers and the table agree). Renderers format what they are given and never compute attention themselves.
+// tables, a comparison, --check's report, a decode, check-answers' verdicts, a quiz, a
+// benchmark — each through its interface below (a test checks that the renderers and the
+// table agree). Renderers format what they are given and never compute attention themselves.
 // (The SVG heatmap, a picture of a trace's weights rather than a format of every product, is
 // render/svg.hpp.)
 #pragma once
@@ -52,7 +53,7 @@ struct RenderOptions {
 };
 
 // The products a format may show: which format shows which is the table of render.cpp.
-enum class Product { trace, summary, similarity, comparison, check, decode, answers, quiz };
+enum class Product { trace, summary, similarity, comparison, check, decode, answers, quiz, bench };
 
 // How a format writes a decode, for the estimates of commands/guards.
 enum class DecodeLayout {
@@ -94,6 +95,7 @@ public:
 
 struct AnswerReport;  // practice/verdicts.hpp
 struct QuizEvent;     // practice/quiz.hpp
+struct BenchReport;   // core/bench.hpp
 
 // One interface per product.
 class ShowsTrace {
@@ -148,6 +150,13 @@ public:
 protected:
     ~ShowsQuiz() = default;
 };
+// `attntrace bench`: the timings of the grid.
+class ShowsBench {
+public:
+    virtual void bench(const BenchReport& report, const RenderOptions& options, std::ostream& out) const = 0;
+protected:
+    ~ShowsBench() = default;
+};
 
 // The registry: the renderer of each format.
 const Renderer& renderer(Format format);
@@ -168,6 +177,7 @@ void render(const Trace& trace, const CheckReport& report, const RenderOptions& 
 void render(const Decode& decode, const RenderOptions& options, std::ostream& out);
 void render(const AnswerReport& report, const RenderOptions& options, std::ostream& out);
 void render(const QuizEvent& event, const RenderOptions& options, std::ostream& out);
+void render(const BenchReport& report, const RenderOptions& options, std::ostream& out);
 
 // JSON Lines of a summary (render/jsonl.cpp): one whole JSON object a query, for the queries
 // of `rows`, as the streaming path finishes them. Returns how many of them were written:

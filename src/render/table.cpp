@@ -362,7 +362,7 @@ void write_parameters(const Trace& trace, const RenderOptions& options, std::ost
     }
 }
 
-class TableRenderer final : public TextRenderer, public ShowsAnswers, public ShowsQuiz {
+class TableRenderer final : public TextRenderer, public ShowsAnswers, public ShowsQuiz, public ShowsBench {
 public:
     // Measured on the project's machine, one thread: a full trace of 1000 tokens (4 n×n stages,
     // 4 million numbers) took 350 ns of CPU time a number, a decode (1000 tokens of 8 numbers)
@@ -464,6 +464,9 @@ public:
     }
     void quiz(const QuizEvent& event, const RenderOptions& options, std::ostream& out) const override {
         write_quiz_text(event, options, out);
+    }
+    void bench(const BenchReport& report, const RenderOptions&, std::ostream& out) const override {
+        write_bench_text(report, out);
     }
 
     void report(const Report& report, const RenderOptions& options, std::ostream& out) const override {
