@@ -97,36 +97,37 @@ std::string machine_text() {
     return "unknown CPU";
 }
 
+// The largest run of the grid must fit --max-memory, and the whole grid --max-time, before
+// anything starts. Each run is timed 1 + repeats times; a causal run visits half the scores.
+void require_grid_limits(const BenchRequest& request) {
+    double seconds = 0;
+    for (const std::int64_t n : request.sizes)
+        for (const BenchPath path : request.paths) {
+            if (path == BenchPath::trace && n > request.trace_max) continue;
+            WorkShape shape;
+            shape.rows = shape.cols = static_cast<double>(n);
+            shape.d_in = shape.d_k = shape.d_v = static_cast<double>(request.dim);
+            shape.heads = request.heads;
+            shape.label_bytes = shape.rows * 40;  // "t1" … "t1048576"
+            const std::uint64_t need = path == BenchPath::trace ? trace_bytes(shape, Dtype::float64, RenderOptions{}, false)
+                                                                : summary_bytes(shape, Dtype::float64, false, 3);
+            require_memory(need, request.max_memory, "", fmt::format("bench: the {} path at n = {}", to_string(path), n),
+                           "choose smaller --sizes or --trace-max");
+            const double run = path == BenchPath::trace ? trace_seconds(shape, Format::json) - 4 * shape.cells() * 100e-9
+                                                        : summary_seconds(shape);
+            const double runs = static_cast<double>(request.modes.size() * request.dtypes.size() *
+                                                    std::max<std::size_t>(request.threads.size(), 1)) *
+                                (1 + request.repeats);
+            seconds += run * runs;
+        }
+    require_time(seconds, request.max_seconds, "", "bench: this grid", "choose smaller --sizes");
+}
+
 std::vector<int> thread_counts(const BenchRequest& request) {
     std::vector<int> counts = request.threads;
     if (counts.empty())
         for (int t = 1; t <= omp_get_num_procs(); ++t) counts.push_back(t);
     return counts;
-}
-
-// The shape of one run of the grid, for the estimates of guards.
-WorkShape run_shape(const BenchRequest& request, std::int64_t n) {
-    WorkShape shape;
-    shape.rows = shape.cols = static_cast<double>(n);
-    shape.d_in = shape.d_k = shape.d_v = static_cast<double>(request.dim);
-    shape.heads = request.heads;
-    shape.label_bytes = shape.rows * 40;  // "t1" … "t1048576"
-    return shape;
-}
-
-// The largest run of the grid must fit --max-memory, and the whole grid --max-time
-// (bench_grid_seconds), before anything starts.
-void require_grid_limits(const BenchRequest& request) {
-    for (const std::int64_t n : request.sizes)
-        for (const BenchPath path : request.paths) {
-            if (path == BenchPath::trace && n > request.trace_max) continue;
-            const WorkShape shape = run_shape(request, n);
-            const std::uint64_t need = path == BenchPath::trace ? trace_bytes(shape, Dtype::float64, RenderOptions{}, false)
-                                                                : summary_bytes(shape, Dtype::float64, false, 3);
-            require_memory(need, request.max_memory, "", fmt::format("bench: the {} path at n = {}", to_string(path), n),
-                           "choose smaller --sizes or --trace-max");
-        }
-    require_time(bench_grid_seconds(request), request.max_seconds, "", "bench: this grid", "choose smaller --sizes");
 }
 
 GemmRates measure_gemm(const BenchRequest& request) {
@@ -206,26 +207,6 @@ AttentionOperations attention_operations(std::int64_t n, std::int64_t d, bool ca
     ops.multiply_adds = ops.pairs * 2 * d;
     ops.exps = ops.pairs;
     return ops;
-}
-
-// Each configuration is a warm-up and then at most tries_per_agreeing_run · repeats timed
-// runs (until `repeats` agree), for every mode, dtype and thread count the grid runs (all
-// counts from 1 to the cores' when --threads does not say). A causal run is counted as a whole
-// one, though it visits half the scores: an upper bound there.
-double bench_grid_seconds(const BenchRequest& request) {
-    const double configurations = static_cast<double>(request.modes.size() * request.dtypes.size() *
-                                                      thread_counts(request).size());
-    const double runs_each = 1 + tries_per_agreeing_run * request.repeats;
-    double seconds = 0;
-    for (const std::int64_t n : request.sizes)
-        for (const BenchPath path : request.paths) {
-            if (path == BenchPath::trace && n > request.trace_max) continue;
-            const WorkShape shape = run_shape(request, n);
-            const double run = path == BenchPath::trace ? trace_seconds(shape, Format::json) - 4 * shape.cells() * 100e-9
-                                                        : summary_seconds(shape);
-            seconds += run * configurations * runs_each;
-        }
-    return seconds;
 }
 
 void run_bench(const BenchRequest& request, std::ostream& out) {

@@ -30,9 +30,6 @@ struct BenchRequest {
 
 void run_bench(const BenchRequest& request, std::ostream& out);
 
-// The seconds the whole grid is estimated to take at most, which --max-time is held to.
-double bench_grid_seconds(const BenchRequest& request);
-
 // The operations of attention for n tokens of d numbers (AttentionOperations), exactly.
 AttentionOperations attention_operations(std::int64_t n, std::int64_t d, bool causal);
 

@@ -1,6 +1,7 @@
 #include "commands/quiz_command.hpp"
 
 #include "core/error.hpp"
+#include "input/limits.hpp"
 #include "input/source.hpp"
 
 #include <algorithm>
@@ -14,7 +15,8 @@ class Answers {
 public:
     explicit Answers(const std::optional<std::string>& path) {
         if (path && *path != "-") {
-            const InputText input = read_input(*path);
+            // quiz has no --max-input: the message says whose limit it is.
+            const InputText input = read_input(*path, default_max_input_bytes, "the largest answers file quiz reads");
             text_ = std::string(input.text);
             input.require_unchanged();  // the copy holds what the file held, not zeros of lost pages
             file_ = true;

@@ -179,7 +179,9 @@ ArrayDocument named_arrays(const TensorFile& file, const LoadOptions& options, M
     for (const auto& place : places) known.emplace_back(place.array);
     for (const auto& t : file.tensors)
         if (t.name.ends_with("attn.c_attn.weight"))
-            throw DataError(fmt::format("{}: the file holds GPT-2's tensors ({}): read them with --from gpt2 --layer L",
+            // Said for every command that reads arrays: similarity has no --from.
+            throw DataError(fmt::format("{}: the file holds GPT-2's tensors ({}): the trace, decode, compare and "
+                                        "check-answers read them with --from gpt2 --layer L",
                                         file.origin, printable(t.name)));
     for (const auto& t : file.tensors)
         if (std::none_of(places.begin(), places.end(), [&](const Place& p) { return p.array == t.name; })) {

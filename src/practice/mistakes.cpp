@@ -178,7 +178,7 @@ std::string forgotten_mask_text(const Trace& trace, const Stage& masked, std::ui
     const auto part = [&](std::uint8_t bit) {
         switch (bit) {
         case reason_causal: return std::string("the causal mask");
-        case reason_window: return fmt::format("the window of {} keys (--window)", trace.window);
+        case reason_window: return fmt::format("the window of {} key{} (--window)", trace.window, trace.window == 1 ? "" : "s");
         default: return std::string("the padding mask");
         }
     };

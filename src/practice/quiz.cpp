@@ -194,10 +194,10 @@ bool same_question(const Question& a, const Question& b) {
                                      "bahdanau a source and a target (and a mode without projections cannot split "
                                      "two_heads' heads)",
                                      fmt::join(request.examples, ", "), fmt::join(modes, ",")));
-    throw UsageError(fmt::format("no question fits: {} in mode {} {} no {} stage to ask about (the quiz asks only about "
+    throw UsageError(fmt::format("no question fits: {} in {} {} no {} stage to ask about (the quiz asks only about "
                                  "stages a run applies: plain mode does not scale, only causal runs and inputs with "
                                  "padding or a source mask mask, only several heads have an output)",
-                                 fmt::join(examples, ", "), modes.empty() ? std::string("any") : fmt::format("{}", fmt::join(modes, ",")),
+                                 fmt::join(examples, ", "), modes.empty() ? std::string("any mode") : fmt::format("mode {}", fmt::join(modes, ",")),
                                  examples.size() == 1 ? "has" : "have", fmt::join(stages, " or ")));
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
 
 namespace attntrace {
 
@@ -55,11 +56,28 @@ void write_bench_json(JsonWriter& json, const BenchReport& report) {
     json.end();
 }
 
+namespace {
+
+// "the one configuration", "all 4 configurations", "2 of the 6 configurations".
+std::string some_of(std::size_t part, std::size_t whole) {
+    if (whole == 1) return "the one configuration";
+    if (part == whole) return fmt::format("all {} configurations", whole);
+    return fmt::format("{} of the {} configurations", part, whole);
+}
+
+std::string capitalised(std::string text) {
+    if (!text.empty() && text[0] >= 'a' && text[0] <= 'z') text[0] = static_cast<char>(text[0] - 'a' + 'A');
+    return text;
+}
+
+}  // namespace
+
 void write_bench_text(const BenchReport& report, std::ostream& out) {
     const std::vector<BenchRun>& runs = report.runs;
     const double stable_tolerance = report.tolerance;
     const int tries_per_agreeing_run = report.tries_per_agreeing_run;
-    out << fmt::format("attntrace bench · {} · {} cores · d = {}{}\n", report.machine, report.cores, report.dim,
+    const int cores = report.cores;
+    out << fmt::format("attntrace bench · {} · {} core{} · d = {}{}\n", report.machine, cores, cores == 1 ? "" : "s", report.dim,
                        report.heads > 1 ? fmt::format(", {} heads of d_head = {}", report.heads, report.dim / report.heads)
                                         : "");
     out << "GEMM rate (1024³, the trace path's blocked Eigen product):";
@@ -73,9 +91,15 @@ void write_bench_text(const BenchReport& report, std::ostream& out) {
            "seconds\n";
     out << "×ops = multiply-adds(n) / multiply-adds(n/2), exactly (4 for self); ×time = time(n) / time(n/2), the "
            "measured counterpart\n";
-    out << fmt::format("each time is the median of {} timed runs after a warm-up ({} when the warm-up takes over a quarter "
-                       "of a second) that agree within {:.0f}% of the fastest, timed up to {} times as often until they do\n\n",
-                       report.repeats, std::min(report.repeats, 2), stable_tolerance * 100, tries_per_agreeing_run);
+    // As bench times them: one run alone is compared with nothing; a long warm-up asks 2 to agree.
+    if (report.repeats == 1)
+        out << "each time is one timed run after a warm-up\n\n";
+    else
+        out << fmt::format("each time is the median of {} timed runs after a warm-up{} that agree within {:.0f}% of the "
+                           "fastest, timed up to {} times as often until they do\n\n",
+                           report.repeats,
+                           report.repeats > 2 ? " (2 when the warm-up takes over a quarter of a second)" : "",
+                           stable_tolerance * 100, tries_per_agreeing_run);
     out << fmt::format("{:<10} {:<7} {:<8} {:>7} {:>6} {:>10} {:>6} {:>14} {:>12} {:>8} {:>8} {:>8} {:>8}\n", "path", "mode",
                        "dtype", "threads", "n", "seconds", "runs", "multiply-adds", "exps", "×ops", "×time", "GFLOP/s",
                        "of GEMM");
@@ -92,15 +116,16 @@ void write_bench_text(const BenchReport& report, std::ostream& out) {
                            r.doubling > 0 ? fmt::format("{:.2f}{}", r.doubling, marked ? "*" : "") : "", r.gflops, r.of_gemm);
     }
     if (busy > 0)
-        out << fmt::format("\n* the machine was busy: in {} of the {} configurations the runs never agreed within {:.0f}% "
-                           "in {} times as many tries, or the process was off the CPU for more than {:.0f}% of a run's "
-                           "time (other work had it), so their times, and each ×time that uses one, measure the load as "
-                           "much as the cost; ×ops is the cost\n",
-                           busy, runs.size(), stable_tolerance * 100, tries_per_agreeing_run, stable_tolerance * 100);
+        out << fmt::format("\n* the machine was busy: in {} the runs never agreed within {:.0f}% in {} times as many "
+                           "tries, or the process was off the CPU for more than {:.0f}% of a run's time (other work had "
+                           "it), so {} times, and each ×time that uses one, measure the load as much as the cost; ×ops "
+                           "is the cost\n",
+                           some_of(busy, runs.size()), stable_tolerance * 100, tries_per_agreeing_run,
+                           stable_tolerance * 100, busy == 1 ? "its" : "their");
     if (unchecked > 0)
-        out << fmt::format("\n{} of the {} configurations had one timed run (--repeats 1), so whether their times are "
-                           "stable was not checked\n",
-                           unchecked, runs.size());
+        out << fmt::format("\n{} one timed run (--repeats 1), so whether {} times are stable was not checked\n",
+                           capitalised(some_of(unchecked, runs.size())) + " had",
+                           unchecked == 1 ? "its" : "their");
 }
 
 }  // namespace attntrace

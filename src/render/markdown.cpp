@@ -137,9 +137,9 @@ public:
 
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
         const std::string tokens = mode_spec(trace.mode).reads_pair
-                                       ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(),
-                                                     trace.target_tokens.size())
-                                       : fmt::format("{} tokens", trace.tokens.size());
+                                       ? fmt::format("{} source → {} target token{}", trace.source_tokens.size(),
+                                                     trace.target_tokens.size(), trace.target_tokens.size() == 1 ? "" : "s")
+                                       : fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
         const std::string positions = positions_text(trace.positions, trace.first_position);
         out << fmt::format("# attntrace: {} mode, {}{} ({})\n\n", to_string(trace.mode), positions.empty() ? "" : positions + ", ",
                            tokens, markdown_text(trace.origin));
@@ -167,8 +167,8 @@ public:
     void summary(const Summary& s, const RenderOptions& options, std::ostream& out) const override {
         const std::size_t n = s.tokens.size();
         const std::string positions = positions_text(s.positions, s.first_position);
-        out << fmt::format("# attntrace: {} mode, {}summary of {} queries ({})\n", to_string(s.mode),
-                           positions.empty() ? "" : positions + ", ", n, markdown_text(s.origin));
+        out << fmt::format("# attntrace: {} mode, {}summary of {} quer{} ({})\n", to_string(s.mode),
+                           positions.empty() ? "" : positions + ", ", n, n == 1 ? "y" : "ies", markdown_text(s.origin));
         for (const HeadSummary& h : s.per_head) {
             out << '\n';
             if (h.head > 0) out << "## " << markdown_text(head_heading(s, h)) << "\n\n";

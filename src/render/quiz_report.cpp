@@ -168,8 +168,10 @@ void write_quiz_text(const QuizEvent& event, const RenderOptions& render, std::o
         break;
     case Step::stopped:
         if (!event.echo) out << '\n';
-        out << fmt::format("no answer: the answers ended, so the quiz stops after {} of {} rounds\n", event.round,
-                           quiz.questions.size());
+        out << (quiz.questions.size() == 1
+                    ? std::string("no answer: the answers ended, so the quiz stops before its one round\n")
+                    : fmt::format("no answer: the answers ended, so the quiz stops after {} of {} rounds\n", event.round,
+                                  quiz.questions.size()));
         break;
     case Step::graded: {
         const Question& q = quiz.questions[event.round];

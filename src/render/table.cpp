@@ -318,7 +318,8 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
 void write_preamble(const Trace& trace, const RenderOptions& options, std::ostream& out) {
     const bool pair = mode_spec(trace.mode).reads_pair;
     const std::string tokens =
-        pair ? fmt::format("{} source → {} target tokens", trace.source_tokens.size(), trace.target_tokens.size())
+        pair ? fmt::format("{} source → {} target token{}", trace.source_tokens.size(), trace.target_tokens.size(),
+                           trace.target_tokens.size() == 1 ? "" : "s")
              : fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
     const std::size_t width = options.width;
     put_wrapped(out, fmt::format("attntrace · {} · {} · {} · {} · {}", mode_text(trace), tokens, dims_text(trace.dims),
