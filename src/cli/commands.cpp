@@ -341,7 +341,8 @@ Runner add_bench(CLI::App* command) {
                  ->transform(in_range(1, 1000))
                  ->capture_default_str(),
              "Runs", "N");
-    choose(command->add_option("-f,--format", s->format, "output format"), "Output", {"table", "json"})->capture_default_str();
+    choose(command->add_option("-f,--format", s->format, "output format"), "Output", formats_showing(Product::bench))
+        ->capture_default_str();
     add_output_path(*command, s->output);
     s->limits.add_to(*command, false);
     return [s] {
@@ -490,7 +491,7 @@ Runner add_quiz(CLI::App* command) {
                                  "input, typed at a terminal or piped)"),
              "Input", "FILE", Completes::file);
     choose(command->add_option("-f,--format", s->format, "table: the transcript; json: every round's result at the end"),
-           "Output", {"table", "json"})
+           "Output", formats_showing(Product::quiz))
         ->capture_default_str();
     describe(command->add_option("--digits", s->request.render.digits, "decimals in tables")->transform(in_range(0, 17))->capture_default_str(),
              "Output", "N");

@@ -266,76 +266,49 @@ std::vector<std::string> masked_explanation(const Trace& trace, const Stage& sta
     return {why, fmt::format("{}: {} ({} entr{} hidden)", stage.formula, square, hidden, hidden == 1 ? "y" : "ies")};
 }
 
-// scores, scaled, masked, weights and context of a single-sequence mode.
-std::vector<std::string> single_attention(const Trace& trace, const Stage& stage) {
-    const bool plain = !mode_spec(trace.mode).learned_projections;
-    const auto n = trace.at(StageId::inputs).row_count();
-    const StageId id = stage.id;
-    const std::string square = shape(stage);
-    if (id == StageId::scores && trace.positions == PositionScheme::rope)
-        return {"Each rotated query meets every rotated key in a dot product, which is large when the two vectors "
-                "point the same way. Both were turned by their positions, so a score depends on how far apart the "
-                "two tokens stand as well as on what they hold. Row i holds how well token i's query matches each key.",
-                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::queries, stage.head).col_count(),
-                            trace.at(StageId::keys, stage.head).col_count(), n, square)};
-    if (id == StageId::scores)
-        return {"Each query meets every key in a dot product, which is large when the two vectors "
-                "point the same way. Row i holds how well token i's query matches each key.",
-                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::queries, stage.head).col_count(),
-                            trace.at(StageId::keys, stage.head).col_count(), n, square)};
-    if (id == StageId::scaled) {
-        const auto d_k = trace.at(StageId::queries, stage.head).col_count();
-        const std::string why = fmt::format(
-            "A dot product adds d_k terms: when they are independent, its variance is d_k times theirs, so "
-            "its spread grows like √d_k, and softmax of widely spread scores hands nearly all the weight to "
-            "one key. Dividing by √d_k keeps the spread about that of a single term. Here the scores "
-            "spread with a standard deviation of {}",
-            number(trace.facts_of(stage.head).score_spread));
-        if (!stage.applied)
-            return {why + (mode_spec(trace.mode).scaled
-                               ? "; --scale none leaves them so (without it they would be divided by √" +
-                                     std::to_string(d_k) + ")."
-                               : "; plain attention, the lecture's first version, uses them as they are."),
-                    fmt::format("S' = S: {}", square)};
-        const std::string divisor = trace.scale_rule == ScaleRule::sqrt ? fmt::format("√{}", d_k) : number(trace.scale);
-        const std::string per_head =
-            stage.head > 0 ? fmt::format(" With heads, each score is a dot product of one head's d_head = {} numbers, not "
-                                         "of all d_model = {}: the other heads' columns never enter it, so √d_head is "
-                                         "the right divisor.",
-                                         d_k, d_k * trace.heads)
-                           : "";
-        return {fmt::format("{}, and {} after dividing by {}{}.{}", why, number(trace.facts_of(stage.head).scaled_spread),
-                            divisor, trace.scale_rule == ScaleRule::value ? " (--scale)" : "", per_head),
-                fmt::format("S' = S / {}: {} → {}", divisor, square, square)};
-    }
-    if (id == StageId::masked) return masked_explanation(trace, stage, square);
-    if (id == StageId::weights)
-        return weights_explanation(trace, fmt::format("A = {{}} per row: {} → {}", square, square), stage.head);
-    if (id == StageId::concat)
-        return {fmt::format("Each of the {} heads gave every token a context vector of {} numbers. Put side by side they "
-                            "make one vector of {} per token: head 1's numbers first.",
-                            trace.heads, stage.col_count() / trace.heads, stage.col_count()),
-                fmt::format("concat = [Z_1 … Z_{}]: {} × ({} × {}) → {}", trace.heads, trace.heads, n,
-                            stage.col_count() / trace.heads, square)};
-    if (id == StageId::output) {
-        const auto rows = trace.parameter("W_o").data.rows();
-        if (trace.heads == 1)
-            return {"W_o maps each context vector to the output, as the output projection of a Transformer layer does.",
-                    fmt::format("output = Z·W_o: ({}×{})·({}×{}) → {}", n, rows, rows, stage.col_count(), square)};
-        return {fmt::format("W_o mixes the heads: every output number is a weighted sum of all {} numbers of the "
-                            "concatenation. Its rows fall into {} blocks, one per head, so the output is the sum of each "
-                            "head's context times its own block (head_contributions shows each).",
-                            rows, trace.heads),
-                fmt::format("output = concat·W_o: ({}×{})·({}×{}) → {}", n, rows, rows, stage.col_count(), square)};
-    }
-    if (id == StageId::head_contributions)
-        return {fmt::format("What head {} adds to the output: its context times its rows of W_o. Adding the {} "
-                            "contributions gives the output (up to rounding), so each number can be traced to the heads that "
-                            "moved it.",
-                            stage.head, trace.heads),
-                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::context, stage.head).col_count(),
-                            trace.at(StageId::context, stage.head).col_count(), stage.col_count(), square)};
-    // context
+// The scaled scores: why √d_k, and how it narrowed the scores' spread here.
+std::vector<std::string> scaled_explanation(const Trace& trace, const Stage& stage, const std::string& square) {
+    const auto d_k = trace.at(StageId::queries, stage.head).col_count();
+    const std::string why = fmt::format(
+        "A dot product adds d_k terms: when they are independent, its variance is d_k times theirs, so "
+        "its spread grows like √d_k, and softmax of widely spread scores hands nearly all the weight to "
+        "one key. Dividing by √d_k keeps the spread about that of a single term. Here the scores "
+        "spread with a standard deviation of {}",
+        number(trace.facts_of(stage.head).score_spread));
+    if (!stage.applied)
+        return {why + (mode_spec(trace.mode).scaled
+                           ? "; --scale none leaves them so (without it they would be divided by √" +
+                                 std::to_string(d_k) + ")."
+                           : "; plain attention, the lecture's first version, uses them as they are."),
+                fmt::format("S' = S: {}", square)};
+    const std::string divisor = trace.scale_rule == ScaleRule::sqrt ? fmt::format("√{}", d_k) : number(trace.scale);
+    const std::string per_head =
+        stage.head > 0 ? fmt::format(" With heads, each score is a dot product of one head's d_head = {} numbers, not "
+                                     "of all d_model = {}: the other heads' columns never enter it, so √d_head is "
+                                     "the right divisor.",
+                                     d_k, d_k * trace.heads)
+                       : "";
+    return {fmt::format("{}, and {} after dividing by {}{}.{}", why, number(trace.facts_of(stage.head).scaled_spread),
+                        divisor, trace.scale_rule == ScaleRule::value ? " (--scale)" : "", per_head),
+            fmt::format("S' = S / {}: {} → {}", divisor, square, square)};
+}
+
+// The output: W_o applied to the context, or mixing the heads' contexts.
+std::vector<std::string> output_explanation(const Trace& trace, const Stage& stage, const std::string& square,
+                                            Eigen::Index n) {
+    const auto rows = trace.parameter("W_o").data.rows();
+    if (trace.heads == 1)
+        return {"W_o maps each context vector to the output, as the output projection of a Transformer layer does.",
+                fmt::format("output = Z·W_o: ({}×{})·({}×{}) → {}", n, rows, rows, stage.col_count(), square)};
+    return {fmt::format("W_o mixes the heads: every output number is a weighted sum of all {} numbers of the "
+                        "concatenation. Its rows fall into {} blocks, one per head, so the output is the sum of each "
+                        "head's context times its own block (head_contributions shows each).",
+                        rows, trace.heads),
+            fmt::format("output = concat·W_o: ({}×{})·({}×{}) → {}", n, rows, rows, stage.col_count(), square)};
+}
+
+// The context: the weighted sum of the values, and where word order enters it (or does not).
+std::vector<std::string> context_explanation(const Trace& trace, const Stage& stage, Eigen::Index n, bool plain) {
     const auto d_v = trace.at(StageId::values, stage.head).col_count();
     const bool order_mask = mode_spec(trace.mode).causal || masked_for(trace, stage.head, reason_window);
     const std::string mask = order_mask ? " and through the mask" : "";
@@ -356,6 +329,44 @@ std::vector<std::string> single_attention(const Trace& trace, const Stage& stage
     return {"Each token's context vector is the weighted sum of the values: a weight of 0.3 "
             "means 30% of that token's value flows in. " + order,
             fmt::format("Z = A·{}: ({}×{})·({}×{}) → {}", plain ? "X" : "V", n, n, n, d_v, shape(stage))};
+}
+
+// scores, scaled, masked, weights and context of a single-sequence mode.
+std::vector<std::string> single_attention(const Trace& trace, const Stage& stage) {
+    const bool plain = !mode_spec(trace.mode).learned_projections;
+    const auto n = trace.at(StageId::inputs).row_count();
+    const StageId id = stage.id;
+    const std::string square = shape(stage);
+    if (id == StageId::scores && trace.positions == PositionScheme::rope)
+        return {"Each rotated query meets every rotated key in a dot product, which is large when the two vectors "
+                "point the same way. Both were turned by their positions, so a score depends on how far apart the "
+                "two tokens stand as well as on what they hold. Row i holds how well token i's query matches each key.",
+                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::queries, stage.head).col_count(),
+                            trace.at(StageId::keys, stage.head).col_count(), n, square)};
+    if (id == StageId::scores)
+        return {"Each query meets every key in a dot product, which is large when the two vectors "
+                "point the same way. Row i holds how well token i's query matches each key.",
+                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::queries, stage.head).col_count(),
+                            trace.at(StageId::keys, stage.head).col_count(), n, square)};
+    if (id == StageId::scaled) return scaled_explanation(trace, stage, square);
+    if (id == StageId::masked) return masked_explanation(trace, stage, square);
+    if (id == StageId::weights)
+        return weights_explanation(trace, fmt::format("A = {{}} per row: {} → {}", square, square), stage.head);
+    if (id == StageId::concat)
+        return {fmt::format("Each of the {} heads gave every token a context vector of {} numbers. Put side by side they "
+                            "make one vector of {} per token: head 1's numbers first.",
+                            trace.heads, stage.col_count() / trace.heads, stage.col_count()),
+                fmt::format("concat = [Z_1 … Z_{}]: {} × ({} × {}) → {}", trace.heads, trace.heads, n,
+                            stage.col_count() / trace.heads, square)};
+    if (id == StageId::output) return output_explanation(trace, stage, square, n);
+    if (id == StageId::head_contributions)
+        return {fmt::format("What head {} adds to the output: its context times its rows of W_o. Adding the {} "
+                            "contributions gives the output (up to rounding), so each number can be traced to the heads that "
+                            "moved it.",
+                            stage.head, trace.heads),
+                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::context, stage.head).col_count(),
+                            trace.at(StageId::context, stage.head).col_count(), stage.col_count(), square)};
+    return context_explanation(trace, stage, n, plain);
 }
 
 // embeddings, positions, queries_rotated and keys_rotated: the position information.
