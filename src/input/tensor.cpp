@@ -89,6 +89,13 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
     return fmt::format("({})", fmt::join(shape, ", "));
 }
 
+std::optional<std::size_t> data_bytes(const std::vector<std::size_t>& shape, ElementType type) {
+    std::size_t total = element_size(type);
+    for (const std::size_t dimension : shape)
+        if (__builtin_mul_overflow(total, dimension, &total)) return std::nullopt;
+    return total;
+}
+
 std::size_t Tensor::elements() const {
     std::size_t count = 1;
     for (const std::size_t dimension : shape) count *= dimension;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,10 @@ std::size_t element_size(ElementType type);
 
 // A shape as NumPy prints it: "(3, 4)", "(5,)", "()".
 std::string shape_text(const std::vector<std::size_t>& shape);
+
+// The bytes an array of `shape` and `type` takes, or nullopt when counting them overflows
+// 64 bits (a header can announce a shape such as (2**40, 2**40)).
+std::optional<std::size_t> data_bytes(const std::vector<std::size_t>& shape, ElementType type);
 
 // One array: its shape and where its bytes are. The bytes live as long as `storage` does (a
 // mapping of the file, or a buffer an .npz member was inflated into).

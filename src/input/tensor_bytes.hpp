@@ -1,17 +1,14 @@
 // The byte-level helpers the readers and writers of binary arrays share (npy, npz,
-// safetensors): little-endian integers, sizes that cannot overflow, UTF-8 checks.
+// safetensors): little-endian integers, UTF-8 checks, how an array is named.
 #pragma once
 
-#include "input/tensor.hpp"
 #include "util/utf8.hpp"
 
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace attntrace {
 
@@ -40,15 +37,6 @@ inline bool is_utf8(std::string_view text) {
         at += length;
     }
     return true;
-}
-
-// The bytes an array of `shape` and `type` takes, or nullopt when counting them overflows
-// 64 bits (a header can announce a shape such as (2**40, 2**40)).
-inline std::optional<std::size_t> data_bytes(const std::vector<std::size_t>& shape, ElementType type) {
-    std::size_t total = element_size(type);
-    for (const std::size_t dimension : shape)
-        if (__builtin_mul_overflow(total, dimension, &total)) return std::nullopt;
-    return total;
 }
 
 // How messages name an array: its name, or "the array" for a .npy (which has none).
