@@ -2,7 +2,6 @@
 
 #include "core/error.hpp"
 #include "input/examples.hpp"
-#include "input/json_text.hpp"
 #include "util/suggest.hpp"
 #include "util/utf8.hpp"
 
