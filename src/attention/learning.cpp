@@ -2,6 +2,7 @@
 
 #include "attention/backward.hpp"
 #include "attention/backward_steps.hpp"
+#include "attention/modes.hpp"
 #include "attention/moved_parameters.hpp"
 #include "core/error.hpp"
 
@@ -14,7 +15,13 @@
 namespace attntrace {
 namespace {
 
-bool heads_apart(const Trace& t) { return t.mode != Mode::bahdanau && t.heads > 1; }
+bool heads_apart(const Trace& t) {
+    switch (family_of(t.mode)) {
+    case ModeFamily::single_sequence: return t.heads > 1;
+    case ModeFamily::encoder_decoder: return false;  // one head, never split
+    }
+    unknown_family();
+}
 
 // J(j, k) = ∂a_j/∂s''_k of the row, with the short form's parts (a, dA, Σ, the divisor).
 void row_jacobian(BackwardRow& w, const Vector& masked) {
@@ -62,22 +69,27 @@ std::optional<KeyMix> key_mix(const Trace& t, const Gradients& g, const Backward
     if (!d_scores) return std::nullopt;
     KeyMix mix;
     const Stage* from = nullptr;
-    if (t.mode == Mode::bahdanau) {
+    switch (family_of(t.mode)) {
+    case ModeFamily::encoder_decoder:
         if (t.score == Score::additive) return std::nullopt;  // no query vector: the score goes through tanh
         mix.target = t.score == Score::dot ? "ds" : "d(s·W)";
         mix.key = "h";
         mix.keys = t.at(StageId::encoder_states).data;
         from = g.find(StageId::projected_decoder);
-    } else if (const Stage* rotated = t.find(StageId::keys_rotated, head)) {
-        mix.target = "dRoPE(q)";
-        mix.key = "RoPE(k)";
-        mix.keys = rotated->data;
-        from = g.find(StageId::queries_rotated, head);
-    } else {
-        mix.target = "dq";
-        mix.key = t.has_parameter("W_q") ? "k" : "x";  // plain mode: the keys are the inputs
-        mix.keys = t.at(StageId::keys, head).data;
-        from = g.find(StageId::queries, head);
+        break;
+    case ModeFamily::single_sequence:
+        if (const Stage* rotated = t.find(StageId::keys_rotated, head)) {
+            mix.target = "dRoPE(q)";
+            mix.key = "RoPE(k)";
+            mix.keys = rotated->data;
+            from = g.find(StageId::queries_rotated, head);
+        } else {
+            mix.target = "dq";
+            mix.key = t.has_parameter("W_q") ? "k" : "x";  // plain mode: the keys are the inputs
+            mix.keys = t.at(StageId::keys, head).data;
+            from = g.find(StageId::queries, head);
+        }
+        break;
     }
     mix.d_scores = d_scores->data.row(w.row);
     mix.mixed = mix.d_scores * mix.keys;
@@ -160,11 +172,15 @@ Problem moved_by(const Problem& given, const Trace& t, const Gradients& g, doubl
 
 void refuse_without_parameters(const Trace& t) {
     if (!t.parameters.empty()) return;
-    if (t.mode == Mode::bahdanau)
+    switch (family_of(t.mode)) {
+    case ModeFamily::encoder_decoder:
         throw UsageError("--step-size: Luong's dot score has no weights to learn (it compares the states as they are); "
                          "--score additive or general has some");
-    throw UsageError("--step-size: plain mode has no weights to learn (the embeddings are the queries, keys and values); "
-                     "-m self or causal learns W_q, W_k and W_v");
+    case ModeFamily::single_sequence:
+        throw UsageError("--step-size: plain mode has no weights to learn (the embeddings are the queries, keys and "
+                         "values); -m self or causal learns W_q, W_k and W_v");
+    }
+    unknown_family();
 }
 
 }  // namespace

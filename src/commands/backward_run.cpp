@@ -3,6 +3,7 @@
 #include "attention/backward.hpp"
 #include "attention/gradient_check.hpp"
 #include "attention/learning.hpp"
+#include "attention/modes.hpp"
 #include "attention/worked.hpp"
 #include "commands/guards.hpp"
 #include "core/error.hpp"
@@ -110,7 +111,13 @@ void take_gradient_stages(TraceRequest& request) {
 
 namespace {
 
-bool several_heads(const Trace& t) { return t.mode != Mode::bahdanau && t.heads > 1; }
+bool several_heads(const Trace& t) {
+    switch (family_of(t.mode)) {
+    case ModeFamily::single_sequence: return t.heads > 1;
+    case ModeFamily::encoder_decoder: return false;
+    }
+    unknown_family();
+}
 
 // The stage the sum and target losses read: the output when the run has one.
 const Stage& result_of(const Trace& t) {
@@ -170,10 +177,15 @@ std::vector<const Stage*> shown_gradients(const Gradients& g, const TraceRequest
 std::size_t checked_entries(const Trace& t) {
     std::size_t n = 0;
     for (const Parameter& p : t.parameters) n += static_cast<std::size_t>(p.data.size());
-    if (t.mode == Mode::bahdanau)
+    switch (family_of(t.mode)) {
+    case ModeFamily::single_sequence: {
+        const Stage& x = t.find(StageId::embeddings) ? t.at(StageId::embeddings) : t.at(StageId::inputs);
+        return n + static_cast<std::size_t>(x.data.size());
+    }
+    case ModeFamily::encoder_decoder:
         return n + static_cast<std::size_t>(t.at(StageId::encoder_states).data.size() + t.at(StageId::decoder_states).data.size());
-    const Stage& x = t.find(StageId::embeddings) ? t.at(StageId::embeddings) : t.at(StageId::inputs);
-    return n + static_cast<std::size_t>(x.data.size());
+    }
+    unknown_family();
 }
 
 void run_check(const Problem& problem, const TraceRequest& request, const Trace& t, const Gradients& g, std::ostream& out) {

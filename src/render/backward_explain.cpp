@@ -3,6 +3,7 @@
 // numbers of its own).
 #include "render/backward.hpp"
 
+#include "attention/modes.hpp"
 #include "render/number.hpp"
 
 #include <fmt/format.h>
@@ -172,7 +173,11 @@ std::vector<std::string> projection_lines(const Trace& trace, const Gradients& g
 
 // The lecture's "shorter paths": the focus key's vector gets its gradient in one step.
 std::optional<std::string> direct_path(const Trace& trace, const Gradients& g, const Stage& d) {
-    if (g.loss.kind != LossKind::focus || trace.mode == Mode::bahdanau || g.loss.query == g.loss.key) return std::nullopt;
+    switch (family_of(trace.mode)) {  // a key's vector is the input's own only in a single sequence
+    case ModeFamily::single_sequence: break;
+    case ModeFamily::encoder_decoder: return std::nullopt;
+    }
+    if (g.loss.kind != LossKind::focus || g.loss.query == g.loss.key) return std::nullopt;
     const double size = d.data.row(g.loss.key).norm();
     if (!(size > 0)) return std::nullopt;
     const Stage& w = trace.at(StageId::weights, g.loss.head);
