@@ -19,7 +19,10 @@ namespace {
 // What an option does to the numbers a description was written for, when it changes them:
 // other heads than the input's, other positions, a window, a wrong way of masking.
 std::optional<std::string> changed_by_options(const RunHeader& run, const Problem& problem, const TraceOptions& options) {
-    if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
+    switch (family_of(problem)) {
+    case ModeFamily::encoder_decoder: break;  // no heads, no positions: the masks below
+    case ModeFamily::single_sequence: {
+        const auto* single = &std::get<SingleSequenceInput>(problem.input);
         const int heads = single->heads.value_or(1), kv_heads = single->kv_heads.value_or(heads);
         if (mode_spec(run.mode).takes_heads && (run.heads != heads || run.kv_heads != kv_heads))
             return run.kv_heads == run.heads
@@ -30,6 +33,8 @@ std::optional<std::string> changed_by_options(const RunHeader& run, const Proble
             (run.positions != single->positions.value_or(PositionScheme::none) || run.first_position != 0))
             return run.positions == PositionScheme::none ? std::string("--positions none")
                                                          : positions_text(run.positions, run.first_position);
+        break;
+    }
     }
     if (options.window) return fmt::format("--window {}", *options.window);
     if (options.mask_method.after_softmax) return std::string("--mask-after-softmax");

@@ -1,6 +1,7 @@
 #include "commands/compare_command.hpp"
 
 #include "attention/compare.hpp"
+#include "attention/modes.hpp"
 #include "attention/trace.hpp"
 #include "commands/guards.hpp"
 #include "core/error.hpp"
@@ -16,10 +17,13 @@ namespace {
 Trace trace_input(const std::string& path, const CompareRequest& request) {
     const InputText input = read_input(path, request.max_input);
     const Problem problem = load_input(input, request.max_memory, with_max_input(request.load, request.max_input));
-    if (!std::holds_alternative<SingleSequenceInput>(problem.input))
+    switch (family_of(problem)) {
+    case ModeFamily::single_sequence: break;
+    case ModeFamily::encoder_decoder:
         throw DataError(fmt::format("{}: compare reads one sentence with its embeddings, not a source "
                                     "and a target",
                                     problem.origin));
+    }
     TraceOptions options = request.trace;
     options.mode = resolve_mode(problem, request.mode);
     // Two traces of this size are alive at once, at worst.

@@ -1,5 +1,6 @@
 #include "commands/decode_command.hpp"
 
+#include "attention/modes.hpp"
 #include "attention/trace.hpp"
 #include "commands/guards.hpp"
 #include "core/error.hpp"
@@ -49,13 +50,16 @@ void check_decode_request(const DecodeRequest& request) {
 // An input decode cannot read (a data error, exit 1): a source and a target are Bahdanau's,
 // whose decoder steps read encoder states that are all there before the first.
 void check_decode_shape(const Problem& problem) {
-    if (std::holds_alternative<EncoderDecoderInput>(problem.input))
+    switch (family_of(problem)) {
+    case ModeFamily::single_sequence: return;
+    case ModeFamily::encoder_decoder:
         throw DataError(fmt::format("{}: decode steps through causal attention over one sentence (\"sentence\" or "
                                     "\"tokens\" with \"embeddings\"), its KV cache growing by one token's key and "
                                     "value at each step; this input has a source and a target, for bahdanau mode, whose "
                                     "decoder steps score encoder states that are all there before the first step: "
                                     "trace it without decode, where each row of the weights is one decoder step",
                                     problem.origin));
+    }
 }
 
 // The same for an input that asks for positions itself: the file is what decode cannot read,

@@ -19,11 +19,14 @@ namespace {
 // The words of an input: the embeddings object in file order, or else each distinct token.
 Vocabulary vocabulary_of(const Problem& problem) {
     check_file_mode(problem);
-    const auto* single = std::get_if<SingleSequenceInput>(&problem.input);
-    if (!single)
+    switch (family_of(problem)) {
+    case ModeFamily::single_sequence: break;
+    case ModeFamily::encoder_decoder:
         throw DataError(fmt::format("{}: similarity reads one sentence with its embeddings, not a "
                                     "source and a target",
                                     problem.origin));
+    }
+    const auto* single = &std::get<SingleSequenceInput>(problem.input);
     if (!problem.vocabulary.words.empty()) return problem.vocabulary;
     const auto& seq = single->sequence;
     std::vector<Eigen::Index> rows;  // the first row of each distinct token

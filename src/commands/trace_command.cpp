@@ -143,9 +143,13 @@ const std::vector<std::string>& query_labels(const Problem& problem) {
     unknown_family();
 }
 
+// The tokens of a single sequence, which may be summarised; 0 for an input that is not one.
 std::size_t token_count(const Problem& problem) {
-    if (const auto* single = std::get_if<SingleSequenceInput>(&problem.input)) return single->sequence.tokens.size();
-    return 0;
+    switch (family_of(problem)) {
+    case ModeFamily::single_sequence: return std::get<SingleSequenceInput>(problem.input).sequence.tokens.size();
+    case ModeFamily::encoder_decoder: return 0;
+    }
+    unknown_family();
 }
 
 // The modes with a streaming path, as a list for messages.
