@@ -474,7 +474,7 @@ TEST_CASE("streaming equals the trace path with vector-wide values and long wind
 }
 
 // The trace's products by a row-major matrix (X·W, A·V) go through the same kernel for
-// inputs of 256 rows or more (kernels.cpp, own_product.hpp), where the CPU has 32 vector
+// inputs of 256 rows or more (projections.cpp, own_product.hpp), where the CPU has 32 vector
 // registers: against plain loops here, since the streaming path, compared with the trace
 // above, shares them.
 TEST_CASE("the kernels' products of long inputs equal plain loops", "[kernels]") {

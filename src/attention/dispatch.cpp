@@ -1,8 +1,8 @@
-// The public names of the hot kernels (kernels.hpp, streaming.hpp), each forwarding to the
-// copy compiled for this CPU: attention/isa.hpp says why there are three.
+// The public names of the hot kernels (attention/hot_functions.hpp: the projections of
+// kernels.hpp and the streaming path), each forwarding to the copy compiled for this CPU:
+// attention/isa.hpp says why there are three.
+#include "attention/hot_functions.hpp"
 #include "attention/isa.hpp"
-#include "attention/kernels.hpp"
-#include "attention/streaming.hpp"
 
 #include <fmt/format.h>
 
@@ -13,26 +13,10 @@
 
 namespace attntrace {
 
-// What each copy defines, in its own namespace.
-#define ATTNTRACE_HOT_FUNCTIONS                                                                          \
-    template <typename T> MatrixT<T> project(const MatrixT<T>&, const MatrixT<T>&);                     \
-    template <typename T>                                                                               \
-    std::vector<MatrixT<T>> project_filled(MatrixT<T>&, const std::vector<MatrixT<T>>&, const RowFill&, \
-                                           const RowsDone<T>&);                                         \
-    template <typename T> MatrixT<T> dot_scores(const MatrixT<T>&, const MatrixT<T>&);                  \
-    template <typename T> MatrixT<T> scale_scores(const MatrixT<T>&, T);                                \
-    BoolMatrix causal_mask(Eigen::Index);                                                               \
-    template <typename T> MatrixT<T> apply_mask(const MatrixT<T>&, const BoolMatrix&);                  \
-    template <typename T> MatrixT<T> apply_mask(const MatrixT<T>&, const BoolMatrix&, T);               \
-    template <typename T> MatrixT<T> row_softmax(const MatrixT<T>&);                                    \
-    template <typename T> Eigen::Index row_sum_normalize(const MatrixT<T>&, MatrixT<T>&);               \
-    template <typename T> MatrixT<T> weighted_sum(const MatrixT<T>&, const MatrixT<T>&);                \
-    template <typename T>                                                                               \
-    StreamResult stream_attention(const MatrixT<T>&, const MatrixT<T>&, const MatrixT<T>&, const StreamOptions&); \
-    template <typename T>                                                                               \
-    std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>&, const StreamOptions&);             \
-    template <typename T>                                                                               \
-    double stream_exp_rate(int);
+// What each copy defines, in its own namespace (attention/hot_functions.hpp's lists).
+#define ATTNTRACE_HOT_FUNCTIONS                        \
+    ATTNTRACE_PROJECTION_FUNCTIONS(ATTNTRACE_DECLARE, T) \
+    ATTNTRACE_STREAMING_FUNCTIONS(ATTNTRACE_DECLARE, T)
 
 namespace isa_baseline {
 ATTNTRACE_HOT_FUNCTIONS
@@ -114,74 +98,18 @@ std::string kernel_description() {
 #define ATTNTRACE_CALL(call) isa_baseline::call
 #endif
 
-template <typename T>
-MatrixT<T> project(const MatrixT<T>& x, const MatrixT<T>& w) {
-    return ATTNTRACE_CALL(project<T>(x, w));
-}
-template <typename T>
-std::vector<MatrixT<T>> project_filled(MatrixT<T>& x, const std::vector<MatrixT<T>>& w, const RowFill& fill,
-                                       const RowsDone<T>& done) {
-    return ATTNTRACE_CALL(project_filled<T>(x, w, fill, done));
-}
-template <typename T>
-MatrixT<T> dot_scores(const MatrixT<T>& q, const MatrixT<T>& k) {
-    return ATTNTRACE_CALL(dot_scores<T>(q, k));
-}
-template <typename T>
-MatrixT<T> scale_scores(const MatrixT<T>& scores, T divisor) {
-    return ATTNTRACE_CALL(scale_scores<T>(scores, divisor));
-}
-BoolMatrix causal_mask(Eigen::Index n) { return ATTNTRACE_CALL(causal_mask(n)); }
-template <typename T>
-MatrixT<T> apply_mask(const MatrixT<T>& scores, const BoolMatrix& allowed) {
-    return ATTNTRACE_CALL(apply_mask<T>(scores, allowed));
-}
-template <typename T>
-MatrixT<T> apply_mask(const MatrixT<T>& scores, const BoolMatrix& allowed, T fill) {
-    return ATTNTRACE_CALL(apply_mask<T>(scores, allowed, fill));
-}
-template <typename T>
-MatrixT<T> row_softmax(const MatrixT<T>& scores) {
-    return ATTNTRACE_CALL(row_softmax<T>(scores));
-}
-template <typename T>
-Eigen::Index row_sum_normalize(const MatrixT<T>& scores, MatrixT<T>& weights) {
-    return ATTNTRACE_CALL(row_sum_normalize<T>(scores, weights));
-}
-template <typename T>
-MatrixT<T> weighted_sum(const MatrixT<T>& weights, const MatrixT<T>& values) {
-    return ATTNTRACE_CALL(weighted_sum<T>(weights, values));
-}
-template <typename T>
-StreamResult stream_attention(const MatrixT<T>& q, const MatrixT<T>& k, const MatrixT<T>& v, const StreamOptions& options) {
-    return ATTNTRACE_CALL(stream_attention<T>(q, k, v, options));
-}
-template <typename T>
-std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, const StreamOptions& options) {
-    return ATTNTRACE_CALL(stream_heads<T>(heads, options));
-}
+// Each public name calls the same function of the chosen copy.
+#define ATTNTRACE_FORWARD(T, R, name, params, args) \
+    template <typename T>                           \
+    R name params {                                 \
+        return ATTNTRACE_CALL(name<T> args);        \
+    }
+ATTNTRACE_PROJECTION_FUNCTIONS(ATTNTRACE_FORWARD, T)
+ATTNTRACE_STREAMING_FUNCTIONS(ATTNTRACE_FORWARD, T)
 
-template <typename T>
-double stream_exp_rate(int threads) {
-    return ATTNTRACE_CALL(stream_exp_rate<T>(threads));
-}
-
-#define ATTNTRACE_INSTANTIATE(T)                                                                         \
-    template MatrixT<T> project<T>(const MatrixT<T>&, const MatrixT<T>&);                               \
-    template std::vector<MatrixT<T>> project_filled<T>(MatrixT<T>&, const std::vector<MatrixT<T>>&,     \
-                                                       const RowFill&, const RowsDone<T>&);             \
-    template MatrixT<T> dot_scores<T>(const MatrixT<T>&, const MatrixT<T>&);                            \
-    template MatrixT<T> scale_scores<T>(const MatrixT<T>&, T);                                          \
-    template MatrixT<T> apply_mask<T>(const MatrixT<T>&, const BoolMatrix&);                            \
-    template MatrixT<T> apply_mask<T>(const MatrixT<T>&, const BoolMatrix&, T);                         \
-    template MatrixT<T> row_softmax<T>(const MatrixT<T>&);                                              \
-    template Eigen::Index row_sum_normalize<T>(const MatrixT<T>&, MatrixT<T>&);                         \
-    template MatrixT<T> weighted_sum<T>(const MatrixT<T>&, const MatrixT<T>&);                          \
-    template StreamResult stream_attention<T>(const MatrixT<T>&, const MatrixT<T>&, const MatrixT<T>&,  \
-                                              const StreamOptions&);                                    \
-    template std::vector<StreamResult> stream_heads<T>(const std::vector<StreamHead<T>>&, const StreamOptions&); \
-    template double stream_exp_rate<T>(int);
-ATTNTRACE_INSTANTIATE(float)
-ATTNTRACE_INSTANTIATE(double)
+ATTNTRACE_PROJECTION_FUNCTIONS(ATTNTRACE_INSTANTIATE, float)
+ATTNTRACE_PROJECTION_FUNCTIONS(ATTNTRACE_INSTANTIATE, double)
+ATTNTRACE_STREAMING_FUNCTIONS(ATTNTRACE_INSTANTIATE, float)
+ATTNTRACE_STREAMING_FUNCTIONS(ATTNTRACE_INSTANTIATE, double)
 
 }  // namespace attntrace

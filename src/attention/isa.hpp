@@ -1,6 +1,6 @@
-// Instruction sets. The default (portable) build compiles the hot files, kernels.cpp and
-// streaming.cpp, three times: for any x86-64 CPU, for AVX2 with FMA, and for AVX-512 (F, DQ,
-// BW, VL), each copy in a namespace of its own (isa_baseline, isa_avx2, isa_avx512), and
+// Instruction sets. The default (portable) build compiles the hot files, projections.cpp and
+// streaming.cpp (the kernels attention/hot_functions.hpp lists), three times: for any x86-64
+// CPU, for AVX2 with FMA, and for AVX-512 (F, DQ, BW, VL), each copy in a namespace of its own (isa_baseline, isa_avx2, isa_avx512), and
 // dispatch.cpp gives their functions their public names, choosing the widest copy the CPU
 // runs, once per run. A function attribute (target_clones) could not do this: Eigen chooses
 // its vector instructions with the preprocessor (__AVX2__, __AVX512F__), so only another

@@ -3,8 +3,9 @@
 // holds one token per row. Every kernel is parallel over rows (OpenMP) in blocks of a fixed
 // size, so each row is computed by the same instructions whatever the number of threads: the
 // output bytes never depend on --threads. Eigen itself runs single-threaded
-// (EIGEN_DONT_PARALLELIZE), so there is no nested parallelism. The kernels are compiled once,
-// for float and double, in kernels.cpp.
+// (EIGEN_DONT_PARALLELIZE), so there is no nested parallelism. The kernels are compiled for
+// float and double: pass 1 in projections.cpp, once per instruction set (attention/isa.hpp),
+// as the long inputs' path needs it; passes 2 to 4, the trace path's, once, in kernels.cpp.
 #pragma once
 
 #include "core/matrix.hpp"

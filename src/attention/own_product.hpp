@@ -1,7 +1,8 @@
 // Matrix products by kernels of our own, for the hot paths on CPUs with 32 vector registers
 // (AVX-512): the streaming path's two products per block pair (streaming.cpp) and, for long
-// inputs, the projections X·W (kernels.cpp). Included by those files only: one copy per
-// instruction set (attention/isa.hpp).
+// inputs, the projections X·W (projections.cpp; and the trace path's A·V, kernels.cpp, in a
+// native build). Included through those files only (attention/row_blocks.hpp): one copy per
+// instruction set (attention/isa.hpp); where it cannot run, it is not compiled (`if constexpr`).
 //
 #pragma once
 

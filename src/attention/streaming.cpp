@@ -1,5 +1,6 @@
 #include "attention/streaming.hpp"
 
+#include "attention/hot_functions.hpp"
 #include "attention/isa.hpp"
 #include "attention/own_product.hpp"
 #include "attention/packet_exp.hpp"
@@ -156,10 +157,11 @@ void block_scores(const RowsView<T>& q, const RowsView<T>& k, const T* panels, c
     auto scores = block.topLeftCorner(rows, cols);
     if (panels) {
         const Eigen::Index d_k = q.cols();
-        own_product<T, false>(q.data() + first * q.outerStride(), q.outerStride(),
-                              panels + (key / stream_key_block) * d_k * stream_key_block, stream_key_block,
-                              block.data(), block.cols(), rows, stream_key_block, d_k, scale,
-                              options.causal ? first - key : anywhere);
+        if constexpr (own_products<T>)  // panels come only where the kernels are (wants_panels)
+            own_product<T, false>(q.data() + first * q.outerStride(), q.outerStride(),
+                                  panels + (key / stream_key_block) * d_k * stream_key_block, stream_key_block,
+                                  block.data(), block.cols(), rows, stream_key_block, d_k, scale,
+                                  options.causal ? first - key : anywhere);
     } else {
         // The scale rides in the product: Eigen multiplies each finished dot product by it as
         // it stores it, the same rounding as scaling afterwards, without another pass.
@@ -297,12 +299,14 @@ template <typename T>
 void add_weighted_values(Scratch<T>& s, const RowsView<T>& v, const StreamOptions& options, Eigen::Index first,
                          Eigen::Index rows, Eigen::Index key, Eigen::Index cols) {
     const Eigen::Index width = v.cols();
-    if (own_products_for<T>(v.rows()) && whole_registers<T>(width))
-        own_product<T, true>(s.probs.data(), s.probs.cols(), v.data() + key * v.outerStride(), v.outerStride(),
-                             s.acc.data(), s.acc.cols(), rows, width, cols, T(1),
-                             options.causal ? first - key : anywhere);
-    else
-        s.acc.topRows(rows).noalias() += s.probs.topLeftCorner(rows, cols) * v.middleRows(key, cols);
+    if constexpr (own_products<T>)  // compiled only in the copies that have the kernels
+        if (own_products_for<T>(v.rows()) && whole_registers<T>(width)) {
+            own_product<T, true>(s.probs.data(), s.probs.cols(), v.data() + key * v.outerStride(), v.outerStride(),
+                                 s.acc.data(), s.acc.cols(), rows, width, cols, T(1),
+                                 options.causal ? first - key : anywhere);
+            return;
+        }
+    s.acc.topRows(rows).noalias() += s.probs.topLeftCorner(rows, cols) * v.middleRows(key, cols);
 }
 
 // One query block [first, first + rows) against every key it may see, one key block at a time.
@@ -473,14 +477,8 @@ double stream_exp_rate(int threads) {
     return best;
 }
 
-template double stream_exp_rate<float>(int);
-template double stream_exp_rate<double>(int);
-template std::vector<StreamResult> stream_heads<float>(const std::vector<StreamHead<float>>&, const StreamOptions&);
-template std::vector<StreamResult> stream_heads<double>(const std::vector<StreamHead<double>>&, const StreamOptions&);
-template StreamResult stream_attention<float>(const MatrixT<float>&, const MatrixT<float>&,
-                                              const MatrixT<float>&, const StreamOptions&);
-template StreamResult stream_attention<double>(const MatrixT<double>&, const MatrixT<double>&,
-                                               const MatrixT<double>&, const StreamOptions&);
+ATTNTRACE_STREAMING_FUNCTIONS(ATTNTRACE_INSTANTIATE, float)
+ATTNTRACE_STREAMING_FUNCTIONS(ATTNTRACE_INSTANTIATE, double)
 
 }  // namespace ATTNTRACE_ISA
 }  // namespace attntrace
