@@ -216,6 +216,50 @@ struct TraceFlags {
     std::optional<Mode> requested_mode() const;
     // The options, and the thread count set (prepare_threads).
     TraceOptions apply() const;
+
+private:
+    void add_attention_to(CLI::App& app);  // the mode … the positions
+    void add_weighting_to(CLI::App& app);  // the mask, the scale, the precision
+};
+
+// The bundles of a command that reads an input (similarity): how it is read, how the output
+// looks, and the limits. `apply` fills the request's fields of the same names (render,
+// max_memory, max_seconds, max_input, load), so each request states them once.
+struct ReadFlags {
+    InputFlags input;
+    OutputFlags output;
+    LimitFlags limits;
+
+    // `heads_given`, `kv_heads_given`: --heads and --kv-heads, for a command that traces.
+    template <typename Request>
+    void apply(Request& request, const Output& main, bool heads_given = false, bool kv_heads_given = false) const {
+        output.apply(request.render, main);  // colour and width from where it goes
+        request.max_memory = limits.memory();
+        request.max_seconds = limits.seconds();
+        request.max_input = limits.input();
+        request.load = input.apply(request.max_input, heads_given, kv_heads_given);
+    }
+};
+
+// The bundles of a command that reads an input and traces it (the main job, compare, decode,
+// check-answers): the above, and how attention is computed.
+struct TracedFlags : ReadFlags {
+    TraceFlags trace;
+
+    // The input's, the attention's and the output's options, in the order --help lists them
+    // (`lines`: the command writes JSON Lines); the limits, listed last, are added apart.
+    void add_to(CLI::App& app, bool lines = false) {
+        input.add_to(app);
+        trace.add_to(app);
+        output.add_to(app, lines);
+    }
+    // Also the request's mode and trace options (and the thread count: TraceFlags::apply).
+    template <typename Request>
+    void apply(Request& request, const Output& main) const {
+        request.mode = trace.requested_mode();
+        request.trace = trace.apply();
+        ReadFlags::apply(request, main, trace.heads > 0, trace.kv_heads > 0);
+    }
 };
 
 inline void OutputFlags::add_to(CLI::App& app, bool lines) {
@@ -342,6 +386,11 @@ inline std::uint64_t LimitFlags::input() const { return max_input.empty() ? defa
 inline double LimitFlags::seconds() const { return max_time.empty() ? default_max_seconds : *parse_duration(max_time); }
 
 inline void TraceFlags::add_to(CLI::App& app) {
+    add_attention_to(app);
+    add_weighting_to(app);
+}
+
+inline void TraceFlags::add_attention_to(CLI::App& app) {
     add_enum<Mode>(app, "-m,--mode", mode, "the attention to trace (default: the input's mode, else plain)", "Attention");
     add_enum<Normalization>(app, "--normalize", normalize, "turn scores into weights by softmax, or by dividing by the row sum",
                             "Attention")
@@ -373,6 +422,9 @@ inline void TraceFlags::add_to(CLI::App& app) {
                             "a text")
                  ->transform(in_range(std::int64_t{0}, std::int64_t{1'000'000'000})),
              "Attention", "N");
+}
+
+inline void TraceFlags::add_weighting_to(CLI::App& app) {
     describe(app.add_option("--window", window, "plain, self, causal: a query sees only the W nearest keys (causal: itself "
                                                 "and the W − 1 before it; otherwise those less than W away)")
                  ->transform(in_range(1LL, 1LL << 40)),

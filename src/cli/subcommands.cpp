@@ -1,0 +1,335 @@
+// The subcommands (attntrace similarity, generate, bench, compare, decode, check-answers,
+// quiz): their table, and each one's options added to its CLI11 command with what runs the
+// command. Each holds a State (cli/command_line.hpp): its request and its flags, cli/flags.hpp's
+// bundles where the command shares them. A new subcommand is a function here and its entry in
+// the table, besides its job in commands/.
+#include "cli/command_line.hpp"
+
+#include "attention/modes.hpp"
+#include "commands/bench_command.hpp"
+#include "commands/check_answers_command.hpp"
+#include "commands/compare_command.hpp"
+#include "commands/decode_command.hpp"
+#include "commands/generate_command.hpp"
+#include "commands/quiz_command.hpp"
+#include "commands/similarity_command.hpp"
+#include "input/examples.hpp"
+#include "render/render.hpp"
+#include "util/terminal.hpp"
+#include "util/threads.hpp"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+namespace attntrace::cli {
+namespace {
+
+// A list option of enum values, as names: "--modes self,causal".
+template <Named E>
+std::vector<E> parsed(const std::vector<std::string>& names) {
+    std::vector<E> values;
+    for (const auto& name : names) values.push_back(*parse_enum<E>(name));  // CLI11 has checked the names
+    return values;
+}
+
+template <Named E>
+std::vector<std::string> names_of_list(const std::vector<E>& values) {
+    std::vector<std::string> names;
+    for (const E value : values) names.emplace_back(to_string(value));
+    return names;
+}
+
+// bench's own flags: the lists of names, read when it runs, the format, -o and the limits.
+struct BenchFlags {
+    std::vector<std::string> modes, dtypes, paths;
+    std::string format = "table";
+    std::optional<std::string> output;
+    LimitFlags limits;
+};
+
+// quiz's own flags: the lists of names, the format, and where the output goes.
+struct QuizFlags {
+    std::vector<std::string> modes, stages;
+    std::string format = "table", color = "auto";
+    int width = -1;
+};
+
+Runner add_similarity(CLI::App* command) {
+    auto s = std::make_shared<State<SimilarityRequest, ReadFlags>>();
+    describe(command->add_option("INPUT", s->request.input, "input JSON file, - for stdin, or example:NAME")->required(),
+             "Input", "", Completes::input);
+    s->flags.input.add_to(*command, false);
+    s->flags.output.add_to(*command);
+    describe(command->add_option("--svg", s->request.svg_path,
+                                 "also draw the words' vectors as arrows from the origin in this SVG file (more than two "
+                                 "numbers: projected onto their first two principal directions); - is stdout"),
+             "Output", "FILE", Completes::file);
+    s->flags.limits.add_to(*command);
+    return [s] {
+        return run(
+            [&](Outputs& outputs) {
+                prepare_threads(std::nullopt);
+                s->flags.apply(s->request, outputs.main_output());
+                run_similarity(s->request, outputs);
+            },
+            s->flags.output.path);
+    };
+}
+
+Runner add_generate(CLI::App* command) {
+    auto s = std::make_shared<State<GenerateRequest, std::optional<std::string>>>();  // the flags: -o
+    describe(command->add_option("-n,--tokens", s->request.tokens, "number of tokens")
+                 ->transform(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))
+                 ->capture_default_str(),
+             "Input", "N");
+    describe(command->add_option("-d,--dim", s->request.dim, "vector dimension d_in = d_k = d_v")
+                 ->transform(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_dimension)))
+                 ->capture_default_str(),
+             "Input", "N");
+    describe(command->add_option("--seed", s->request.seed, "seed of the generator")->transform(whole_number_u64)->capture_default_str(),
+             "Input", "N");
+    choose(command->add_option("-f,--format", s->request.format,
+                               "json, or arrays: npz (read with --layout in_out) or safetensors; the same numbers for "
+                               "the same seed"),
+           "Output", {"json", "npz", "safetensors"})
+        ->capture_default_str();
+    choose(command->add_option("--dtype", s->request.dtype,
+                               "numbers of npz and safetensors: float64 (those of the JSON) or float32 (each rounded to "
+                               "a float)"),
+           "Output", {"float64", "float32"})
+        ->capture_default_str();
+    add_output_path(*command, s->flags);
+    return [s] {
+        s->request.to_terminal = (!s->flags || *s->flags == "-") && ::isatty(STDOUT_FILENO);
+        return run([&](std::ostream& out) { run_generate(s->request, out); }, s->flags);
+    };
+}
+
+Runner add_bench(CLI::App* command) {
+    auto s = std::make_shared<State<BenchRequest, BenchFlags>>();
+    BenchRequest& r = s->request;
+    BenchFlags& f = s->flags;
+    f.modes = names_of_list(r.modes), f.dtypes = names_of_list(r.dtypes), f.paths = names_of_list(r.paths);
+    describe(list_option(command->add_option("--sizes", r.sizes, "token counts, comma-separated"))
+                 ->transform(in_range(std::int64_t{1}, std::int64_t{1} << 20))
+                 ->capture_default_str(),
+             "Runs", "N,...");
+    describe(command->add_option("--dim", r.dim, "d_in = d_k = d_v")
+                 ->transform(in_range(std::int64_t{1}, std::int64_t{4096}))
+                 ->capture_default_str(),
+             "Runs", "N");
+    describe(command->add_option("--heads", r.heads, "attention heads, each of d_head = dim / heads (a divisor of --dim)")
+                 ->transform(in_range(1, 4096))
+                 ->capture_default_str(),
+             "Runs", "H");
+    std::vector<std::string> streaming;  // bench times the modes with a streaming path
+    for (const ModeSpec& spec : mode_specs())
+        if (spec.streams) streaming.emplace_back(spec.name());
+    choose(list_option(command->add_option("--modes", f.modes, "the modes to time")), "Runs", streaming, true)
+        ->capture_default_str();
+    choose(list_option(command->add_option("--dtypes", f.dtypes, "the working precisions to time")), "Runs",
+           enum_names<Dtype>(), true)
+        ->capture_default_str();
+    describe(list_option(command->add_option("--threads", r.threads, "thread counts (default: 1 to the number of cores)"))
+                 ->transform(in_range(1, max_threads)),
+             "Runs", "N,...");
+    choose(list_option(command->add_option("--paths", f.paths, "the paths to time")), "Runs", enum_names<BenchPath>(),
+           true)
+        ->capture_default_str();
+    describe(command->add_option("--trace-max", r.trace_max, "largest n for the trace path, which holds n×n matrices")
+                 ->transform(in_range(std::int64_t{0}, std::int64_t{1} << 20))
+                 ->capture_default_str(),
+             "Runs", "N");
+    describe(command->add_option("--repeats", r.repeats, "timed runs per configuration after a warm-up (median)")
+                 ->transform(in_range(1, 1000))
+                 ->capture_default_str(),
+             "Runs", "N");
+    choose(command->add_option("-f,--format", f.format, "output format"), "Output", formats_showing(Product::bench))
+        ->capture_default_str();
+    add_output_path(*command, f.output);
+    f.limits.add_to(*command, false);
+    return [s] {
+        return run(
+            [&](std::ostream& out) {
+                BenchRequest& request = s->request;
+                prepare_threads(request.threads.empty() ? std::nullopt : std::optional<int>(request.threads.front()));
+                const BenchFlags& flags = s->flags;
+                request.modes = parsed<Mode>(flags.modes);
+                request.dtypes = parsed<Dtype>(flags.dtypes);
+                request.paths = parsed<BenchPath>(flags.paths);
+                request.format = *parse_enum<Format>(flags.format);
+                request.max_memory = flags.limits.memory();
+                request.max_seconds = flags.limits.seconds();
+                run_bench(request, out);
+            },
+            s->flags.output);
+    };
+}
+
+Runner add_compare(CLI::App* command) {
+    auto s = std::make_shared<State<CompareRequest, TracedFlags>>();
+    describe(command->add_option("A", s->request.a, "first input (file, - or example:NAME)")->required(), "Input", "",
+             Completes::input);
+    describe(command->add_option("B", s->request.b, "second input")->required(), "Input", "", Completes::input);
+    describe(command->add_option("-t,--token", s->request.token, "the word to follow (first occurrence)")->required(),
+             "Input", "WORD");
+    s->flags.add_to(*command);
+    s->flags.limits.add_to(*command);
+    return run_traced(s, [](CompareRequest request, Outputs& outputs) { run_compare(std::move(request), outputs.main()); });
+}
+
+Runner add_decode(CLI::App* command) {
+    auto s = std::make_shared<State<DecodeRequest, TracedFlags>>();
+    DecodeOptions& d = s->request.decode;
+    describe(command->add_option("INPUT", s->request.input_path,
+                                 "input JSON file, - for stdin, or example:NAME (default: the built-in example your_journey)"),
+             "Input", "", Completes::input);
+    describe(command->add_option("--prefill", d.prefill, "tokens that go in at once before the first step")
+                 ->transform(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))
+                 ->capture_default_str(),
+             "Decoding", "P");
+    describe(command->add_option("--step", d.step, "show only the step of this position (1-based)")
+                 ->transform(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens))),
+             "Decoding", "N");
+    describe(command->add_option("--context", d.context,
+                                 "context length of the table of K/V cache bytes (default: the input's tokens)")
+                 ->transform(in_range(std::int64_t{1}, std::int64_t{1} << 40)),
+             "Decoding", "N");
+    command->add_flag("--explain", s->request.render.explain,
+                      "say why the query is not cached, why keys and values are, and why only causal attention")
+        ->group("Decoding");
+    s->flags.add_to(*command);
+    s->flags.limits.add_to(*command);
+    return run_traced(s, [](DecodeRequest request, Outputs& outputs) { run_decode(std::move(request), outputs.main()); });
+}
+
+Runner add_check_answers(CLI::App* command) {
+    auto s = std::make_shared<State<CheckAnswersRequest, TracedFlags>>();
+    describe(command->add_option("INPUT", s->request.input_path,
+                                 "input JSON file, - for stdin, or example:NAME, traced with the options below")
+                 ->required(),
+             "Input", "", Completes::input);
+    describe(command->add_option("ANSWERS", s->request.answers_path,
+                                 "the learner's numbers: JSON ({\"weights\": [[...]]}, rows, cells, per head; "
+                                 "docs/practice.md) or the tidy CSV of --format csv --tidy")
+                 ->required(),
+             "Input", "", Completes::file);
+    s->flags.add_to(*command);
+    s->flags.limits.add_to(*command);
+    return run_traced(s, [](CheckAnswersRequest request, Outputs& outputs) {
+        return run_check_answers(std::move(request), outputs.main());
+    });
+}
+
+Runner add_quiz(CLI::App* command) {
+    auto s = std::make_shared<State<QuizRequest, QuizFlags>>();
+    describe(command->add_option("--seed", s->request.seed, "seed of the questions: the same seed and options ask the same ones")
+                 ->transform(whole_number_u64)
+                 ->capture_default_str(),
+             "Quiz", "N");
+    describe(command->add_option("-n,--rounds", s->request.rounds, "questions to ask")->transform(in_range(1, 1000))->capture_default_str(),
+             "Quiz", "N");
+    choose(list_option(command->add_option("-m,--mode", s->flags.modes,
+                                           "ask only about these modes (default: every mode that reads the example)")),
+           "Quiz", enum_names<Mode>(), true);
+    std::vector<std::string> stage_names;
+    for (const StageId id : quiz_stages) stage_names.emplace_back(to_string(id));
+    choose(list_option(command->add_option("-s,--stage", s->flags.stages, "ask only about these stages (default: all of them)")),
+           "Quiz", stage_names, true);
+    std::vector<std::string> example_names;
+    for (const auto& example : examples()) example_names.emplace_back(example.name);
+    describe(list_option(command->add_option("--example", s->request.examples,
+                                             fmt::format("ask only about these built-in examples (default: {})",
+                                                         fmt::join(quiz_examples, ", "))))
+                 ->check(one_of(example_names)),
+             "Quiz", "NAME,...", Completes::example);
+    describe(command->add_option("--answers", s->request.answers_path,
+                                 "read the answers from FILE, one a line (- for standard input; default: standard "
+                                 "input, typed at a terminal or piped)"),
+             "Input", "FILE", Completes::file);
+    choose(command->add_option("-f,--format", s->flags.format, "table: the transcript; json: every round's result at the end"),
+           "Output", formats_showing(Product::quiz))
+        ->capture_default_str();
+    describe(command->add_option("--digits", s->request.render.digits, "decimals in tables")->transform(in_range(0, 17))->capture_default_str(),
+             "Output", "N");
+    describe(command->add_option("--width", s->flags.width, "table width in columns, 0 for no limit (default: the terminal's)")
+                 ->transform(in_range(0, 1'000'000)),
+             "Output", "N");
+    choose(command->add_option("--color", s->flags.color,
+                               "shade scores and weights; auto: when the output is a terminal, NO_COLOR is unset and "
+                               "TERM is not dumb"),
+           "Output", {"auto", "always", "never"})
+        ->capture_default_str();
+    return [s] {
+        return run(
+            [&](Outputs& outputs) {
+                QuizRequest& request = s->request;
+                request.modes = parsed<Mode>(s->flags.modes);
+                request.stages = parsed<StageId>(s->flags.stages);
+                request.render.format = *parse_enum<Format>(s->flags.format);
+                const Output& main = outputs.main_output();
+                fit_to_destination(request.render, s->flags.width, s->flags.color, main);
+                QuizTerminal terminal;
+                terminal.answers_typed = is_terminal(STDIN_FILENO);
+                terminal.echo = !(terminal.answers_typed && is_terminal(main.descriptor()));
+                terminal.flush = [&outputs] { outputs.main_output().drain(); };
+                return run_quiz(request, terminal, outputs.main());
+            },
+            std::nullopt);
+    };
+}
+
+// In the order of attntrace --help.
+const std::vector<Subcommand> table{
+    {"similarity",
+     "dot-product and cosine-similarity tables of an input's words (embeddings as points in space)",
+     add_similarity,
+     {{"attntrace similarity example:fruit_and_pets", "apple near orange, far from dog"},
+      {"attntrace similarity example:fruit_and_pets --svg words.svg", "the words as arrows in a picture"}}},
+    {"generate",
+     "write a long random input (tokens, embeddings, weights) from the portable generator",
+     add_generate,
+     {{"attntrace generate -n 8192 -d 64 -o long.json", "8192 random tokens of 64 numbers, same seed same bytes"},
+      {"attntrace generate -n 4096 | attntrace - -m causal --summary", "straight into a causal summary"},
+      {"attntrace generate -n 8192 -d 64 -f safetensors --dtype float32 -o long.safetensors",
+       "the same numbers as float32 arrays, read without parsing"}}},
+    {"bench",
+     "time the trace and streaming paths over growing n against this machine's GEMM rate",
+     add_bench,
+     {{"attntrace bench", "both paths, n = 512 … 16384, float32 and float64"},
+      {"attntrace bench --sizes 1024,4096 --modes causal --paths streaming", "the causal streaming path alone"}}},
+    {"compare",
+     "one word's context vector in two inputs: their difference, cosine and what moved it",
+     add_compare,
+     {{"attntrace compare example:big_dream example:big_mistake --token big", "how the context of \"big\" moves"},
+      {"attntrace compare example:bank_river example:bank_money -t bank -m self", "the same in self mode"}}},
+    {"decode",
+     "generation with a KV cache: causal attention one new token at a time, each step checked against the full trace",
+     add_decode,
+     {{"attntrace decode --step 4", "generation: token 4 against the KV cache, checked against the full trace"},
+      {"attntrace decode --dim 8 --heads 4 --kv-heads 2 --context 4096", "the cache's bytes for MHA, GQA and MQA"}}},
+    {"check-answers",
+     "compare a learner's own numbers for some stages with the trace, and name the known mistake that explains a "
+     "difference (exit 1 when something differs)",
+     add_check_answers,
+     {{"attntrace check-answers example:teacher_smiled data/practice/smiled_weights.json",
+       "a learner's weights checked: exit 0 when they agree, 1 when they differ"},
+      {"attntrace check-answers example:teacher_smiled data/practice/smiled_by_sum.json -f json",
+       "the verdict per stage, for course tooling"}}},
+    {"quiz",
+     "practice: questions on the stages of traces, each answer checked, with the likely mistake and the arithmetic "
+     "when it is wrong (exit 1 unless every answer is right)",
+     add_quiz,
+     {{"attntrace quiz", "five questions on the built-in examples, typed answers checked at once"},
+      {"attntrace quiz --mode causal --stage masked,weights --seed 7",
+       "only the causal mask and the weights, another draw"},
+      {"attntrace quiz --seed 3 --rounds 10 --answers answers.txt -f json",
+       "grade a learner's answers file, for course tooling"}}},
+};
+
+}  // namespace
+
+const std::vector<Subcommand>& subcommand_table() { return table; }
+
+}  // namespace attntrace::cli
