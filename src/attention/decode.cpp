@@ -116,36 +116,99 @@ std::vector<bool> padding_of(const Trace& full, Eigen::Index n) {
     return padding;
 }
 
+// What every step reads of the full trace: the rows the projections read, the weights and
+// biases, the padding, and how the scores are scaled.
+template <typename T>
+struct StepInputs {
+    const Matrix& x_all;  // the inputs, or after ln_1 each token's normalised vector
+    const Matrix &w_q, &w_k, &w_v;
+    const Matrix *b_q, *b_k, *b_v;
+    std::vector<bool> padding;
+    T divisor, temperature;
+    bool scaled_at_all;
+};
+
+template <typename T>
+StepInputs<T> step_inputs(const Trace& full, const Shape& s) {
+    // A token's own numbers only, so the trace's row is the step's.
+    const Stage* normed = full.find(StageId::layernorm);
+    const auto bias = [&](std::string_view name) { return full.has_parameter(name) ? &full.parameter(name).data : nullptr; };
+    return {(normed ? *normed : full.at(StageId::inputs)).data,
+            full.parameter("W_q").data,
+            full.parameter("W_k").data,
+            full.parameter("W_v").data,
+            bias("b_q"),
+            bias("b_k"),
+            bias("b_v"),
+            padding_of(full, s.n),
+            static_cast<T>(full.scale),
+            static_cast<T>(full.temperature),
+            full.scale_rule != ScaleRule::none};
+}
+
+// Token i's key and value appended to each key/value head's cache, compared with the trace's.
+template <typename T>
+void cache_token(std::vector<CacheT<T>>& caches, const std::vector<T>& x, const StepInputs<T>& in, const Trace& full,
+                 const Shape& s, Eigen::Index i, double tolerance, Gap& gap) {
+    for (int g = 1; g <= s.kv_heads; ++g) {
+        CacheT<T>& cache = caches[static_cast<std::size_t>(g - 1)];
+        cache.keys.push_back(project_row<T>(x, in.w_k, in.b_k, (g - 1) * s.d_head, s.d_head));
+        cache.values.push_back(project_row<T>(x, in.w_v, in.b_v, (g - 1) * s.d_v, s.d_v));
+        // one query head reading it, for the trace's keys and values stages
+        const int h = s.heads > 1 ? (g - 1) * (s.heads / s.kv_heads) + 1 : 0;
+        gap.add(widened(cache.keys.back()), full.at(StageId::keys, h), i, tolerance);
+        gap.add(widened(cache.values.back()), full.at(StageId::values, h), i, tolerance);
+    }
+}
+
+// Every head's query of token i against the caches, each stage compared with the trace's.
+template <typename T>
+void attend_heads(DecodeStep& step, const std::vector<CacheT<T>>& caches, const std::vector<T>& x,
+                  const StepInputs<T>& in, const Trace& full, const Shape& s, Eigen::Index i, double tolerance,
+                  Gap& gap) {
+    for (int head = 1; head <= s.heads; ++head) {
+        const int g = s.kv_head_of(head);
+        const std::vector<T> q = project_row<T>(x, in.w_q, in.b_q, (head - 1) * s.d_head, s.d_head);
+        DecodeHead h = attend_step<T>(q, caches[static_cast<std::size_t>(g - 1)], in.padding, in.divisor,
+                                      in.temperature, in.scaled_at_all);
+        h.head = s.heads > 1 ? head : 0;
+        h.kv_head = s.heads > 1 ? g : 0;
+        const int id = h.head;  // the trace's stages are numbered so too (0 with one head)
+        gap.add(h.q, full.at(StageId::queries, id), i, tolerance);
+        gap.add(h.scores, full.at(StageId::scores, id), i, tolerance);
+        gap.add(h.scaled, full.at(StageId::masked, id), i, tolerance);
+        gap.add(h.weights, full.at(StageId::weights, id), i, tolerance);
+        gap.add(h.context, full.at(StageId::context, id), i, tolerance);
+        // the trace's keys after the query (the causal mask) carry weight 0
+        const Stage& weights = full.at(StageId::weights, id);
+        for (Eigen::Index j = i + 1; j < s.n; ++j) gap.add(0.0, weights.data(i, j), tolerance);
+        step.heads.push_back(std::move(h));
+    }
+}
+
+// The caches after the last step, as matrices.
+template <typename T>
+void keep_caches(const std::vector<CacheT<T>>& caches, const Shape& s, Decode& out) {
+    for (int g = 1; g <= s.kv_heads; ++g) {
+        const CacheT<T>& cache = caches[static_cast<std::size_t>(g - 1)];
+        KvCache kv{s.heads > 1 ? g : 0, Matrix(s.n, s.d_head), Matrix(s.n, s.d_v)};
+        for (Eigen::Index j = 0; j < s.n; ++j) {
+            for (Eigen::Index c = 0; c < s.d_head; ++c) kv.keys(j, c) = cache.keys[static_cast<std::size_t>(j)][static_cast<std::size_t>(c)];
+            for (Eigen::Index c = 0; c < s.d_v; ++c) kv.values(j, c) = cache.values[static_cast<std::size_t>(j)][static_cast<std::size_t>(c)];
+        }
+        out.caches.push_back(std::move(kv));
+    }
+}
+
 template <typename T>
 void run_steps(const Trace& full, const Shape& s, const DecodeOptions& options, Decode& out) {
-    // What the projections read: the inputs, or after ln_1 each token's normalised vector
-    // (a token's own numbers only, so the trace's row is the step's).
-    const Stage* normed = full.find(StageId::layernorm);
-    const Matrix& x_all = (normed ? *normed : full.at(StageId::inputs)).data;
-    const Matrix& w_q = full.parameter("W_q").data;
-    const Matrix& w_k = full.parameter("W_k").data;
-    const Matrix& w_v = full.parameter("W_v").data;
-    const auto bias = [&](std::string_view name) { return full.has_parameter(name) ? &full.parameter(name).data : nullptr; };
-    const Matrix *b_q = bias("b_q"), *b_k = bias("b_k"), *b_v = bias("b_v");
-    const std::vector<bool> padding = padding_of(full, s.n);
-    const T divisor = static_cast<T>(full.scale);
-    const T temperature = static_cast<T>(full.temperature);
-    const bool scaled_at_all = full.scale_rule != ScaleRule::none;
+    const StepInputs<T> in = step_inputs<T>(full, s);
     std::vector<CacheT<T>> caches(static_cast<std::size_t>(s.kv_heads));
     for (Eigen::Index i = 0; i < s.n; ++i) {
         std::vector<T> x(static_cast<std::size_t>(s.d_in));
-        for (Eigen::Index c = 0; c < s.d_in; ++c) x[static_cast<std::size_t>(c)] = static_cast<T>(x_all(i, c));
-        // The new token's key and value, appended to each key/value head's cache.
+        for (Eigen::Index c = 0; c < s.d_in; ++c) x[static_cast<std::size_t>(c)] = static_cast<T>(in.x_all(i, c));
         Gap gap;
-        for (int g = 1; g <= s.kv_heads; ++g) {
-            CacheT<T>& cache = caches[static_cast<std::size_t>(g - 1)];
-            cache.keys.push_back(project_row<T>(x, w_k, b_k, (g - 1) * s.d_head, s.d_head));
-            cache.values.push_back(project_row<T>(x, w_v, b_v, (g - 1) * s.d_v, s.d_v));
-            // one query head reading it, for the trace's keys and values stages
-            const int h = s.heads > 1 ? (g - 1) * (s.heads / s.kv_heads) + 1 : 0;
-            gap.add(widened(cache.keys.back()), full.at(StageId::keys, h), i, out.tolerance);
-            gap.add(widened(cache.values.back()), full.at(StageId::values, h), i, out.tolerance);
-        }
+        cache_token<T>(caches, x, in, full, s, i, out.tolerance, gap);
         if (i < options.prefill) {  // the prefill: keys and values only, compared all the same
             out.prefill_difference = std::max(out.prefill_difference, gap.largest);
             out.max_difference = std::max(out.max_difference, gap.largest);
@@ -160,24 +223,7 @@ void run_steps(const Trace& full, const Shape& s, const DecodeOptions& options, 
         step.cache_tokens = i + 1;
         step.cache_numbers = step.cache_tokens * s.kv_heads * (s.d_head + s.d_v);
         step.cache_bytes = step.cache_numbers * out.bytes_per_number;
-        for (int head = 1; head <= s.heads; ++head) {
-            const int g = s.kv_head_of(head);
-            const std::vector<T> q = project_row<T>(x, w_q, b_q, (head - 1) * s.d_head, s.d_head);
-            DecodeHead h = attend_step<T>(q, caches[static_cast<std::size_t>(g - 1)], padding, divisor, temperature,
-                                          scaled_at_all);
-            h.head = s.heads > 1 ? head : 0;
-            h.kv_head = s.heads > 1 ? g : 0;
-            const int id = h.head;  // the trace's stages are numbered so too (0 with one head)
-            gap.add(h.q, full.at(StageId::queries, id), i, out.tolerance);
-            gap.add(h.scores, full.at(StageId::scores, id), i, out.tolerance);
-            gap.add(h.scaled, full.at(StageId::masked, id), i, out.tolerance);
-            gap.add(h.weights, full.at(StageId::weights, id), i, out.tolerance);
-            gap.add(h.context, full.at(StageId::context, id), i, out.tolerance);
-            // the trace's keys after the query (the causal mask) carry weight 0
-            const Stage& weights = full.at(StageId::weights, id);
-            for (Eigen::Index j = i + 1; j < s.n; ++j) gap.add(0.0, weights.data(i, j), out.tolerance);
-            step.heads.push_back(std::move(h));
-        }
+        attend_heads<T>(step, caches, x, in, full, s, i, out.tolerance, gap);
         step.max_difference = gap.largest;
         step.matches_full_trace = gap.within;
         out.all_match = out.all_match && gap.within;
@@ -187,15 +233,7 @@ void run_steps(const Trace& full, const Shape& s, const DecodeOptions& options, 
         out.dots_recomputed += (i + 1) * (i + 1) * s.heads;
         if (!options.step || *options.step == step.position) out.steps.push_back(std::move(step));
     }
-    for (int g = 1; g <= s.kv_heads; ++g) {
-        const CacheT<T>& cache = caches[static_cast<std::size_t>(g - 1)];
-        KvCache kv{s.heads > 1 ? g : 0, Matrix(s.n, s.d_head), Matrix(s.n, s.d_v)};
-        for (Eigen::Index j = 0; j < s.n; ++j) {
-            for (Eigen::Index c = 0; c < s.d_head; ++c) kv.keys(j, c) = cache.keys[static_cast<std::size_t>(j)][static_cast<std::size_t>(c)];
-            for (Eigen::Index c = 0; c < s.d_v; ++c) kv.values(j, c) = cache.values[static_cast<std::size_t>(j)][static_cast<std::size_t>(c)];
-        }
-        out.caches.push_back(std::move(kv));
-    }
+    keep_caches(caches, s, out);
 }
 
 // Multi-head, this run's grouping (when it is one) and multi-query, for H heads.

@@ -188,6 +188,30 @@ Packet packet_exp(const Packet& x) {
         return Eigen::internal::pexp(x);
 }
 
+// The largest of a block row's `cols` scores (at least `lowest`): one pass, a lane-wise max and
+// then across the lanes. Two registers of maxima take turns, so that each step need not wait
+// for the one before it.
+template <typename T>
+T block_row_max(const T* scores, Eigen::Index cols, T lowest) {
+    namespace ei = Eigen::internal;
+    using Packet = typename ei::packet_traits<T>::type;  // one vector register of T
+    constexpr Eigen::Index lanes = ei::packet_traits<T>::size;
+    const Eigen::Index whole = cols - cols % lanes;
+    T block_max = lowest;
+    if (whole > 0) {
+        Packet m0 = ei::ploadu<Packet>(scores), m1 = m0;
+        Eigen::Index c = lanes;
+        for (; c + lanes < whole; c += 2 * lanes) {
+            m0 = ei::pmax(m0, ei::ploadu<Packet>(scores + c));
+            m1 = ei::pmax(m1, ei::ploadu<Packet>(scores + c + lanes));
+        }
+        if (c < whole) m0 = ei::pmax(m0, ei::ploadu<Packet>(scores + c));
+        block_max = ei::predux_max(ei::pmax(m0, m1));
+    }
+    for (Eigen::Index c = whole; c < cols; ++c) block_max = std::max(block_max, scores[c]);
+    return block_max;
+}
+
 // passes 2 and 3 for row r of a block: the running max m grows to the block's, what came
 // before is rescaled by e^(m_old − m_new), and the block's e^(s − m) join the running sum l,
 // the accumulated values (pass 4) and Σ e^(s − m)(s − m), which gives the entropy.
@@ -201,21 +225,7 @@ T online_softmax_row(Scratch<T>& s, Eigen::Index r, Eigen::Index cols, T lowest)
     const T* scores = &s.scores(r, 0);
     T* probs = &s.probs(r, 0);
     const Eigen::Index whole = cols - cols % lanes;
-    // The block's max: one pass, a lane-wise max and then across the lanes.
-    // Two registers of maxima (and of sums below) take turns, so that each step need not wait
-    // for the one before it.
-    T block_max = lowest;
-    if (whole > 0) {
-        Packet m0 = ei::ploadu<Packet>(scores), m1 = m0;
-        Eigen::Index c = lanes;
-        for (; c + lanes < whole; c += 2 * lanes) {
-            m0 = ei::pmax(m0, ei::ploadu<Packet>(scores + c));
-            m1 = ei::pmax(m1, ei::ploadu<Packet>(scores + c + lanes));
-        }
-        if (c < whole) m0 = ei::pmax(m0, ei::ploadu<Packet>(scores + c));
-        block_max = ei::predux_max(ei::pmax(m0, m1));
-    }
-    for (Eigen::Index c = whole; c < cols; ++c) block_max = std::max(block_max, scores[c]);
+    const T block_max = block_row_max(scores, cols, lowest);
     const T old_max = s.max(r);
     const T new_max = std::max(old_max, block_max);
     const bool fresh = !(old_max > lowest);  // the first block, or nothing seen before
@@ -224,7 +234,8 @@ T online_softmax_row(Scratch<T>& s, Eigen::Index r, Eigen::Index cols, T lowest)
     const bool same_max = !fresh && new_max == old_max;
     const T rescale = fresh ? T(0) : same_max ? T(1) : std::exp(old_max - new_max);
     // The second pass: p = e^(s − m) is stored for the values' product, and the block's Σ p and
-    // Σ p·(s − m) are summed as it goes, lane by lane, then across the lanes. The last
+    // Σ p·(s − m) are summed as it goes, lane by lane (two registers taking turns, as for the
+    // max), then across the lanes. The last
     // cols % lanes go through the same vector exp, padded, so that a score gives the same
     // weight wherever it falls in the block.
     const Packet shift = ei::pset1<Packet>(new_max);
@@ -349,6 +360,74 @@ void query_block(const RowsView<T>& q, const RowsView<T>& k, const T* panels, co
     finish_block(s, options, first, rows, result, lowest);
 }
 
+// K's panels, one per distinct key matrix (heads may share one), when this copy of the kernels
+// computes the scores itself; `panel_of[h]`: head h's. Empty when it does not.
+template <typename T>
+struct KeyPanels {
+    std::vector<MatrixT<T>> panels;
+    std::vector<std::size_t> panel_of;
+};
+
+template <typename T>
+KeyPanels<T> key_panels_of(const std::vector<StreamHead<T>>& heads, const StreamOptions& options, double d_k) {
+    KeyPanels<T> out;
+    out.panel_of.assign(heads.size(), 0);
+    if (heads.empty() || !wants_panels<T>(options, heads.front().k.rows())) return out;
+    std::vector<std::size_t> panel_head;  // a head that reads each panel
+    for (std::size_t head = 0; head < heads.size(); ++head) {
+        const auto& k = heads[head].k;
+        std::size_t same = 0;
+        while (same < head && heads[same].k.data() != k.data()) ++same;
+        if (same < head) {
+            out.panel_of[head] = out.panel_of[same];
+        } else {
+            out.panel_of[head] = out.panels.size();
+            panel_head.push_back(head);
+            out.panels.push_back(key_panels_for(k));
+        }
+    }
+    // Their blocks are copies, spread over the threads (the memory's first touch too).
+    const Eigen::Index n_keys = heads.front().k.rows();
+    const Eigen::Index key_blocks = (n_keys + stream_key_block - 1) / stream_key_block;
+    const auto pieces = static_cast<Eigen::Index>(out.panels.size()) * key_blocks;
+    const double numbers = static_cast<double>(out.panels.size()) * static_cast<double>(n_keys) * d_k;
+#pragma omp parallel for schedule(static) if (worth_threads(4 * numbers))
+    for (Eigen::Index piece = 0; piece < pieces; ++piece) {
+        const auto p = static_cast<std::size_t>(piece / key_blocks);
+        fill_key_panel(heads[panel_head[p]].k, out.panels[p], piece % key_blocks);
+    }
+    return out;
+}
+
+// options.rows_done, in order: how many heads of each query block are finished, and how far
+// from the start all blocks are; the rows finished from the start are reported once each.
+class InOrder {
+public:
+    InOrder(const StreamOptions& options, Eigen::Index blocks, Eigen::Index heads, Eigen::Index n)
+        : options_(options), finished_(options.rows_done ? static_cast<std::size_t>(blocks) : 0, 0), blocks_(blocks),
+          heads_(heads), n_(n) {}
+    bool wanted() const { return static_cast<bool>(options_.rows_done); }
+    // One head of `block` is done (any thread).
+    void done(Eigen::Index block, const std::vector<StreamResult>& results) {
+        const std::lock_guard lock(reporting_);
+        ++finished_[static_cast<std::size_t>(block)];
+        const Eigen::Index from = reported_;
+        while (reported_ < blocks_ && finished_[static_cast<std::size_t>(reported_)] == heads_) ++reported_;
+        if (reported_ > from) {
+            const Eigen::Index end = std::min(n_, reported_ * stream_query_block);
+            options_.rows_done(results, static_cast<std::size_t>(from * stream_query_block),
+                               static_cast<std::size_t>(end - from * stream_query_block));
+        }
+    }
+
+private:
+    const StreamOptions& options_;
+    std::vector<Eigen::Index> finished_;
+    Eigen::Index reported_ = 0;
+    std::mutex reporting_;
+    Eigen::Index blocks_, heads_, n_;
+};
+
 }  // namespace
 
 template <typename T>
@@ -365,45 +444,13 @@ std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, 
     const std::size_t all_rows = static_cast<std::size_t>(n) * heads.size();
     std::atomic<std::size_t> done{0};
     RegionErrors errors;  // the scratch, the products and the top lists allocate
-    // options.rows_done: how many heads of each query block are finished, and how far from the
-    // start all blocks are.
-    std::vector<Eigen::Index> finished(options.rows_done ? static_cast<std::size_t>(blocks) : 0, 0);
-    Eigen::Index reported = 0;
-    std::mutex reporting;
-    const bool in_order = static_cast<bool>(options.rows_done);
+    InOrder in_order(options, blocks, h_count, n);
     // Every query against every key (half of them when causal), a dot product over d_k, an
     // exp and a weighted sum over d_v each, for every head.
     const double d_k = h_count == 0 ? 0 : static_cast<double>(heads.front().q.cols());
     const double work = static_cast<double>(h_count) * static_cast<double>(n) * static_cast<double>(n) *
                         (options.causal ? 0.5 : 1.0) * (2.0 * d_k + 2.0 * static_cast<double>(d_v) + 10.0);
-    // K's panels, one per distinct key matrix (heads may share one), when this copy of the
-    // kernels computes the scores itself.
-    std::vector<MatrixT<T>> key_panels;
-    std::vector<std::size_t> panel_of(heads.size(), 0), panel_head;  // panel_head: a head that reads each panel
-    if (h_count > 0 && wants_panels<T>(options, heads.front().k.rows())) {
-        for (std::size_t head = 0; head < heads.size(); ++head) {
-            const auto& k = heads[head].k;
-            std::size_t same = 0;
-            while (same < head && heads[same].k.data() != k.data()) ++same;
-            if (same < head) {
-                panel_of[head] = panel_of[same];
-            } else {
-                panel_of[head] = key_panels.size();
-                panel_head.push_back(head);
-                key_panels.push_back(key_panels_for(k));
-            }
-        }
-        // Their blocks are copies, spread over the threads (the memory's first touch too).
-        const Eigen::Index n_keys = heads.front().k.rows();
-        const Eigen::Index key_blocks = (n_keys + stream_key_block - 1) / stream_key_block;
-        const auto pieces = static_cast<Eigen::Index>(key_panels.size()) * key_blocks;
-        const double numbers = static_cast<double>(key_panels.size()) * static_cast<double>(n_keys) * d_k;
-#pragma omp parallel for schedule(static) if (worth_threads(4 * numbers))
-        for (Eigen::Index piece = 0; piece < pieces; ++piece) {
-            const auto p = static_cast<std::size_t>(piece / key_blocks);
-            fill_key_panel(heads[panel_head[p]].k, key_panels[p], piece % key_blocks);
-        }
-    }
+    const KeyPanels<T> key_panels = key_panels_of(heads, options, d_k);
 #pragma omp parallel if (worth_threads(work))
     {
         const FlushDenormals flush;
@@ -418,25 +465,16 @@ std::vector<StreamResult> stream_heads(const std::vector<StreamHead<T>>& heads, 
             errors.run([&] {
                 const Eigen::Index head = turn % h_count, order = turn / h_count;
                 // Causal blocks longest first, unless the rows are wanted in order.
-                const Eigen::Index block = options.causal && !in_order ? blocks - 1 - order : order;
+                const Eigen::Index block = options.causal && !in_order.wanted() ? blocks - 1 - order : order;
                 const Eigen::Index first = block * stream_query_block;
                 const Eigen::Index rows = std::min(stream_query_block, n - first);
                 const StreamHead<T>& h = heads[static_cast<std::size_t>(head)];
-                const T* panels = key_panels.empty() ? nullptr : key_panels[panel_of[static_cast<std::size_t>(head)]].data();
+                const auto panel = key_panels.panel_of[static_cast<std::size_t>(head)];
+                const T* panels = key_panels.panels.empty() ? nullptr : key_panels.panels[panel].data();
                 query_block(h.q, h.k, panels, h.v, options, first, rows, *scratch, results[static_cast<std::size_t>(head)]);
                 const std::size_t now = done += static_cast<std::size_t>(rows);
                 if (options.progress && omp_get_thread_num() == 0) options.progress(now, all_rows);
-                if (in_order) {
-                    const std::lock_guard lock(reporting);
-                    ++finished[static_cast<std::size_t>(block)];
-                    const Eigen::Index from = reported;
-                    while (reported < blocks && finished[static_cast<std::size_t>(reported)] == h_count) ++reported;
-                    if (reported > from) {
-                        const Eigen::Index end = std::min(n, reported * stream_query_block);
-                        options.rows_done(results, static_cast<std::size_t>(from * stream_query_block),
-                                          static_cast<std::size_t>(end - from * stream_query_block));
-                    }
-                }
+                if (in_order.wanted()) in_order.done(block, results);
             });
         }
     }

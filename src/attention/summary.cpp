@@ -84,7 +84,7 @@ double projection_bound(double x_max, const MatrixT<T>& w, const std::optional<V
 
 // Q = X·W_q, K = X·W_k, V = X·W_v (plus their biases) with X converted to T as the products
 // read it, a block of rows at a time (project_filled). The products go through the kernels
-// (kernels.cpp), which run this CPU's widest copy and multiply by the same fixed blocks of
+// (projections.cpp), which run this CPU's widest copy and multiply by the same fixed blocks of
 // rows as the trace: Q, K and V are the trace's numbers, whatever the thread count. (Done
 // here, in a file compiled for any x86-64, Eigen's products ran on SSE2 at a fraction of the
 // CPU's rate: 7 ms of a 90 ms summary of 8192 tokens.) With `value_heads`, each block of V is
@@ -152,66 +152,79 @@ std::optional<Matrix> prepared_inputs(const Matrix& embeddings, const PositionSe
     return x.template cast<double>();
 }
 
+// What the heads of a summary read, held while they stream: the inputs (left in the mapped
+// file, or prepared as the trace prepares them), their projections, and RoPE's turned queries
+// and keys. The heads' views point into it: it is not moved once they are made.
 template <typename T>
-std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<Projections>& w, const HeadLayout& layout,
-                                 const MaskSpec& mask, const PositionSetting& positions, const LayerNorm* layernorm,
-                                 const TraceOptions& trace_options, const SummaryOptions& options, Summary& summary) {
+struct StreamData {
     MatrixT<T> x, q, k, v;
+    Matrix widened;                       // the in-place rows as doubles
+    std::optional<Matrix> prepared;       // with positions or ln_1
+    const Matrix* inputs = nullptr;       // what the products read: the embeddings, or `prepared`
+    std::optional<RowsView<T>> mapped;    // float32 rows read where they are
+    std::vector<MatrixT<T>> value_heads;  // a key/value head's values, copied out of a wider V
+    std::vector<MatrixT<T>> turned;       // RoPE's turned queries and keys
+};
+
+// The rows the products read, then their queries, keys and values (plain mode: the rows
+// themselves, checked finite).
+template <typename T>
+void project_rows(StreamData<T>& d, const Sequence& sequence, const std::optional<Projections>& w,
+                  const HeadLayout& layout, const PositionSetting& positions, const LayerNorm* layernorm,
+                  Summary& summary) {
     // Float32 rows left in the mapped file (Sequence::in_place) are read there when nothing
     // changes them before the products: no conversion, no copy. Otherwise the embeddings (the
     // in-place rows widened once) are prepared as the trace prepares them.
     const bool as_mapped = sequence.in_place && std::is_same_v<T, float> &&
                            positions.scheme != PositionScheme::sinusoidal && !layernorm;
-    Matrix widened;                  // the in-place rows as doubles
-    std::optional<Matrix> prepared;  // with positions or ln_1
-    const Matrix* inputs = nullptr;  // what the products read: the embeddings, or `prepared`
     if (!as_mapped) {
-        if (sequence.in_place) widened = sequence.in_place->view().cast<double>();
-        const Matrix& embeddings = sequence.in_place ? widened : sequence.vectors;
-        prepared = prepared_inputs<T>(embeddings, positions, layernorm);
-        inputs = prepared ? &*prepared : &embeddings;
+        if (sequence.in_place) d.widened = sequence.in_place->view().cast<double>();
+        const Matrix& embeddings = sequence.in_place ? d.widened : sequence.vectors;
+        d.prepared = prepared_inputs<T>(embeddings, positions, layernorm);
+        d.inputs = d.prepared ? &*d.prepared : &embeddings;
     }
-    std::optional<RowsView<T>> mapped;
     if constexpr (std::is_same_v<T, float>)
         if (as_mapped) {  // finite: the loader checked every number
             const InPlaceRows& rows = *sequence.in_place;
-            mapped.emplace(rows_view(rows.data, rows.rows, rows.cols, rows.cols));
+            d.mapped.emplace(rows_view(rows.data, rows.rows, rows.cols, rows.cols));
         }
     // A key/value head's values are copied out of a wider V: the values' product reads a block
     // of them for every six queries, and read in place, rows a whole V apart, they made 8 heads
     // of 64 about 5% slower (n = 8192).
-    const Eigen::Index n = mapped ? mapped->rows() : inputs->rows();
-    std::vector<MatrixT<T>> value_heads;  // allocated here, filled by the projection
+    const Eigen::Index n = d.mapped ? d.mapped->rows() : d.inputs->rows();
     if (w && layout.several() && layout.d_v < w->value.cols())
-        for (int g = 0; g < layout.kv_heads; ++g) value_heads.emplace_back(n, layout.d_v);
+        for (int g = 0; g < layout.kv_heads; ++g) d.value_heads.emplace_back(n, layout.d_v);
     if (w) {
-        if (mapped) project_all<T>(*mapped, *w, q, k, v, value_heads, summary);
-        else project_all<T>(*inputs, *w, q, k, v, value_heads, summary);
-    } else if (!mapped) {
-        x = inputs->cast<T>();
-        require_finite<T>(x, StageId::inputs, summary.tokens, "x", summary.origin);
+        if (d.mapped) project_all<T>(*d.mapped, *w, d.q, d.k, d.v, d.value_heads, summary);
+        else project_all<T>(*d.inputs, *w, d.q, d.k, d.v, d.value_heads, summary);
+    } else if (!d.mapped) {
+        d.x = d.inputs->template cast<T>();
+        require_finite<T>(d.x, StageId::inputs, summary.tokens, "x", summary.origin);
     }
-    const RowsView<T> x_rows = mapped ? *mapped : rows_view(x);
-    const RowsView<T> queries = w ? rows_view(q) : x_rows;
-    const RowsView<T> keys = w ? rows_view(k) : x_rows;
-    const RowsView<T> values = w ? rows_view(v) : x_rows;
-    // Each head reads its columns where they are (one head: the matrices themselves);
-    // consecutive query heads share a key/value head in grouped-query attention.
-    // RoPE: every query head's queries and every key/value head's keys turned by their
-    // positions' angles before they are scored, into matrices of their own; the values stay
-    // as they are.
+}
+
+// Each head reads its columns where they are (one head: the matrices themselves);
+// consecutive query heads share a key/value head in grouped-query attention. RoPE: every
+// query head's queries and every key/value head's keys turned by their positions' angles
+// before they are scored, into matrices of their own; the values stay as they are.
+template <typename T>
+std::vector<StreamHead<T>> heads_of(StreamData<T>& d, bool learned, const HeadLayout& layout,
+                                    const PositionSetting& positions) {
+    const RowsView<T> x_rows = d.mapped ? *d.mapped : rows_view(d.x);
+    const RowsView<T> queries = learned ? rows_view(d.q) : x_rows;
+    const RowsView<T> keys = learned ? rows_view(d.k) : x_rows;
+    const RowsView<T> values = learned ? rows_view(d.v) : x_rows;
     const bool rope = positions.scheme == PositionScheme::rope;
     const Eigen::Index d_head = layout.several() ? layout.d_head : queries.cols();
     const Eigen::Index d_v = layout.several() ? layout.d_v : values.cols();
     const Matrix angles = rope ? rotary_angles(queries.rows(), d_head, positions.first) : Matrix();
-    // RoPE's turned queries and keys; reserved, so that the views of those made first stay valid
-    std::vector<MatrixT<T>> turned;
-    turned.reserve(static_cast<std::size_t>(layout.heads + layout.kv_heads));
+    // reserved, so that the views of the turned matrices made first stay valid
+    d.turned.reserve(static_cast<std::size_t>(layout.heads + layout.kv_heads));
     const auto head_columns = [&](const RowsView<T>& m, int head) {
         const RowsView<T> columns = column_view(m, (head - 1) * d_head, d_head);
         if (!rope) return columns;
-        turned.push_back(rotate_half<T>(MatrixT<T>(columns), angles));
-        return rows_view(turned.back());
+        d.turned.push_back(rotate_half<T>(MatrixT<T>(columns), angles));
+        return rows_view(d.turned.back());
     };
     std::vector<StreamHead<T>> heads;
     std::vector<RowsView<T>> kv_keys;
@@ -219,12 +232,18 @@ std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<P
     for (int h = 1; h <= layout.heads; ++h) {
         const int g = layout.kv_head_of(h);
         heads.push_back({head_columns(queries, h), kv_keys[static_cast<std::size_t>(g - 1)],
-                         value_heads.empty() ? column_view(values, (g - 1) * d_v, d_v)
-                                             : rows_view(value_heads[static_cast<std::size_t>(g - 1)])});
+                         d.value_heads.empty() ? column_view(values, (g - 1) * d_v, d_v)
+                                               : rows_view(d.value_heads[static_cast<std::size_t>(g - 1)])});
     }
+    return heads;
+}
+
+// The streaming path's options: the mask, one factor on the scores, what to keep; the scale
+// recorded in the summary. `d_scaled`: d_k, or d_head.
+StreamOptions stream_options_of(Eigen::Index d_scaled, const MaskSpec& mask, const TraceOptions& trace_options,
+                                const SummaryOptions& options, Summary& summary) {
     StreamOptions stream_options;
     const ModeSpec& mode = mode_spec(trace_options.mode);
-    const Eigen::Index d_scaled = heads.front().q.cols();  // d_k, or d_head
     summary.scale_rule = trace_options.scale.value_or(mode.default_scale());
     summary.scale = scale_divisor(summary.scale_rule, trace_options.scale_value, d_scaled);
     summary.temperature = trace_options.temperature;
@@ -236,38 +255,59 @@ std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<P
     stream_options.top = options.top;
     stream_options.context = options.context;
     stream_options.progress = options.progress;
+    return stream_options;
+}
+
+// options.rows_done for the rows the streaming path has finished: their heads' summaries, and
+// with context the heads' rows side by side through W_o (as output_of() computes them), or
+// the one head's context. `stopped`: an output row overflowed, so no later rows are reported.
+template <typename T>
+void report_rows(const std::vector<StreamResult>& partial, std::size_t first, std::size_t count,
+                 const std::optional<Projections>& w, const HeadLayout& layout, const SummaryOptions& options,
+                 Summary& summary, bool& stopped) {
+    if (stopped) return;
+    SummaryRows rows;
+    rows.first = first;
+    rows.count = count;
+    for (std::size_t h = 0; h < partial.size(); ++h) {
+        const int head = layout.several() ? static_cast<int>(h) + 1 : 0;
+        rows.heads.push_back({head, layout.grouped() ? layout.kv_head_of(head) : 0, &partial[h].queries});
+    }
+    if (options.context) {
+        const auto first_row = static_cast<Eigen::Index>(first), n = static_cast<Eigen::Index>(count);
+        if (w && w->output) {  // the heads' rows side by side, through W_o, as output_of() does
+            const Eigen::Index d_v = partial.front().context.cols();
+            MatrixT<T> concat(n, d_v * static_cast<Eigen::Index>(partial.size()));
+            for (std::size_t h = 0; h < partial.size(); ++h)
+                concat.middleCols(static_cast<Eigen::Index>(h) * d_v, d_v) =
+                    partial[h].context.middleRows(first_row, n).template cast<T>();
+            MatrixT<T> output = project<T>(concat, w->output->cast<T>());
+            add_bias(output, w->output_bias);
+            if (!output.allFinite()) {  // output_of() names the entry once the run is over
+                stopped = true;
+                return;
+            }
+            rows.context = output.template cast<double>();
+            rows.context_is_output = true;
+        } else {
+            rows.context = partial.front().context.middleRows(first_row, n);
+        }
+    }
+    options.rows_done(summary, rows);
+}
+
+template <typename T>
+std::vector<StreamResult> stream(const Sequence& sequence, const std::optional<Projections>& w, const HeadLayout& layout,
+                                 const MaskSpec& mask, const PositionSetting& positions, const LayerNorm* layernorm,
+                                 const TraceOptions& trace_options, const SummaryOptions& options, Summary& summary) {
+    StreamData<T> data;
+    project_rows<T>(data, sequence, w, layout, positions, layernorm, summary);
+    const std::vector<StreamHead<T>> heads = heads_of<T>(data, w.has_value(), layout, positions);
+    StreamOptions stream_options = stream_options_of(heads.front().q.cols(), mask, trace_options, options, summary);
     bool stopped = false;  // an output row overflowed: no later rows either
     if (options.rows_done)
         stream_options.rows_done = [&](const std::vector<StreamResult>& partial, std::size_t first, std::size_t count) {
-            if (stopped) return;
-            SummaryRows rows;
-            rows.first = first;
-            rows.count = count;
-            for (std::size_t h = 0; h < partial.size(); ++h) {
-                const int head = layout.several() ? static_cast<int>(h) + 1 : 0;
-                rows.heads.push_back({head, layout.grouped() ? layout.kv_head_of(head) : 0, &partial[h].queries});
-            }
-            if (options.context) {
-                const auto first_row = static_cast<Eigen::Index>(first), n = static_cast<Eigen::Index>(count);
-                if (w && w->output) {  // the heads' rows side by side, through W_o, as output_of() does
-                    const Eigen::Index d_v = partial.front().context.cols();
-                    MatrixT<T> concat(n, d_v * static_cast<Eigen::Index>(partial.size()));
-                    for (std::size_t h = 0; h < partial.size(); ++h)
-                        concat.middleCols(static_cast<Eigen::Index>(h) * d_v, d_v) =
-                            partial[h].context.middleRows(first_row, n).template cast<T>();
-                    MatrixT<T> output = project<T>(concat, w->output->cast<T>());
-                    add_bias(output, w->output_bias);
-                    if (!output.allFinite()) {  // output_of() names the entry once the run is over
-                        stopped = true;
-                        return;
-                    }
-                    rows.context = output.template cast<double>();
-                    rows.context_is_output = true;
-                } else {
-                    rows.context = partial.front().context.middleRows(first_row, n);
-                }
-            }
-            options.rows_done(summary, rows);
+            report_rows<T>(partial, first, count, w, layout, options, summary, stopped);
         };
     std::vector<StreamResult> results = stream_heads<T>(heads, stream_options);
     for (std::size_t h = 0; h < results.size(); ++h)

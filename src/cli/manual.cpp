@@ -195,28 +195,8 @@ std::string examples_text(const std::vector<UsageExample>& examples, std::size_t
     return out;
 }
 
-std::string man_page(const ProgramDoc& doc) {
-    std::string out = fmt::format(".TH ATTNTRACE 1 \"\" \"attntrace {}\" \"User Commands\"\n", doc.version);
-    out += ".SH NAME\nattntrace \\- trace the attention mechanism step by step\n";
-    out += ".SH SYNOPSIS\n" + roff_usage(doc.main);
-    for (const CommandDoc& c : doc.subcommands) out += ".br\n" + roff_usage(c);
-    out += ".SH DESCRIPTION\n";
-    for (const auto& paragraph : doc.description) out += ".PP\n" + roff(paragraph) + "\n";
-    out += ".SH OPTIONS\n";
-    for (const auto& group : doc.groups) {
-        out += fmt::format(".SS \"{}\"\n", roff(group));
-        roff_options(out, doc.main.options, group);
-    }
-    out += ".SH COMMANDS\n";
-    for (const CommandDoc& c : doc.subcommands) {
-        out += fmt::format(".SS \"{}\"\n{}\n.PP\n{}", roff(c.name), roff(c.summary), roff_usage(c));
-        roff_options(out, c.options, "");
-        out += ".PP\nExamples:\n";
-        roff_examples(out, c.examples);
-    }
-    out += ".SH EXAMPLES\n";
-    roff_examples(out, doc.main.examples);
-    out += R"~(.SH EXIT STATUS
+// The sections after the examples, the same for every build: exit status, environment, files.
+constexpr std::string_view man_page_end = R"~(.SH EXIT STATUS
 .TP
 .B 0
 success (for \-\-check: every invariant holds)
@@ -264,6 +244,29 @@ share/zsh/site\-functions/ under any prefix but /usr, where zsh looks for it)
 .BR jq (1),
 .BR python3 (1)
 )~";
+
+std::string man_page(const ProgramDoc& doc) {
+    std::string out = fmt::format(".TH ATTNTRACE 1 \"\" \"attntrace {}\" \"User Commands\"\n", doc.version);
+    out += ".SH NAME\nattntrace \\- trace the attention mechanism step by step\n";
+    out += ".SH SYNOPSIS\n" + roff_usage(doc.main);
+    for (const CommandDoc& c : doc.subcommands) out += ".br\n" + roff_usage(c);
+    out += ".SH DESCRIPTION\n";
+    for (const auto& paragraph : doc.description) out += ".PP\n" + roff(paragraph) + "\n";
+    out += ".SH OPTIONS\n";
+    for (const auto& group : doc.groups) {
+        out += fmt::format(".SS \"{}\"\n", roff(group));
+        roff_options(out, doc.main.options, group);
+    }
+    out += ".SH COMMANDS\n";
+    for (const CommandDoc& c : doc.subcommands) {
+        out += fmt::format(".SS \"{}\"\n{}\n.PP\n{}", roff(c.name), roff(c.summary), roff_usage(c));
+        roff_options(out, c.options, "");
+        out += ".PP\nExamples:\n";
+        roff_examples(out, c.examples);
+    }
+    out += ".SH EXAMPLES\n";
+    roff_examples(out, doc.main.examples);
+    out += man_page_end;
     return out;
 }
 
