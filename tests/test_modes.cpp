@@ -1,5 +1,7 @@
 // plain, self and causal modes against the reference implementation in attention/reference.hpp.
+#include "attention/kernels.hpp"
 #include "attention/single.hpp"
+#include "attention/streaming.hpp"
 #include "attention/trace.hpp"
 #include "core/generator.hpp"
 #include "render/render.hpp"
@@ -123,6 +125,79 @@ TEST_CASE("causal mode matches the naive implementation and hides the future", "
         }
     // The first token can only see itself.
     CHECK(weights.data(0, 0) == 1.0);
+}
+
+namespace {
+
+Matrix matrix_from(const reference::Rows& rows) {
+    Matrix m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows.front().size()));
+    for (Eigen::Index r = 0; r < m.rows(); ++r)
+        for (Eigen::Index c = 0; c < m.cols(); ++c) m(r, c) = rows[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)];
+    return m;
+}
+
+// The largest |a − b| over two matrices of one shape, as a fraction of 1 + the largest |b|.
+double gap(const Matrix& a, const Matrix& b) {
+    REQUIRE(a.rows() == b.rows());
+    REQUIRE(a.cols() == b.cols());
+    return (a - b).cwiseAbs().maxCoeff() / (1 + b.cwiseAbs().maxCoeff());
+}
+
+}  // namespace
+
+// The production path is reference.hpp's function, faster: each kernel of kernels.hpp is one of
+// its numbered passes, and the streaming path all of them at once. Held to it on shapes that take
+// every way the kernels cut a product (blocks of 32 rows; 256 from 1024 rows on), in both
+// precisions, by whichever copy of the kernels this CPU runs (-V says which).
+TEST_CASE("the kernels are reference.hpp's passes, pass by pass, and the streaming path all of them", "[modes][reference]") {
+    struct Shape {
+        std::size_t n, d_in, d_k, d_v;
+    };
+    for (const Shape shape : {Shape{5, 3, 2, 3}, Shape{70, 48, 16, 24}, Shape{1030, 8, 4, 6}})
+        for (const bool causal : {false, true}) {
+            INFO("n = " << shape.n << ", d_in = " << shape.d_in << ", causal: " << causal);
+            naive::Lcg random{shape.n * 7 + (causal ? 1 : 0)};
+            const reference::Rows x = random.grid(shape.n, shape.d_in), w_q = random.grid(shape.d_in, shape.d_k),
+                                  w_k = random.grid(shape.d_in, shape.d_k), w_v = random.grid(shape.d_in, shape.d_v);
+            const reference::SelfAttention a = reference::self_attention(x, w_q, w_k, w_v, causal);
+            const auto n = static_cast<Eigen::Index>(shape.n);
+            // pass 1
+            const Matrix q = project<double>(matrix_from(x), matrix_from(w_q));
+            const Matrix k = project<double>(matrix_from(x), matrix_from(w_k));
+            const Matrix v = project<double>(matrix_from(x), matrix_from(w_v));
+            CHECK(gap(q, matrix_from(a.q)) < 1e-14);
+            CHECK(gap(k, matrix_from(a.k)) < 1e-14);
+            CHECK(gap(v, matrix_from(a.v)) < 1e-14);
+            // pass 2
+            const Matrix scores = dot_scores<double>(q, k);
+            const Matrix scaled = scale_scores<double>(scores, std::sqrt(static_cast<double>(shape.d_k)));
+            CHECK(gap(scores, matrix_from(a.scores)) < 1e-13);
+            CHECK(gap(scaled, matrix_from(a.scaled)) < 1e-13);
+            // pass 3
+            const Matrix weights = row_softmax<double>(causal ? apply_mask<double>(scaled, causal_mask(n)) : scaled);
+            CHECK(gap(weights, matrix_from(a.weights)) < 1e-13);
+            // pass 4
+            const Matrix context = weighted_sum<double>(weights, v);
+            CHECK(gap(context, matrix_from(a.context)) < 1e-13);
+            // all four at once, in float32 too (to float's precision)
+            StreamOptions options;
+            options.causal = causal;
+            options.scale = 1 / std::sqrt(static_cast<double>(shape.d_k));
+            options.top = 1;
+            options.context = true;
+            const StreamResult streamed = stream_attention<double>(q, k, v, options);
+            CHECK(gap(streamed.context, matrix_from(a.context)) < 1e-13);
+            const StreamResult narrow =
+                stream_attention<float>(q.cast<float>(), k.cast<float>(), v.cast<float>(), options);
+            CHECK(gap(narrow.context, matrix_from(a.context)) < 1e-5);
+            const MatrixT<float> narrow_weights =
+                row_softmax<float>(causal ? apply_mask<float>(scaled.cast<float>(), causal_mask(n)) : scaled.cast<float>());
+            CHECK(gap(narrow_weights.cast<double>(), matrix_from(a.weights)) < 1e-6);
+            for (std::size_t i = 0; i < shape.n; ++i) {  // the largest weight of each row, from the streaming path
+                const double largest = *std::max_element(a.weights[i].begin(), a.weights[i].end());
+                CHECK(streamed.queries[i].max_weight == Approx(largest).epsilon(1e-12));
+            }
+        }
 }
 
 TEST_CASE("every weights row sums to 1", "[modes]") {
