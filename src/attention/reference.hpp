@@ -1,9 +1,12 @@
 // Attention in one function: the whole of scaled dot-product self-attention as plain loops
 // over plain arrays, so that every number can be followed by eye. Read this first.
-// attention/kernels.hpp is the next version of the same function (each pass a kernel,
-// Eigen's products, OpenMP over blocks of rows); attention/streaming.cpp the one after (the
-// keys walked in blocks with an online softmax, never holding the n × n matrix). The tests
-// hold both to this one, which shares no code with them.
+// Everything else attntrace computes with is this function made faster: attention/kernels.hpp
+// is the next version (each pass a kernel, Eigen's products, OpenMP over blocks of rows), and
+// single.cpp's attend() calls those kernels in this order for every trace; attention/
+// streaming.cpp is the one after (passes 2 to 4 fused, the keys walked in blocks with an
+// online softmax, never holding the n × n matrix), the path of --summary. The tests hold the
+// kernels pass by pass, the streaming path and every mode's trace to this one
+// (tests/test_modes.cpp), which shares no code with them.
 //
 // Shapes, with row vectors (one token per row, as everywhere in attntrace):
 //   x                 n × d_in     the embeddings

@@ -76,7 +76,8 @@ struct Masking {
     }
 };
 
-// One head, as the second lecture lists it: score, scale, exclude, softmax, mix.
+// One head, as the second lecture lists it: score, scale, exclude, softmax, mix. These are
+// passes 2 to 4 of attention/reference.hpp's self_attention, each a kernel of kernels.hpp.
 // (--mask-fill and --mask-after-softmax trace the ways of masking that go wrong.)
 template <typename T>
 void attend_head(HeadPass<T>& h, const Masking& masking, const ScaleSetting& scale, Normalization normalization,
@@ -97,8 +98,9 @@ void attend_head(HeadPass<T>& h, const Masking& masking, const ScaleSetting& sca
 
 // Attention itself: project, then each head on its columns, then the heads mixed by W_o.
 // Sinusoidal positions are added to the embeddings first; RoPE turns each head's queries and
-// keys before they are scored (attention/positions.hpp).
-// (attention/reference.hpp says one head in plain loops; kernels.hpp holds each step.)
+// keys before they are scored (attention/positions.hpp). This is attention/reference.hpp's
+// self_attention, the function to read first, grown to heads, positions and masks: its pass 1
+// here (project), passes 2 to 4 in attend_head; the tests hold both to it.
 template <typename T>
 SinglePass<T> attend(const Matrix& embeddings, const LayerNorm* layernorm, const Projections* w,
                      const HeadLayout& layout, const MaskSpec& mask, const MaskMethod& method,

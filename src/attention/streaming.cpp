@@ -17,6 +17,10 @@
 #include <immintrin.h>
 #include <type_traits>
 
+// The third version of attention/reference.hpp's self_attention (after kernels.hpp's): its
+// passes 2 to 4 fused, one block of queries against one block of keys at a time, with an online
+// softmax (streaming.hpp), so that the n × n matrices are never held.
+
 // GCC 12's false alarm on AVX-512 intrinsics inlined here (Eigen's predux of 8 doubles):
 // packet_exp.hpp says more.
 #if defined(__GNUC__) && !defined(__clang__)
