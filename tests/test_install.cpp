@@ -171,7 +171,8 @@ TEST_CASE("the installed man page reads with man -l: every option, examples, exi
     // (quotes included: a page that dropped them would show commands that do not run).
     std::size_t example_count = 0;
     for (const auto& command :
-         {std::vector<std::string>{}, {"similarity"}, {"generate"}, {"bench"}, {"compare"}, {"decode"}}) {
+         {std::vector<std::string>{}, {"similarity"}, {"generate"}, {"bench"}, {"compare"}, {"decode"}, {"check-answers"},
+          {"quiz"}}) {
         auto args = command;
         args.push_back("--help");
         const std::string help = cli::run(args).out;
@@ -186,7 +187,7 @@ TEST_CASE("the installed man page reads with man -l: every option, examples, exi
             ++example_count;
         }
     }
-    CHECK(example_count >= 12);  // two or more for each command
+    CHECK(example_count >= 17);  // two or more for each command
     CHECK_THAT(man.out, Contains("attntrace -f json | jq '.stages[] | select(.name == \"weights\") | .data[1]'"));
     // groff has nothing to warn about.
     const auto warnings = cli::run_program({"man", "--warnings", "-l", page}, "", env);
