@@ -202,7 +202,7 @@ TEST_CASE("every example in the help of every command runs as shown", "[cli][hel
     // (ten answers, wrong or right: the example grades whatever it is given).
     std::filesystem::create_directory(folder / "data");
     std::filesystem::create_directory_symlink(std::filesystem::path(ATTNTRACE_SOURCE_DIR) / "data" / "practice",
-                                              folder / "data" / "practice");
+                                              folder / "data/practice");
     std::ofstream(folder / "answers.txt") << "0\n0.5\n1\n0\n0.25\n0\n0\n1\n0.5\n0\n";
     // Exit 0 but where the example's own words say otherwise: a practice file that differs
     // from the trace, and quizzes whose answers are not all right (the first two read an
@@ -235,7 +235,6 @@ TEST_CASE("every example in the help of every command runs as shown", "[cli][hel
             if (other != exit_not_0.end()) not_0_seen.insert(example);
             CHECK(r.exit_code == (other == exit_not_0.end() ? 0 : other->second));
             CHECK(r.err.empty());
-            CHECK(!r.out.empty());
             ++ran;
         }
     }

@@ -12,8 +12,6 @@
 namespace attntrace {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
 bool is_word_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 
 // 'journey' → write "journey": the text up to the closing single quote on the same line.
@@ -65,7 +63,7 @@ std::string shown_at(std::string_view text, std::size_t at) {
     if (rest.front() == '\'') return "a single quote";
     if (rest.starts_with("//") || rest.starts_with("/*")) return fmt::format("'{}'", rest.substr(0, 2));
     if (const auto word = json_word_at(text, at); !word.empty()) return fmt::format("'{}'", printable(word, 24));
-    if (std::strchr(".+", rest.front()) && rest.size() > 1 && is_digit(rest[1]))
+    if (std::strchr(".+", rest.front()) && rest.size() > 1 && is_ascii_digit(rest[1]))
         return fmt::format("'{}'", number_text_at(text, at));
     const std::size_t length = std::max<std::size_t>(utf8_sequence_length(rest), 1);
     return fmt::format("'{}'", printable(rest.substr(0, length), 1));
@@ -102,13 +100,13 @@ std::string number_hint(std::string_view written) {
             reason = "a JSON number has no '+' sign";
             continue;
         }
-        if (c == '0' && sign_only && i + 1 < written.size() && is_digit(written[i + 1])) {
+        if (c == '0' && sign_only && i + 1 < written.size() && is_ascii_digit(written[i + 1])) {
             reason = "a JSON number does not start with a 0 followed by more digits";
             continue;
         }
         if (c == '.' && sign_only) reason = "a JSON number needs a digit on both sides of the point", fixed += '0';
         fixed += c;
-        if (c == '.' && (i + 1 == written.size() || !is_digit(written[i + 1])))
+        if (c == '.' && (i + 1 == written.size() || !is_ascii_digit(written[i + 1])))
             reason = "a JSON number needs a digit on both sides of the point", fixed += '0';
     }
     if (reason.empty() || !is_json_number(fixed)) return "";
