@@ -104,7 +104,7 @@ tsan: deps clang-deps
 	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CHECK_FLAGS) -DATTNTRACE_UNITY=ON -DATTNTRACE_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)
 	OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
-	  ./build-tsan/tests/attntrace_tests "[threads],[streaming],[modes],[bahdanau],[json]"
+	  ./build-tsan/tests/attntrace_tests "[threads],[streaming],[streaming_backward],[modes],[bahdanau],[json]"
 
 fuzz: build-asan
 	mkdir -p build-asan/corpus build-asan/artifacts
