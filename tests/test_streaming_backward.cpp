@@ -101,59 +101,63 @@ Matrix head_stage(const Gradients& g, StageId id, int head, bool several) {
 }
 
 // Every gradient of the streaming pass against the stage-by-stage backward of the full trace,
-// to `tolerance` of each matrix's largest entry.
+// to `tolerance` of each matrix's largest entry: with the queries held, and made again per tile.
 void same_as_stages(const Run& run, const Loss& loss, Eigen::Index tile, double tolerance = 1e-10) {
-    StreamBackwardOptions so;
-    so.inputs = so.stages = true;
-    so.tile = tile;
-    const StreamGradients s = stream_backward(run.problem, run.options, loss, so);
     const Trace t = attntrace::trace(run.problem, run.options);
     const Gradients g = backward(t, loss);
-    INFO("tile " << tile << ", loss " << to_string(loss.kind) << ", " << to_string(run.options.mode) << ", "
-                 << t.heads << " heads, " << t.kv_heads << " key/value heads");
-    CHECK(s.value == Approx(g.value).epsilon(1e-12).margin(1e-12));
-    // the same parameters, each with the same gradient
-    std::size_t parameters = 0;
-    for (const Stage& stage : g.stages) {
-        if (stage.parameter.empty()) continue;
-        ++parameters;
-        const Matrix* mine = s.parameter(stage.parameter);
-        INFO("parameter " << stage.parameter);
-        REQUIRE(mine != nullptr);
-        CHECK(relative_difference(*mine, stage.data) < tolerance);
-    }
-    CHECK(s.parameters.size() == parameters);
-    // dX, of what the run reads, and its rows' norms
-    const Stage* inputs = g.find(StageId::embeddings) ? g.find(StageId::embeddings) : g.find(StageId::inputs);
-    REQUIRE(inputs != nullptr);
-    REQUIRE(s.inputs.has_value());
-    CHECK(relative_difference(*s.inputs, inputs->data) < tolerance);
-    REQUIRE(s.input_norms.size() == static_cast<std::size_t>(inputs->row_count()));
-    for (Eigen::Index i = 0; i < inputs->row_count(); ++i)
-        CHECK(s.input_norms[static_cast<std::size_t>(i)] ==
-              Approx(inputs->data.row(i).norm()).epsilon(tolerance).margin(tolerance));
-    // dZ, dQ, dK, dV of every head
-    const bool several = t.heads > 1;
-    const Eigen::Index d_head = s.queries->cols() / t.heads, d_v = s.context->cols() / t.heads;
-    const int per = t.heads / t.kv_heads;
-    for (int h = 0; h < t.heads; ++h) {
-        INFO("head " << h + 1);
-        // a focus on one head reaches no other head's queries: no stage there, and 0 here
-        const Matrix dq = head_stage(g, StageId::queries, h, several);
-        if (dq.size() > 0) CHECK(relative_difference(s.queries->middleCols(h * d_head, d_head), dq) < tolerance);
-        else CHECK((loss.kind == LossKind::focus && s.queries->middleCols(h * d_head, d_head).isZero(0)));
-        const Matrix dz = head_stage(g, StageId::context, h, several);
-        if (dz.size() > 0) CHECK(relative_difference(s.context->middleCols(h * d_v, d_v), dz) < tolerance);
-        else CHECK(s.context->middleCols(h * d_v, d_v).isZero(0));  // focus: the loss is on the weights
-    }
-    for (int kv = 0; kv < t.kv_heads; ++kv) {
-        INFO("key/value head " << kv + 1);
-        const Matrix dk = head_stage(g, StageId::keys, kv * per, several);
-        if (dk.size() > 0) CHECK(relative_difference(s.keys->middleCols(kv * d_head, d_head), dk) < tolerance);
-        else CHECK((loss.kind == LossKind::focus && s.keys->middleCols(kv * d_head, d_head).isZero(0)));
-        const Matrix dv = head_stage(g, StageId::values, kv * per, several);
-        if (dv.size() > 0) CHECK(relative_difference(s.values->middleCols(kv * d_v, d_v), dv) < tolerance);
-        else CHECK(s.values->middleCols(kv * d_v, d_v).isZero(0));
+    for (const bool made : {false, true}) {
+        StreamBackwardOptions so;
+        so.inputs = so.stages = true;
+        so.tile = tile;
+        so.make_queries = made;
+        const StreamGradients s = stream_backward(run.problem, run.options, loss, so);
+        INFO("tile " << tile << ", loss " << to_string(loss.kind) << ", " << to_string(run.options.mode) << ", "
+                     << t.heads << " heads, " << t.kv_heads << " key/value heads, queries "
+                     << (made ? "made" : "held"));
+        CHECK(s.value == Approx(g.value).epsilon(1e-12).margin(1e-12));
+        // the same parameters, each with the same gradient
+        std::size_t parameters = 0;
+        for (const Stage& stage : g.stages) {
+            if (stage.parameter.empty()) continue;
+            ++parameters;
+            const Matrix* mine = s.parameter(stage.parameter);
+            INFO("parameter " << stage.parameter);
+            REQUIRE(mine != nullptr);
+            CHECK(relative_difference(*mine, stage.data) < tolerance);
+        }
+        CHECK(s.parameters.size() == parameters);
+        // dX, of what the run reads, and its rows' norms
+        const Stage* inputs = g.find(StageId::embeddings) ? g.find(StageId::embeddings) : g.find(StageId::inputs);
+        REQUIRE(inputs != nullptr);
+        REQUIRE(s.inputs.has_value());
+        CHECK(relative_difference(*s.inputs, inputs->data) < tolerance);
+        REQUIRE(s.input_norms.size() == static_cast<std::size_t>(inputs->row_count()));
+        for (Eigen::Index i = 0; i < inputs->row_count(); ++i)
+            CHECK(s.input_norms[static_cast<std::size_t>(i)] ==
+                  Approx(inputs->data.row(i).norm()).epsilon(tolerance).margin(tolerance));
+        // dZ, dQ, dK, dV of every head
+        const bool several = t.heads > 1;
+        const Eigen::Index d_head = s.queries->cols() / t.heads, d_v = s.context->cols() / t.heads;
+        const int per = t.heads / t.kv_heads;
+        for (int h = 0; h < t.heads; ++h) {
+            INFO("head " << h + 1);
+            // a focus on one head reaches no other head's queries: no stage there, and 0 here
+            const Matrix dq = head_stage(g, StageId::queries, h, several);
+            if (dq.size() > 0) CHECK(relative_difference(s.queries->middleCols(h * d_head, d_head), dq) < tolerance);
+            else CHECK((loss.kind == LossKind::focus && s.queries->middleCols(h * d_head, d_head).isZero(0)));
+            const Matrix dz = head_stage(g, StageId::context, h, several);
+            if (dz.size() > 0) CHECK(relative_difference(s.context->middleCols(h * d_v, d_v), dz) < tolerance);
+            else CHECK(s.context->middleCols(h * d_v, d_v).isZero(0));  // focus: the loss is on the weights
+        }
+        for (int kv = 0; kv < t.kv_heads; ++kv) {
+            INFO("key/value head " << kv + 1);
+            const Matrix dk = head_stage(g, StageId::keys, kv * per, several);
+            if (dk.size() > 0) CHECK(relative_difference(s.keys->middleCols(kv * d_head, d_head), dk) < tolerance);
+            else CHECK((loss.kind == LossKind::focus && s.keys->middleCols(kv * d_head, d_head).isZero(0)));
+            const Matrix dv = head_stage(g, StageId::values, kv * per, several);
+            if (dv.size() > 0) CHECK(relative_difference(s.values->middleCols(kv * d_v, d_v), dv) < tolerance);
+            else CHECK(s.values->middleCols(kv * d_v, d_v).isZero(0));
+        }
     }
 }
 
@@ -180,7 +184,8 @@ TEST_CASE("streaming backward: self and causal equal the stage-by-stage backward
     for (const Mode mode : {Mode::self, Mode::causal}) {
         INFO(to_string(mode));
         every_loss(run_of(sentence(37, 5, 1), mode), {1, 5, 8, 36, 37, 256}, 30, 2);  // weights drawn from the seed
-        every_loss(run_of(sentence(23, 4, 2, weights(4, 3, 3, 0, true, 3)), mode), {4, 7}, 22, 0);  // biases, d_k ≠ d_in
+        every_loss(run_of(sentence(23, 4, 2, weights(4, 3, 3, 0, true, 3)), mode), {4, 7}, 22,
+                   0);  // biases, d_k ≠ d_in
     }
     every_loss(run_of(example("your_journey"), Mode::causal), {2, 4}, 1, 0);
 }
@@ -239,7 +244,8 @@ TEST_CASE("streaming backward: windows and padding, with rows that see no key", 
     CHECK(s.queries->row(10).isZero(0));
 }
 
-TEST_CASE("streaming backward: temperature, every scale rule, one token, and the default tiles", "[streaming_backward]") {
+TEST_CASE("streaming backward: temperature, every scale rule, one token, and the default tiles",
+          "[streaming_backward]") {
     Run r = run_of(sentence(20, 3, 51), Mode::causal);
     r.options.temperature = 0.6;
     every_loss(r, {6}, 19, 1);
@@ -261,7 +267,8 @@ namespace {
 naive::Grid grid_of(const Matrix& m) {
     naive::Grid g(static_cast<std::size_t>(m.rows()), std::vector<double>(static_cast<std::size_t>(m.cols())));
     for (Eigen::Index r = 0; r < m.rows(); ++r)
-        for (Eigen::Index c = 0; c < m.cols(); ++c) g[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)] = m(r, c);
+        for (Eigen::Index c = 0; c < m.cols(); ++c)
+            g[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)] = m(r, c);
     return g;
 }
 
@@ -307,8 +314,11 @@ TEST_CASE("streaming backward: every parameter and input against central differe
         naive::LossSpec loss;
         Loss ours;
         if (kind == 0) loss.kind = naive::LossSpec::Kind::sum, ours = Loss::sum();
-        if (kind == 1) loss.kind = naive::LossSpec::Kind::target, loss.target = grid_of(target), ours = Loss::towards(target);
-        if (kind == 2) loss.kind = naive::LossSpec::Kind::focus, loss.query = 8, loss.key = 4, loss.head = 2, ours = Loss::focus(8, 4, 2);
+        if (kind == 1)
+            loss.kind = naive::LossSpec::Kind::target, loss.target = grid_of(target), ours = Loss::towards(target);
+        if (kind == 2)
+            loss.kind = naive::LossSpec::Kind::focus, loss.query = 8, loss.key = 4, loss.head = 2,
+            ours = Loss::focus(8, 4, 2);
         INFO("loss " << to_string(ours.kind));
         for (const Dtype dtype : {Dtype::float64, Dtype::float32}) {
             INFO(to_string(dtype));
@@ -397,7 +407,8 @@ TEST_CASE("streaming backward: the same bytes for one thread and two", "[streami
                     CHECK(same_bytes(one.parameters[i].data, two.parameters[i].data));
                 }
                 CHECK(same_bytes(*one.inputs, *two.inputs));
-                CHECK(std::memcmp(one.input_norms.data(), two.input_norms.data(), sizeof(double) * one.input_norms.size()) == 0);
+                CHECK(std::memcmp(one.input_norms.data(), two.input_norms.data(),
+                                  sizeof(double) * one.input_norms.size()) == 0);
             }
     omp_set_num_threads(before);
 }

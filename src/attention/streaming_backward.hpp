@@ -48,11 +48,23 @@ namespace attntrace {
 inline constexpr Eigen::Index backward_tile = 256;  // rows of a query block = keys of a key block
 
 // One head: its queries and keys (RoPE: already turned), n × d_head, and values, n × d_v.
-// Heads with the same `group` (grouped-query attention) share k and v.
+// Heads with the same `group` (grouped-query attention) share k and v. The queries are not
+// read when BackwardQueries makes them.
 template <typename T>
 struct BackwardHead {
     RowsView<T> q, k, v;
     int group = 0;  // 0-based key/value head
+};
+
+// Where the queries come from: each head's `q` (held, n × d_head each), or, when `x` is set,
+// made again for each block of rows that needs them, X_rows·W_q + b_q, every head's side by
+// side (head h in columns h·d_head …). Making them costs d_in·H·d_head multiply-adds per
+// query row and tile, a few percent of a tile's work, and spares holding Q (n × H·d_head).
+template <typename T>
+struct BackwardQueries {
+    std::optional<RowsView<T>> x;
+    const MatrixT<T>* w = nullptr;                              // W_q, d_in × H·d_head
+    const Eigen::Matrix<T, 1, Eigen::Dynamic>* bias = nullptr;  // b_q, or none
 };
 
 // Which keys a query sees, the factor on q·k (1 / (divisor · temperature)), and the tiles.
@@ -71,8 +83,8 @@ using ContextBlockDone = std::function<void(Eigen::Index first, const RowsView<T
 
 // The forward phase: returns ℓ, n × H (+∞ for a row that sees no key, whose weights are all 0).
 template <typename T>
-MatrixT<T> stream_forward_lse(const std::vector<BackwardHead<T>>& heads, const BackwardPlan& plan,
-                              const ContextBlockDone<T>& done);
+MatrixT<T> stream_forward_lse(const std::vector<BackwardHead<T>>& heads, const BackwardQueries<T>& queries,
+                              const BackwardPlan& plan, const ContextBlockDone<T>& done);
 
 // The backward phase's inputs besides the heads: ℓ and D (n × H), and dZ, either a matrix
 // (n × H·d_v) or, when `d_context` is null, `d_context_row` (1 × H·d_v) in every row.
@@ -86,7 +98,8 @@ struct BackwardSeed {
 
 // Called once per key block [first, first + rows) with its finished dK (rows × G·d_head) and
 // dV (rows × G·d_v), key/value head g in its block of columns (the sums over its query
-// heads), from the worker threads, in any order.
+// heads), from the worker threads, in any order. Once the block's task calls it, no task
+// reads that block's rows of K and V again: `done` may write over them.
 template <typename T>
 using KeyBlockDone = std::function<void(Eigen::Index first, const RowsView<T>& d_keys, const RowsView<T>& d_values)>;
 
@@ -94,8 +107,19 @@ using KeyBlockDone = std::function<void(Eigen::Index first, const RowsView<T>& d
 // and hands each key block's dK and dV to `done`. An exception in `done` or in the kernel
 // ends the phase and is thrown again after it.
 template <typename T>
-void stream_backward_heads(const std::vector<BackwardHead<T>>& heads, const BackwardSeed<T>& seed,
-                           const BackwardPlan& plan, MatrixT<T>& d_queries, const KeyBlockDone<T>& done);
+void stream_backward_heads(const std::vector<BackwardHead<T>>& heads, const BackwardQueries<T>& queries,
+                           const BackwardSeed<T>& seed, const BackwardPlan& plan, MatrixT<T>& d_queries,
+                           const KeyBlockDone<T>& done);
+
+// X·W (+ b in every row), n × d_out, in blocks of rows on the threads: the projections.
+template <typename T>
+MatrixT<T> backward_project(const RowsView<T>& x, const MatrixT<T>& w, const Eigen::Matrix<T, 1, Eigen::Dynamic>* bias);
+
+// out = op(a)·op(b), or out += it with `add`; op transposes when asked. For the small products
+// of a block of gradients with the weights and the inputs (dX = dQ·W_qᵀ, dW_q = Xᵀ·dQ, …).
+template <typename T>
+void backward_product(const RowsView<T>& a, bool transpose_a, const RowsView<T>& b, bool transpose_b, MatrixT<T>& out,
+                      bool add);
 
 // ---------------------------------------------------------------------------------------
 // The backward pass of a single-sequence run (plain, self, causal; heads, grouped-query
@@ -103,10 +127,16 @@ void stream_backward_heads(const std::vector<BackwardHead<T>>& heads, const Back
 // --temperature) on the streaming path: from the loss to every parameter and to the inputs.
 
 struct StreamBackwardOptions {
-    bool inputs = false;  // also return dX whole (n × d_in)
-    bool stages = false;  // also return dZ, dQ, dK and dV whole (tests, and small inputs)
+    bool inputs = false;                // also return dX whole (n × d_in)
+    bool stages = false;                // also return dZ, dQ, dK and dV whole (tests, and small inputs)
     Eigen::Index tile = backward_tile;  // the tiles' size (≥ 1; the tests take small ones)
+    // Whether the queries are made again per tile (BackwardQueries) rather than held; absent:
+    // when Q would take more than made_queries_from bytes and the run has learned projections
+    // without RoPE (RoPE's turned queries, and plain mode's X, are held either way).
+    std::optional<bool> make_queries;
 };
+
+inline constexpr std::size_t made_queries_from = std::size_t{8} << 20;  // 8 MiB
 
 // One parameter's gradient, named as the trace names the parameter ("W_q", "b_q", "gamma").
 struct ParameterGradient {

@@ -25,7 +25,7 @@
 #endif
 
 namespace attntrace {
-namespace ATTNTRACE_ISA {  // one copy per instruction set: attention/isa.hpp
+namespace ATTNTRACE_ISA {     // one copy per instruction set: attention/isa.hpp
 namespace backward_kernels {  // named: the copies compile this file and streaming.cpp as one unit
 namespace {
 
@@ -98,16 +98,17 @@ Eigen::Index readable(const BackwardPlan& plan, Eigen::Index row, Eigen::Index k
     return plan.causal ? std::clamp<Eigen::Index>(row + 1 - key, 0, cols) : cols;
 }
 
-// S = scale·Q_rows·K_colsᵀ into the top-left corner of `s`, with the keys a query may not see
-// for the window or padding set to `lowest`, whose e^(lowest − m) is 0. The forward and the
-// backward phase compute each tile with this one function, so P = e^(S − ℓ) in the backward
-// reads the very scores whose log-sum-exp ℓ is.
-template <typename T>
-void tile_scores(const RowsView<T>& q, const RowsView<T>& k, const BackwardPlan& plan, Eigen::Index first,
+// S = scale·Q_rows·K_colsᵀ into the top-left corner of `s` (q: the query block's rows, first
+// … first + rows − 1), with the keys a query may not see for the window or padding set to
+// `lowest`, whose e^(lowest − m) is 0. The forward and the backward phase compute each tile
+// with this one function from the same query rows, so P = e^(S − ℓ) in the backward reads the
+// very scores whose log-sum-exp ℓ is.
+template <typename T, typename Queries>
+void tile_scores(const Queries& q, const RowsView<T>& k, const BackwardPlan& plan, Eigen::Index first,
                  Eigen::Index rows, Eigen::Index key, Eigen::Index cols, MatrixT<T>& s) {
     constexpr T lowest = -std::numeric_limits<T>::max();
     auto tile = s.topLeftCorner(rows, cols);
-    tile.noalias() = static_cast<T>(plan.scale) * (q.middleRows(first, rows) * k.middleRows(key, cols).transpose());
+    tile.noalias() = static_cast<T>(plan.scale) * (q * k.middleRows(key, cols).transpose());
     if (plan.window > 0)
         for (Eigen::Index r = 0; r < rows; ++r)
             for (Eigen::Index c = 0; c < cols; ++c) {
@@ -117,6 +118,24 @@ void tile_scores(const RowsView<T>& q, const RowsView<T>& k, const BackwardPlan&
     if (plan.padding)
         for (Eigen::Index c = 0; c < cols; ++c)
             if ((*plan.padding)[static_cast<std::size_t>(key + c)]) tile.col(c).setConstant(lowest);
+}
+
+// The rows first … first + rows − 1 of every head's queries, side by side (head h in columns
+// h·d_head …), made from X when the queries are not held: X_rows·W_q + b_q.
+template <typename T>
+void make_queries(const BackwardQueries<T>& queries, Eigen::Index first, Eigen::Index rows, MatrixT<T>& out) {
+    auto block = out.topRows(rows);
+    block.noalias() = queries.x->middleRows(first, rows) * *queries.w;
+    if (queries.bias) block.rowwise() += *queries.bias;
+}
+
+// Head h's query rows of a block: held ones in place, or its columns of the made block.
+template <typename T>
+auto query_block(const BackwardHead<T>& head, const BackwardQueries<T>& queries, const MatrixT<T>& made, std::size_t h,
+                 Eigen::Index first, Eigen::Index rows) {
+    const Eigen::Index d_head = head.k.cols();
+    if (queries.x) return rows_view(made.data() + static_cast<Eigen::Index>(h) * d_head, rows, d_head, made.cols());
+    return rows_view(head.q.data() + first * head.q.outerStride(), rows, d_head, head.q.outerStride());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -255,25 +274,31 @@ struct ForwardScratch {
     MatrixT<T> s;        // tile × tile: scaled scores, then e^(s − m)
     MatrixT<T> acc;      // tile × d_v: Σ e^(s − m)·v
     MatrixT<T> context;  // tile × H·d_v
+    MatrixT<T> q;        // tile × H·d_head: the block's queries, when they are made here
     Eigen::Array<T, Eigen::Dynamic, 1> max, sum;
-    ForwardScratch(Eigen::Index tile, Eigen::Index d_v, Eigen::Index heads)
-        : s(tile, tile), acc(tile, d_v), context(tile, d_v * heads), max(tile), sum(tile) {}
+    ForwardScratch(Eigen::Index tile, Eigen::Index d_v, Eigen::Index heads, Eigen::Index made_queries)
+        : s(tile, tile),
+          acc(tile, d_v),
+          context(tile, d_v * heads),
+          q(made_queries > 0 ? tile : 0, made_queries),
+          max(tile),
+          sum(tile) {}
 };
 
 // One head's query block against every key it may see: its rows of Z (into the scratch's
 // context, columns `column` …) and of ℓ.
 template <typename T>
-void forward_head(const BackwardHead<T>& h, const BackwardPlan& plan, Eigen::Index first, Eigen::Index rows,
-                  Eigen::Index column, ForwardScratch<T>& w, T* lse, Eigen::Index lse_stride) {
+void forward_head(const BackwardHead<T>& h, const RowsView<T>& q, const BackwardPlan& plan, Eigen::Index first,
+                  Eigen::Index rows, Eigen::Index column, ForwardScratch<T>& w, T* lse, Eigen::Index lse_stride) {
     constexpr T lowest = -std::numeric_limits<T>::max();
-    const Eigen::Index n = h.q.rows(), d_v = h.v.cols(), tile = plan.tile;
+    const Eigen::Index n = h.k.rows(), d_v = h.v.cols(), tile = plan.tile;
     w.max.head(rows).setConstant(-std::numeric_limits<T>::infinity());
     w.sum.head(rows).setZero();
     w.acc.topRows(rows).setZero();
     const Span keys = keys_seen(plan, n, first, rows);
     for (Eigen::Index key = keys.begin - keys.begin % tile; key < keys.end; key += tile) {
         const Eigen::Index cols = std::min(tile, n - key);
-        tile_scores<T>(h.q, h.k, plan, first, rows, key, cols, w.s);
+        tile_scores<T>(q, h.k, plan, first, rows, key, cols, w.s);
         for (Eigen::Index r = 0; r < rows; ++r) {
             T* s = &w.s(r, 0);
             const Eigen::Index count = readable(plan, first + r, key, cols);
@@ -308,13 +333,13 @@ void forward_head(const BackwardHead<T>& h, const BackwardPlan& plan, Eigen::Ind
 }
 
 template <typename T>
-MatrixT<T> forward_phase(const std::vector<BackwardHead<T>>& heads, const BackwardPlan& plan,
-                         const ContextBlockDone<T>& done) {
+MatrixT<T> forward_phase(const std::vector<BackwardHead<T>>& heads, const BackwardQueries<T>& queries,
+                         const BackwardPlan& plan, const ContextBlockDone<T>& done) {
     const auto h_count = static_cast<Eigen::Index>(heads.size());
-    const Eigen::Index n = heads.empty() ? 0 : heads.front().q.rows();
+    const Eigen::Index n = heads.empty() ? 0 : heads.front().k.rows();
     MatrixT<T> lse(n, h_count);
     if (n == 0) return lse;
-    const Eigen::Index d_k = heads.front().q.cols(), d_v = heads.front().v.cols(), tile = plan.tile;
+    const Eigen::Index d_k = heads.front().k.cols(), d_v = heads.front().v.cols(), tile = plan.tile;
     const Eigen::Index blocks = (n + tile - 1) / tile;
     const double work = static_cast<double>(h_count) * static_cast<double>(n) * static_cast<double>(n) *
                         (plan.causal ? 0.5 : 1.0) * (2.0 * static_cast<double>(d_k + d_v) + 10.0);
@@ -324,13 +349,16 @@ MatrixT<T> forward_phase(const std::vector<BackwardHead<T>>& heads, const Backwa
     {
         const FlushDenormals flush;
         std::optional<ForwardScratch<T>> scratch;
-        failures.run([&] { scratch.emplace(tile, d_v, h_count); });
+        failures.run([&] { scratch.emplace(tile, d_v, h_count, queries.x ? queries.w->cols() : 0); });
         for (Eigen::Index b = 0; scratch && !failures.failed() && tasks.next(b);)
             failures.run([&] {
                 const Eigen::Index first = b * tile, rows = std::min(tile, n - first);
-                for (Eigen::Index h = 0; h < h_count; ++h)
-                    forward_head(heads[static_cast<std::size_t>(h)], plan, first, rows, h * d_v, *scratch,
-                                 lse.data() + h, h_count);
+                if (queries.x) make_queries(queries, first, rows, scratch->q);
+                for (Eigen::Index h = 0; h < h_count; ++h) {
+                    const auto hs = static_cast<std::size_t>(h);
+                    forward_head(heads[hs], query_block(heads[hs], queries, scratch->q, hs, first, rows), plan, first,
+                                 rows, h * d_v, *scratch, lse.data() + h, h_count);
+                }
                 done(first, rows_view(scratch->context.data(), rows, scratch->context.cols(), scratch->context.cols()));
             });
     }
@@ -345,11 +373,19 @@ template <typename T>
 struct BackwardScratch {
     MatrixT<T> s, ds;   // tile × tile: scores, then P; dP, then dS
     MatrixT<T> dk, dv;  // tile × G·d_head, tile × G·d_v: the key block's sums
+    MatrixT<T> q;       // tile × H·d_head: a row block's queries, when they are made here
     // A sum's dZ is one row z in every row, so dP = dZ·Vᵀ has one row u = z·Vᵀ in every row
-    // and dV = Pᵀ·dZ is (P's column sums)ᵀ·z: u and the column sums, per tile.
-    Eigen::Matrix<T, 1, Eigen::Dynamic> u, column_sums;
-    BackwardScratch(Eigen::Index tile, Eigen::Index d_head, Eigen::Index d_v, Eigen::Index groups)
-        : s(tile, tile), ds(tile, tile), dk(tile, groups * d_head), dv(tile, groups * d_v), u(tile), column_sums(tile) {}
+    // and dV = Pᵀ·dZ is (P's column sums)ᵀ·z: u and the column sums, per head (H × tile).
+    MatrixT<T> u, column_sums;
+    BackwardScratch(Eigen::Index tile, Eigen::Index d_head, Eigen::Index d_v, Eigen::Index heads, Eigen::Index groups,
+                    Eigen::Index made_queries)
+        : s(tile, tile),
+          ds(tile, tile),
+          dk(tile, groups * d_head),
+          dv(tile, groups * d_v),
+          q(made_queries > 0 ? tile : 0, made_queries),
+          u(heads, tile),
+          column_sums(heads, tile) {}
 };
 
 // Where each row block's sum of dQ stands: count(h, r) is how many key blocks have added
@@ -359,7 +395,8 @@ struct BackwardScratch {
 class Turns {
 public:
     Turns(std::size_t heads, Eigen::Index row_blocks, std::vector<Eigen::Index> first_key_block)
-        : row_blocks_(row_blocks), counts_(heads * static_cast<std::size_t>(row_blocks)),
+        : row_blocks_(row_blocks),
+          counts_(heads * static_cast<std::size_t>(row_blocks)),
           first_(std::move(first_key_block)) {
         for (auto& c : counts_) c.store(0, std::memory_order_relaxed);
     }
@@ -386,35 +423,39 @@ private:
     std::vector<Eigen::Index> first_;
 };
 
-// The task of key block c: every head, and for each every row block that sees the block, in
-// order. dK_c and dV_c are summed here alone; dQ_r receives its part in its turn.
+// The task of key block c: every row block that sees the block, in order, and in each every
+// head. dK_c and dV_c are summed here alone; dQ_r receives its part in its turn.
 template <typename T>
-void key_block_task(const std::vector<BackwardHead<T>>& heads, const BackwardSeed<T>& seed, const BackwardPlan& plan,
-                    Eigen::Index c, MatrixT<T>& d_queries, BackwardScratch<T>& w, Turns& turns,
-                    const Failures& failures, const KeyBlockDone<T>& done) {
-    const Eigen::Index n = heads.front().q.rows(), d_head = heads.front().q.cols(), d_v = heads.front().v.cols();
+void key_block_task(const std::vector<BackwardHead<T>>& heads, const BackwardQueries<T>& queries,
+                    const BackwardSeed<T>& seed, const BackwardPlan& plan, Eigen::Index c, MatrixT<T>& d_queries,
+                    BackwardScratch<T>& w, Turns& turns, const Failures& failures, const KeyBlockDone<T>& done) {
+    const Eigen::Index n = heads.front().k.rows(), d_head = heads.front().k.cols(), d_v = heads.front().v.cols();
     const Eigen::Index tile = plan.tile, key = c * tile, cols = std::min(tile, n - key);
     const T scale = static_cast<T>(plan.scale);
     const bool same_row = seed.d_context == nullptr;  // a sum: dZ is one row
     w.dk.topRows(cols).setZero();
     w.dv.topRows(cols).setZero();
-    const Span row_blocks = row_blocks_seeing(plan, n, c);
-    for (std::size_t h = 0; h < heads.size(); ++h) {
-        const BackwardHead<T>& head = heads[h];
-        const auto hi = static_cast<Eigen::Index>(h);
-        auto dk = w.dk.block(0, head.group * d_head, cols, d_head);
-        auto dv = w.dv.block(0, head.group * d_v, cols, d_v);
-        const auto k = head.k.middleRows(key, cols);
-        const auto v = head.v.middleRows(key, cols);
-        if (same_row) {
-            const auto z = seed.d_context_row.row(0).segment(hi * d_v, d_v);
-            w.u.head(cols).noalias() = z * v.transpose();  // u_j = z·v_j
-            w.column_sums.head(cols).setZero();
+    if (same_row) {
+        for (std::size_t h = 0; h < heads.size(); ++h) {  // u_j = z·v_j
+            const auto z = seed.d_context_row.row(0).segment(static_cast<Eigen::Index>(h) * d_v, d_v);
+            w.u.row(static_cast<Eigen::Index>(h)).head(cols).noalias() =
+                z * heads[h].v.middleRows(key, cols).transpose();
         }
-        for (Eigen::Index r = row_blocks.begin; r < row_blocks.end; ++r) {
-            const Eigen::Index first = r * tile, rows = std::min(tile, n - first);
-            const auto q = head.q.middleRows(first, rows);
-            tile_scores<T>(head.q, head.k, plan, first, rows, key, cols, w.s);
+        w.column_sums.leftCols(cols).setZero();
+    }
+    const Span row_blocks = row_blocks_seeing(plan, n, c);
+    for (Eigen::Index r = row_blocks.begin; r < row_blocks.end; ++r) {
+        const Eigen::Index first = r * tile, rows = std::min(tile, n - first);
+        if (queries.x) make_queries(queries, first, rows, w.q);
+        for (std::size_t h = 0; h < heads.size(); ++h) {
+            const BackwardHead<T>& head = heads[h];
+            const auto hi = static_cast<Eigen::Index>(h);
+            auto dk = w.dk.block(0, head.group * d_head, cols, d_head);
+            auto dv = w.dv.block(0, head.group * d_v, cols, d_v);
+            const auto k = head.k.middleRows(key, cols);
+            const auto v = head.v.middleRows(key, cols);
+            const RowsView<T> q = query_block(head, queries, w.q, h, first, rows);
+            tile_scores<T>(q, head.k, plan, first, rows, key, cols, w.s);
             auto s = w.s.topLeftCorner(rows, cols);
             auto ds = w.ds.topLeftCorner(rows, cols);
             std::optional<RowsView<T>> dz;
@@ -423,30 +464,38 @@ void key_block_task(const std::vector<BackwardHead<T>>& heads, const BackwardSee
                                      seed.d_context->cols()));
                 ds.noalias() = *dz * v.transpose();  // dP = dZ·Vᵀ
             }
+            T* sums = same_row ? &w.column_sums(hi, 0) : nullptr;
             for (Eigen::Index i = 0; i < rows; ++i) {
                 const T lse = (*seed.lse)(first + i, hi);
                 // a row that sees no key at all (ℓ = +∞) has weights 0
                 const Eigen::Index count = std::isinf(lse) ? 0 : readable(plan, first + i, key, cols);
-                softmax_backward_row(&w.s(i, 0), same_row ? w.u.data() : &w.ds(i, 0), &w.ds(i, 0), count, cols, lse,
-                                     (*seed.delta)(first + i, hi), scale, same_row ? w.column_sums.data() : nullptr);
+                softmax_backward_row(&w.s(i, 0), same_row ? &w.u(hi, 0) : &w.ds(i, 0), &w.ds(i, 0), count, cols, lse,
+                                     (*seed.delta)(first + i, hi), scale, sums);
             }
             if (!same_row) dv.noalias() += s.transpose() * *dz;  // dV_c += Pᵀ·dZ_r
-            dk.noalias() += ds.transpose() * q;                   // dK_c += dSᵀ·Q_r
+            dk.noalias() += ds.transpose() * q;                  // dK_c += dSᵀ·Q_r
             turns.wait(h, r, c, failures);  // dQ_r: the key blocks before this one have added theirs
             d_queries.block(first, hi * d_head, rows, d_head).noalias() += ds * k;  // dQ_r += dS·K_c
             turns.done(h, r);
         }
-        if (same_row)  // dV_c += (Σ_i P_ij)ᵀ·z
-            dv.noalias() += w.column_sums.head(cols).transpose() * seed.d_context_row.row(0).segment(hi * d_v, d_v);
     }
-    done(key, rows_view(w.dk.data(), cols, w.dk.cols(), w.dk.cols()), rows_view(w.dv.data(), cols, w.dv.cols(), w.dv.cols()));
+    if (same_row)  // dV_c += (Σ_i P_ij)ᵀ·z, each head's
+        for (std::size_t h = 0; h < heads.size(); ++h) {
+            const auto hi = static_cast<Eigen::Index>(h);
+            w.dv.block(0, heads[h].group * d_v, cols, d_v).noalias() +=
+                w.column_sums.row(hi).head(cols).transpose() * seed.d_context_row.row(0).segment(hi * d_v, d_v);
+        }
+    done(key, rows_view(w.dk.data(), cols, w.dk.cols(), w.dk.cols()),
+         rows_view(w.dv.data(), cols, w.dv.cols(), w.dv.cols()));
 }
 
 template <typename T>
-void backward_phase(const std::vector<BackwardHead<T>>& heads, const BackwardSeed<T>& seed, const BackwardPlan& plan,
-                    MatrixT<T>& d_queries, const KeyBlockDone<T>& done) {
-    const Eigen::Index n = heads.empty() ? 0 : heads.front().q.rows();
-    const Eigen::Index d_head = heads.empty() ? 0 : heads.front().q.cols(), d_v = heads.empty() ? 0 : heads.front().v.cols();
+void backward_phase(const std::vector<BackwardHead<T>>& heads, const BackwardQueries<T>& queries,
+                    const BackwardSeed<T>& seed, const BackwardPlan& plan, MatrixT<T>& d_queries,
+                    const KeyBlockDone<T>& done) {
+    const Eigen::Index n = heads.empty() ? 0 : heads.front().k.rows();
+    const Eigen::Index d_head = heads.empty() ? 0 : heads.front().k.cols(),
+                       d_v = heads.empty() ? 0 : heads.front().v.cols();
     const Eigen::Index tile = plan.tile;
     int groups = 0;
     for (const auto& h : heads) groups = std::max(groups, h.group + 1);
@@ -462,7 +511,8 @@ void backward_phase(const std::vector<BackwardHead<T>>& heads, const BackwardSee
             if (first_key_block[static_cast<std::size_t>(r)] < 0) first_key_block[static_cast<std::size_t>(r)] = c;
     }
     Turns turns(heads.size(), blocks, std::move(first_key_block));
-    // Five products over d_head or d_v (three for a sum) and an exp per pair a query sees, every head.
+    // Five products over d_head or d_v (three for a sum) and an exp per pair a query sees, every
+    // head; the queries made again for each tile are a small part.
     const double per_pair = seed.d_context ? 6.0 * static_cast<double>(d_head) + 4.0 * static_cast<double>(d_v) + 10.0
                                            : 6.0 * static_cast<double>(d_head) + 14.0;
     const double work = static_cast<double>(heads.size()) * static_cast<double>(n) * static_cast<double>(n) *
@@ -473,9 +523,13 @@ void backward_phase(const std::vector<BackwardHead<T>>& heads, const BackwardSee
     {
         const FlushDenormals flush;
         std::optional<BackwardScratch<T>> scratch;
-        failures.run([&] { scratch.emplace(tile, d_head, d_v, groups); });
+        failures.run([&] {
+            scratch.emplace(tile, d_head, d_v, static_cast<Eigen::Index>(heads.size()), groups,
+                            queries.x ? queries.w->cols() : 0);
+        });
         for (Eigen::Index c = 0; scratch && !failures.failed() && tasks.next(c);)
-            failures.run([&] { key_block_task(heads, seed, plan, c, d_queries, *scratch, turns, failures, done); });
+            failures.run(
+                [&] { key_block_task(heads, queries, seed, plan, c, d_queries, *scratch, turns, failures, done); });
     }
     failures.rethrow();
 }
@@ -483,26 +537,67 @@ void backward_phase(const std::vector<BackwardHead<T>>& heads, const BackwardSee
 }  // namespace
 }  // namespace backward_kernels
 
+// ---------------------------------------------------------------------------------------
+// The products of the gradients with the weights and the inputs, a block of rows at a time:
+// here, so that they take this copy's registers.
+
 template <typename T>
-MatrixT<T> stream_forward_lse(const std::vector<BackwardHead<T>>& heads, const BackwardPlan& plan,
-                              const ContextBlockDone<T>& done) {
-    return backward_kernels::forward_phase<T>(heads, plan, done);
+MatrixT<T> backward_project(const RowsView<T>& x, const MatrixT<T>& w,
+                            const Eigen::Matrix<T, 1, Eigen::Dynamic>* bias) {
+    MatrixT<T> out(x.rows(), w.cols());
+    const Eigen::Index tile = backward_tile, blocks = (x.rows() + tile - 1) / tile;
+    RegionErrors errors;
+#pragma omp parallel for schedule( \
+    static) if (worth_threads(2.0 * static_cast <double>(out.size()) * static_cast <double>(w.rows())))
+    for (Eigen::Index b = 0; b < blocks; ++b)
+        errors.run([&] {
+            const Eigen::Index first = b * tile, rows = std::min(tile, x.rows() - first);
+            auto block = out.middleRows(first, rows);
+            block.noalias() = x.middleRows(first, rows) * w;
+            if (bias) block.rowwise() += *bias;
+        });
+    errors.rethrow();
+    return out;
 }
 
 template <typename T>
-void stream_backward_heads(const std::vector<BackwardHead<T>>& heads, const BackwardSeed<T>& seed,
-                           const BackwardPlan& plan, MatrixT<T>& d_queries, const KeyBlockDone<T>& done) {
-    backward_kernels::backward_phase<T>(heads, seed, plan, d_queries, done);
+void backward_product(const RowsView<T>& a, bool transpose_a, const RowsView<T>& b, bool transpose_b, MatrixT<T>& out,
+                      bool add) {
+    const auto into = [&](const auto& product) {
+        if (add) out.noalias() += product;
+        else out.noalias() = product;
+    };
+    if (transpose_a && transpose_b) into(a.transpose() * b.transpose());
+    else if (transpose_a) into(a.transpose() * b);
+    else if (transpose_b) into(a * b.transpose());
+    else into(a * b);
 }
 
-template MatrixT<float> stream_forward_lse<float>(const std::vector<BackwardHead<float>>&, const BackwardPlan&,
-                                                  const ContextBlockDone<float>&);
-template MatrixT<double> stream_forward_lse<double>(const std::vector<BackwardHead<double>>&, const BackwardPlan&,
-                                                    const ContextBlockDone<double>&);
-template void stream_backward_heads<float>(const std::vector<BackwardHead<float>>&, const BackwardSeed<float>&,
-                                           const BackwardPlan&, MatrixT<float>&, const KeyBlockDone<float>&);
-template void stream_backward_heads<double>(const std::vector<BackwardHead<double>>&, const BackwardSeed<double>&,
-                                            const BackwardPlan&, MatrixT<double>&, const KeyBlockDone<double>&);
+template <typename T>
+MatrixT<T> stream_forward_lse(const std::vector<BackwardHead<T>>& heads, const BackwardQueries<T>& queries,
+                              const BackwardPlan& plan, const ContextBlockDone<T>& done) {
+    return backward_kernels::forward_phase<T>(heads, queries, plan, done);
+}
+
+template <typename T>
+void stream_backward_heads(const std::vector<BackwardHead<T>>& heads, const BackwardQueries<T>& queries,
+                           const BackwardSeed<T>& seed, const BackwardPlan& plan, MatrixT<T>& d_queries,
+                           const KeyBlockDone<T>& done) {
+    backward_kernels::backward_phase<T>(heads, queries, seed, plan, d_queries, done);
+}
+
+#define ATTNTRACE_BACKWARD_INSTANCES(T)                                                                       \
+    template MatrixT<T> stream_forward_lse<T>(const std::vector<BackwardHead<T>>&, const BackwardQueries<T>&, \
+                                              const BackwardPlan&, const ContextBlockDone<T>&);               \
+    template void stream_backward_heads<T>(const std::vector<BackwardHead<T>>&, const BackwardQueries<T>&,    \
+                                           const BackwardSeed<T>&, const BackwardPlan&, MatrixT<T>&,          \
+                                           const KeyBlockDone<T>&);                                           \
+    template MatrixT<T> backward_project<T>(const RowsView<T>&, const MatrixT<T>&,                            \
+                                            const Eigen::Matrix<T, 1, Eigen::Dynamic>*);                      \
+    template void backward_product<T>(const RowsView<T>&, bool, const RowsView<T>&, bool, MatrixT<T>&, bool);
+ATTNTRACE_BACKWARD_INSTANCES(float)
+ATTNTRACE_BACKWARD_INSTANCES(double)
+#undef ATTNTRACE_BACKWARD_INSTANCES
 
 }  // namespace ATTNTRACE_ISA
 }  // namespace attntrace
