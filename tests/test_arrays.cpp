@@ -267,7 +267,10 @@ TEST_CASE("bad array inputs get one clear error line", "[arrays]") {
     fails({at("gpt2.safetensors"), "--from", "gpt2", "--layer", "7", "--hidden-states", at("hidden.npy")}, 1,
           "no layer 7 of GPT-2's tensors (h.7.attn.c_attn.weight); the layers here: 0–1");
     fails({at("gpt2.safetensors"), "--from", "gpt2", "--layer", "0"}, 1, "no array \"hidden_states\"");
-    fails({at("gpt2.safetensors")}, 1, "holds GPT-2's tensors (h.0.attn.c_attn.weight): read them with --from gpt2 --layer L");
+    fails({at("gpt2.safetensors")}, 1, "holds GPT-2's tensors (h.0.attn.c_attn.weight): the trace, decode, compare and check-answers read them with --from gpt2 --layer L");
+    // similarity has no --from: the message names the commands that do, not an option of its own.
+    fails({"similarity", at("gpt2.safetensors")}, 1, "the trace, decode, compare and check-answers read them with --from gpt2");
+    CHECK_THAT(cli::run({"similarity", "--from", "gpt2", at("gpt2.safetensors")}).err, Contains("--from"));  // not taken
     fails({at("layer.npz"), "--layer", "1"}, 2, "--layer L needs --from gpt2");
     // More rows than the limit on tokens: refused before a label is made for each. A .npy
     // of 2,000,000 × 1 float16 zeros, laid out here byte by byte (version 1.0).

@@ -5,6 +5,7 @@
 #include "attention/single.hpp"
 #include "attention/trace.hpp"
 #include "support/cli.hpp"
+#include "support/error_line.hpp"
 #include "support/trace_json.hpp"
 #include "support/naive.hpp"
 
@@ -361,9 +362,22 @@ TEST_CASE("decode refuses what a KV cache does not trace", "[decode]") {
         {{"decode", "example:your_journey", "--step", "1"}, 2, "--step 1: the steps are positions 2 to 6"},
         {{"decode", "example:your_journey", "--step", "7"}, 2, "--step 7"},
         {{"decode", "example:your_journey", "--prefill", "0"}, 2, "--prefill"},
-        {{"decode", "example:teacher_smiled_fr"}, 1, ""},
+        // A source and a target: decode's own words, not the trace's "use mode bahdanau".
+        {{"decode", "example:teacher_smiled_fr"}, 1, "example:teacher_smiled_fr: decode steps through causal attention over "
+                                                     "one sentence"},
+        {{"decode", "example:black_cat_fr"}, 1, "this input has a source and a target, for bahdanau mode, whose decoder "
+                                                "steps score encoder states that are all there before the first step: "
+                                                "trace it without decode, where each row of the weights is one decoder step"},
+        {{"decode", "example:black_cat_fr", "-m", "causal"}, 1, "decode steps through causal attention over one sentence"},
+        {{"decode", "-m", "bahdanau"}, 2, "decode traces causal attention only (--mode bahdanau): its KV cache grows by one "
+                                          "token's key and value at each step; in bahdanau mode the decoder steps score the "
+                                          "encoder states, which are all there before the first step"},
+        {{"decode", "--score", "dot"}, 2, "--score dot chooses the score of bahdanau mode, which decode does not trace"},
+        {{"decode", "--score", "general"}, 2, "--score general chooses the score of bahdanau mode"},
+        // The option --positions is a usage error; the same request in the input file is a data error.
         {{"decode", "example:your_journey", "--positions", "rope", "--dim", "4"}, 2, "without position information for now"},
-        {{"decode", ATTNTRACE_SOURCE_DIR "/tests/fuzz/corpus/positions_rope.json"}, 2, "the input asks for rope positions"},
+        {{"decode", "--position-offset", "2"}, 2, "so there are no positions for --position-offset to move"},
+        {{"decode", ATTNTRACE_SOURCE_DIR "/tests/fuzz/corpus/positions_rope.json"}, 1, "the input asks for rope positions"},
     };
     for (const Refusal& r : refusals) {
         INFO(fmt::format("{}", fmt::join(r.args, " ")));
@@ -374,6 +388,28 @@ TEST_CASE("decode refuses what a KV cache does not trace", "[decode]") {
         CHECK(result.err.rfind("attntrace: error: ", 0) == 0);
         CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
         CHECK_THAT(result.err, Contains(r.message));
+        // decode takes none of these: no message may send the learner to them.
+        CHECK_THAT(result.err, !Contains("use mode") && !Contains("--positions sinusoidal") && !Contains("mode bahdanau only"));
+    }
+}
+
+TEST_CASE("decode refuses positions in the input file as a data error and the option --positions as a usage error", "[decode]") {
+    for (const char* scheme : {"rope", "sinusoidal"}) {
+        INFO(scheme);
+        const cli::TempFile file(fmt::format(R"({{"sentence": "a b c", "embeddings": {{"a": [1, 0, 0, 0], "b": [0, 1, 0, 0],
+          "c": [0, 0, 1, 0]}}, "positions": "{}"}})", scheme));
+        const auto from_file = cli::run({"decode", file.path()});
+        cli::require_error_line(from_file, 1, fmt::format("{}: the input asks for {} positions, and decode steps through the "
+                                                          "cache without position information for now; add --positions "
+                                                          "none, or trace it without decode",
+                                                          file.path(), scheme));
+        // The flag on an input without positions.
+        const cli::TempFile bare(R"({"sentence": "a b c", "embeddings": {"a": [1, 0, 0, 0], "b": [0, 1, 0, 0], "c": [0, 0, 1, 0]}})");
+        cli::require_error_line(cli::run({"decode", bare.path(), "--positions", scheme}), 2,
+                                "decode steps through the cache without position information for now; the trace shows "
+                                "--positions (docs/positions.md)");
+        // --positions none overrides the file, as the message says, and decodes.
+        CHECK(cli::run({"decode", file.path(), "--positions", "none"}).exit_code == 0);
     }
 }
 

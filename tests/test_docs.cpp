@@ -32,13 +32,38 @@
 //                             numbers compare within 1e-6 of their size; ≈ takes a number
 //                             shortened on the page: within half a unit of its last decimal
 //      same as: build/attntrace ARGS   that command prints the same bytes, with the same status
+//      stderr: empty          nothing on stderr
+//    and about the folder the command ran in (any of these gives it a fresh folder):
+//      holds NAME: TEXT       after the run, the file NAME holds TEXT (read through a link)
+//      lacks NAME: TEXT       ... does not hold it
+//      absent: NAME           there is no file NAME (NAME* : none whose name starts so)
+//      is link: NAME          NAME is still a symbolic link
+//      mode NAME: 644         NAME's permission bits
 //    and, to set the run up (no claim of their own):
 //      file NAME: TEXT        a line of a file NAME, in a fresh folder the command runs in
-//                             (several lines with the same NAME make one file)
+//                             (several lines with the same NAME make one file; NAME may
+//                             name a subfolder, which is made)
 //      hex NAME: 7b 0a …      bytes of that file, in hexadecimal (no newline added)
+//      link NAME: TARGET      a symbolic link; hard link NAME: FILE, a second name for FILE
+//      socket: NAME           a Unix socket bound at NAME
+//      chmod NAME: 444        permission bits set before the run
 //      setup: build/attntrace ARGS     run first in that folder (say, generate -o long.json)
-//      stdin: TEXT            a line fed on standard input (not with file or setup)
+//      stdin: TEXT            a line fed on standard input (not with a folder)
 //      env: NAME=VALUE        an environment variable for the runs
+//    and where the command's output goes, when not to a pipe read whole:
+//      terminal: COLUMNS      stdout and stderr a pseudo-terminal that wide (the output is
+//                             what the terminal received)
+//      stdout to: PATH        stdout opened on PATH (/dev/full); ">> PATH" appends; "closed"
+//                             closes it; "closed pipe" is a pipe whose reader has gone
+//                             ("closed pipe, SIGPIPE ignored": and SIGPIPE ignored)
+//      file size limit: N     a limit of N bytes on every file written (as ulimit -f)
+//                             (at least 1024: LLVM's OpenMP runtime, in the sanitizer builds,
+//                             sizes a 1 KiB file in /dev/shm as it starts, and fails below that)
+//      umask: 027             the file mode mask the run starts with
+//      signal: NAME after MS ms   the signal sent MS milliseconds after the start; in a
+//                             terminal (200 columns), "NAME when TEXT" sends it once TEXT shows
+//    In the command, in every value and in the names of files, {U+XXXX} stands for that
+//    character (an escape, a bidirectional control), which a page cannot show.
 //    The expected text is the sentence's own claim (a quoted phrase, a count, a field and its
 //    value), written from the sentence, not pasted from a run. A comment must assert something,
 //    and one at the margin has a blank line before and after it, so that it never splits a
@@ -59,7 +84,16 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 namespace {
 
@@ -315,39 +349,183 @@ std::vector<std::string> attntrace_args(const std::string& command) {
     return split_args(command.substr(prompt.size()));
 }
 
+// "{U+1B}" → the character U+001B, in UTF-8: what a page cannot show.
+std::string with_characters(const std::string& text) {
+    static const std::regex code(R"(\{U\+([0-9A-Fa-f]{2,6})\})");
+    std::string out;
+    auto from = text.cbegin();
+    for (std::sregex_iterator it(text.begin(), text.end(), code), end; it != end; ++it) {
+        out.append(from, (*it)[0].first);
+        const auto c = static_cast<std::uint32_t>(std::stoul((*it)[1], nullptr, 16));
+        if (c < 0x80) out += static_cast<char>(c);
+        else if (c < 0x800) out += static_cast<char>(0xC0 | (c >> 6)), out += static_cast<char>(0x80 | (c & 0x3F));
+        else if (c < 0x10000)
+            out += static_cast<char>(0xE0 | (c >> 12)), out += static_cast<char>(0x80 | ((c >> 6) & 0x3F)),
+                out += static_cast<char>(0x80 | (c & 0x3F));
+        else
+            out += static_cast<char>(0xF0 | (c >> 18)), out += static_cast<char>(0x80 | ((c >> 12) & 0x3F)),
+                out += static_cast<char>(0x80 | ((c >> 6) & 0x3F)), out += static_cast<char>(0x80 | (c & 0x3F));
+        from = (*it)[0].second;
+    }
+    out.append(from, text.cend());
+    return out;
+}
+
+// The test process's working folder and environment, set for a run and restored after it
+// (the runners of the special destinations start attntrace where the test process is).
+class Surroundings {
+public:
+    Surroundings(const std::string& folder, const std::map<std::string, std::string>& env) : was_(std::filesystem::current_path()) {
+        std::filesystem::current_path(folder);
+        for (const auto& [name, value] : env) {
+            const char* before = std::getenv(name.c_str());
+            saved_.emplace_back(name, before ? std::optional<std::string>(before) : std::nullopt);
+            if (value.empty()) ::unsetenv(name.c_str());
+            else ::setenv(name.c_str(), value.c_str(), 1);
+        }
+    }
+    ~Surroundings() {
+        for (const auto& [name, value] : saved_) {
+            if (value) ::setenv(name.c_str(), value->c_str(), 1);
+            else ::unsetenv(name.c_str());
+        }
+        std::filesystem::current_path(was_);
+    }
+    Surroundings(const Surroundings&) = delete;
+    Surroundings& operator=(const Surroundings&) = delete;
+
+private:
+    std::filesystem::path was_;
+    std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// The file mode mask, set for a run (which inherits it) and restored after it; "" keeps it.
+class ScopedUmask {
+public:
+    explicit ScopedUmask(const std::string& bits) : set_(!bits.empty()) {
+        if (set_) was_ = ::umask(static_cast<mode_t>(std::stoi(bits, nullptr, 8)));
+    }
+    ~ScopedUmask() {
+        if (set_) ::umask(was_);
+    }
+    ScopedUmask(const ScopedUmask&) = delete;
+    ScopedUmask& operator=(const ScopedUmask&) = delete;
+
+private:
+    bool set_;
+    mode_t was_ = 0;
+};
+
+int signal_named(const std::string& name) {
+    static const std::map<std::string, int> signals{{"INT", SIGINT}, {"TERM", SIGTERM}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT},
+                                                    {"PIPE", SIGPIPE}, {"ALRM", SIGALRM}, {"USR1", SIGUSR1}};
+    REQUIRE(signals.contains(name));
+    return signals.at(name);
+}
+
 // Runs one marked claim and checks each of its assertions; returns how many it made.
 int check_claim(const Claim& claim) {
     INFO(claim.file << ":" << claim.line << ": " << claim.command);
     std::map<std::string, std::string> files;
     std::vector<std::string> setups;
-    std::string input;
-    bool has_input = false;
+    std::vector<std::pair<std::string, std::string>> links, hard_links, modes;
+    std::vector<std::string> sockets;
+    std::string input, terminal, stdout_to, size_limit, signal, mask_bits;
+    bool has_input = false, needs_folder = false;
     int expected_exit = 0;
-    for (const auto& [key, value] : claim.items) {
-        if (key.starts_with("file ")) files[key.substr(5)] += value + "\n";
+    for (const auto& [raw_key, raw] : claim.items) {
+        const std::string key = with_characters(raw_key), value = with_characters(raw);
+        if (key == "file size limit") size_limit = value;
+        else if (key.starts_with("file ")) files[key.substr(5)] += value + "\n";
         else if (key.starts_with("hex ")) files[key.substr(4)] += from_hex(value);
         else if (key == "setup") setups.push_back(value);
         else if (key == "stdin") input += value + "\n", has_input = true;
         else if (key == "exit") expected_exit = std::stoi(value);
+        else if (key.starts_with("link ")) links.emplace_back(key.substr(5), value);
+        else if (key.starts_with("hard link ")) hard_links.emplace_back(key.substr(10), value);
+        else if (key.starts_with("chmod ")) modes.emplace_back(key.substr(6), value);
+        else if (key == "socket") sockets.push_back(value);
+        else if (key == "terminal") terminal = value;
+        else if (key == "stdout to") stdout_to = value;
+        else if (key == "signal") signal = value;
+        else if (key == "umask") mask_bits = value;
+        needs_folder = needs_folder || key.starts_with("holds ") || key.starts_with("lacks ") || key == "absent" ||
+                       key == "is link" || key.starts_with("mode ");
     }
     std::map<std::string, std::string> env{{"COLUMNS", ""}, {"NO_COLOR", ""}};
     for (const auto& [key, value] : claim.items)
-        if (key == "env") env[value.substr(0, value.find('='))] = value.substr(value.find('=') + 1);
+        if (key == "env") env[value.substr(0, value.find('='))] = with_characters(value.substr(value.find('=') + 1));
+    // A command that writes a file (-o, --svg, or its stdout to a path) runs in a folder of its
+    // own, never in the source tree; /dev/… and - are not files it makes.
+    const std::vector<std::string> words = split_args(with_characters(claim.command));
+    for (std::size_t i = 0; i + 1 < words.size(); ++i)
+        if ((words[i] == "-o" || words[i] == "--output" || words[i] == "--svg") && words[i + 1] != "-" &&
+            !words[i + 1].starts_with("/dev/"))
+            needs_folder = true;
+    if (!stdout_to.empty() && !stdout_to.starts_with("/dev/") && !stdout_to.starts_with("closed")) needs_folder = true;
     std::optional<cli::TempDir> folder;
     std::string where = ATTNTRACE_SOURCE_DIR;
-    if (!files.empty() || !setups.empty()) {
+    if (needs_folder || !files.empty() || !setups.empty() || !links.empty() || !hard_links.empty() || !sockets.empty()) {
         REQUIRE(!has_input);  // stdin runs outside the folder
         folder.emplace();
         where = folder->path();
-        for (const auto& [name, text] : files) std::ofstream(*folder / name, std::ios::binary) << text;
+        for (const auto& [name, text] : files) {
+            std::filesystem::create_directories(std::filesystem::path(*folder / name).parent_path());
+            std::ofstream(*folder / name, std::ios::binary) << text;
+        }
+        for (const auto& [name, target] : links) std::filesystem::create_symlink(target, *folder / name);
+        for (const auto& [name, target] : hard_links) std::filesystem::create_hard_link(*folder / target, *folder / name);
+        for (const auto& name : sockets) {
+            const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+            REQUIRE(fd >= 0);
+            sockaddr_un address{};
+            address.sun_family = AF_UNIX;
+            const std::string path = *folder / name;
+            REQUIRE(path.size() < sizeof address.sun_path);
+            std::strcpy(address.sun_path, path.c_str());
+            REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+            ::close(fd);  // the socket file stays
+        }
         for (const auto& setup : setups) {
             INFO("setup: " << setup);
             REQUIRE(cli::run_in(where, attntrace_args(setup), env).exit_code == 0);
         }
+        for (const auto& [name, bits] : modes)
+            std::filesystem::permissions(*folder / name, static_cast<std::filesystem::perms>(std::stoi(bits, nullptr, 8)));
     }
+    const bool special = !terminal.empty() || !stdout_to.empty() || !size_limit.empty() || !signal.empty() || !mask_bits.empty();
+    REQUIRE((!special || !has_input));
     const auto run = [&](const std::string& command) {
-        if (has_input) return cli::run(attntrace_args(command), input, env);
-        return cli::run_in(where, attntrace_args(command), env);
+        const std::vector<std::string> args = attntrace_args(with_characters(command));
+        if (has_input) return cli::run(args, input, env);
+        if (!special) return cli::run_in(where, args, env);
+        const Surroundings here(where, env);
+        const ScopedUmask mask(mask_bits);
+        static const std::regex when(R"((\w+) when (.+))");
+        if (std::smatch m; !terminal.empty() && std::regex_match(signal, m, when))
+            return cli::run_in_terminal_until(args, m[2], signal_named(m[1]));
+        if (!terminal.empty()) return cli::run_in_terminal(args, env, static_cast<unsigned short>(std::stoi(terminal)));
+        if (!size_limit.empty()) {
+            REQUIRE(std::stoull(size_limit) >= 1024);  // see "file size limit" above
+            return cli::run_with_file_size_limit(args, std::stoull(size_limit));
+        }
+        if (!signal.empty()) {
+            static const std::regex after(R"((\w+) after (\d+) ms)");
+            std::smatch m;
+            REQUIRE(std::regex_match(signal, m, after));
+            return cli::run_and_signal(args, std::stoi(m[2]), signal_named(m[1]));
+        }
+        if (stdout_to == "closed") return cli::run_with_stdout_closed(args);
+        if (stdout_to == "closed pipe") return cli::run_into_closed_pipe(args, false);
+        if (stdout_to == "closed pipe, SIGPIPE ignored") return cli::run_into_closed_pipe(args, true);
+        if (stdout_to.starts_with(">> ")) {
+            const cli::TempDir errors;
+            cli::Result r = cli::run_appending(args, stdout_to.substr(3), errors / "stderr");
+            r.err = cli::slurp(errors / "stderr");
+            return r;
+        }
+        if (!stdout_to.empty()) return cli::run_to_file(args, stdout_to);
+        return cli::run(args, "", env);  // only the umask
     };
     const cli::Result r = run(claim.command);
     const std::string both = r.out + r.err;
@@ -367,10 +545,34 @@ int check_claim(const Claim& claim) {
     static const std::regex shows_times(R"(shows (\d+) times?)");
     static const std::regex json_item(R"((\S+) (exists|absent|= (.+)|≈ (-?\d+(\.(\d+))?)|size (\d+)))");
     int asserted = 0;
-    for (const auto& [key, value] : claim.items) {
-        INFO(key << ": " << value);
+    const auto in_folder = [&](const std::string& name) { return std::filesystem::path(where) / name; };
+    for (const auto& [raw_key, raw] : claim.items) {
+        INFO(raw_key << ": " << raw);
+        const std::string key = with_characters(raw_key), value = with_characters(raw);
         std::smatch m;
-        if (key == "shows") {
+        if (key.starts_with("holds ") || key.starts_with("lacks ")) {
+            const std::string text = cli::read_file(in_folder(key.substr(6)));
+            INFO(key.substr(6) << " holds:\n" << text);
+            CHECK(std::filesystem::exists(in_folder(key.substr(6))));
+            CHECK((text.find(value) != std::string::npos) == key.starts_with("holds "));
+        } else if (key == "absent") {
+            if (value.ends_with("*")) {
+                const std::string prefix = value.substr(0, value.size() - 1);
+                for (const auto& entry : std::filesystem::directory_iterator(where)) {
+                    INFO(entry.path().filename().string());
+                    CHECK(!entry.path().filename().string().starts_with(prefix));
+                }
+            } else {
+                CHECK(!std::filesystem::exists(std::filesystem::symlink_status(in_folder(value))));
+            }
+        } else if (key == "is link") {
+            CHECK(std::filesystem::is_symlink(in_folder(value)));
+        } else if (key.starts_with("mode ")) {
+            const auto bits = std::filesystem::status(in_folder(key.substr(5))).permissions() & std::filesystem::perms::mask;
+            CHECK(static_cast<int>(bits) == std::stoi(value, nullptr, 8));
+        } else if (key == "stderr" && value == "empty") {
+            CHECK(r.err.empty());
+        } else if (key == "shows") {
             CHECK(both.find(value) != std::string::npos);
         } else if (key == "lacks") {
             CHECK(both.find(value) == std::string::npos);
@@ -443,7 +645,10 @@ int check_claim(const Claim& claim) {
             }
         } else if (key == "exit") {
             // checked above, with the run
-        } else if (key == "setup" || key == "stdin" || key == "env" || key.starts_with("file ") || key.starts_with("hex ")) {
+        } else if (key == "setup" || key == "stdin" || key == "env" || key.starts_with("file ") || key.starts_with("hex ") ||
+                   key.starts_with("link ") || key.starts_with("hard link ") || key.starts_with("chmod ") ||
+                   key == "socket" || key == "terminal" || key == "stdout to" || key == "file size limit" ||
+                   key == "signal" || key == "umask") {
             continue;  // how to run, not a claim
         } else {
             FAIL("unknown key in a test comment: " << key);
@@ -490,6 +695,8 @@ TEST_CASE("the output shown in README.md and docs/ is what attntrace prints", "[
     CHECK(checked["multi-head.md"] >= 7);
     CHECK(checked["from-pytorch.md"] >= 2);
     CHECK(checked["input-format.md"] >= 1);
+    CHECK(checked["output-formats.md"] >= 4);
+    CHECK(checked["gradients.md"] >= 6);
 }
 
 TEST_CASE("what the prose of README.md and docs/ says attntrace prints holds", "[docs]") {
@@ -498,10 +705,17 @@ TEST_CASE("what the prose of README.md and docs/ says attntrace prints holds", "
     for (const auto& entry : std::filesystem::directory_iterator(root / "docs"))
         if (entry.path().extension() == ".md") pages.push_back(entry.path());
     std::map<std::string, std::size_t> claims;
+    const auto tree = [&] {  // what the top of the source tree holds: no claim may add to it
+        std::set<std::string> names;
+        for (const auto& entry : std::filesystem::directory_iterator(root)) names.insert(entry.path().filename().string());
+        return names;
+    };
+    const std::set<std::string> before = tree();
     for (const auto& page : pages) {
         for (const Claim& claim : marked_claims(page)) {
             INFO(claim.file << ":" << claim.line << ": " << claim.command);
             CHECK(check_claim(claim) > 0);  // a comment that asserts nothing is a mistake
+            CHECK(tree() == before);
             ++claims[claim.file];
         }
     }
@@ -517,6 +731,9 @@ TEST_CASE("what the prose of README.md and docs/ says attntrace prints holds", "
     CHECK(claims["performance.md"] >= 3);
     CHECK(claims["streaming.md"] >= 2);
     CHECK(claims["architecture.md"] >= 1);
+    CHECK(claims["output-formats.md"] >= 140);
+    CHECK(claims["robustness.md"] >= 80);
+    CHECK(claims["gradients.md"] >= 15);
 }
 
 namespace {

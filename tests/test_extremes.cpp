@@ -2,12 +2,12 @@
 // with every key masked. Results stay finite and correct, or the run ends with a clear error.
 #include "attention/bahdanau.hpp"
 #include "attention/check.hpp"
+#include "attention/decode.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
-#include "attention/decode.hpp"
-#include "input/answers.hpp"
 #include "core/error.hpp"
 #include "input/load.hpp"
+#include "practice/answers.hpp"
 #include "support/cli.hpp"
 
 #include "support/catch.hpp"

@@ -214,7 +214,7 @@ TEST_CASE("with every key hidden, −∞ gives weights 0 and a finite fill sprea
     CHECK(trace_json::stage_rows(filled, "weights")[0] == std::vector<double>{0.5, 0.5});  // both filled alike
     bool said = false;
     for (const auto& note : filled["notes"])
-        said = said || note.get<std::string>().find("every key is masked for <pad>, yet their weights are not 0") != std::string::npos;
+        said = said || note.get<std::string>().find("every key is masked for <pad>, yet its weights are not 0") != std::string::npos;
     CHECK(said);
 }
 

@@ -334,7 +334,7 @@ TEST_CASE("in a notebook, each command with no INPUT does what it does without o
         {{"similarity"}, 2, "attntrace: error: attntrace similarity needs INPUT"},
         {{"compare", "-t", "a"}, 2, "attntrace: error: attntrace compare needs A"},
         {{"check-answers"}, 2, "attntrace: error: attntrace check-answers needs INPUT"},
-        {{"quiz", "-n", "1"}, 1, "no answer: the answers ended, so the quiz stops after 0 of 1 rounds"},
+        {{"quiz", "-n", "1"}, 1, "no answer: the answers ended, so the quiz stops before its one round"},
         {{"generate", "-n", "2", "-d", "1"}, 0, "{"},
     };
     std::string cell = "import json, subprocess\nresults = []\n";

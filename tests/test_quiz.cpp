@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -461,4 +463,14 @@ TEST_CASE("quiz refuses bad choices and bad answers files with one error line", 
     refused({"quiz", "--stage", "parameters"}, 2, "\"parameters\" is not one of");
     refused({"quiz", "--rounds", "0"}, 2, "--rounds");
     refused({"quiz", "--answers", "/nonexistent/answers.txt"}, 1, "cannot read /nonexistent/answers.txt");
+}
+
+TEST_CASE("quiz refuses an answers file beyond its limit without naming an option it does not take", "[quiz][errors]") {
+    // A sparse file of 1 GiB and one byte: beyond the 1 GiB quiz reads, and quiz has no --max-input.
+    const cli::TempFile big("", "answers.txt");
+    std::filesystem::resize_file(big.path(), (std::uintmax_t{1} << 30) + 1);
+    const auto r = cli::run({"quiz", "--answers", big.path()});
+    cli::require_error_line(r, 1, big.path() + ": input larger than 1073741824 bytes, the largest answers file quiz reads\n");
+    CHECK_THAT(r.err, !Catch::Contains("--max-input"));
+    CHECK_THAT(cli::run({"quiz", "--max-input", "2G"}).err, Catch::Contains("--max-input"));  // an unknown option
 }

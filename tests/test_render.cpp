@@ -1,5 +1,7 @@
 // The table format: alignment by display width, fitting the terminal, rounding, masked cells.
 #include "attention/trace.hpp"
+#include "core/error.hpp"
+#include "render/json_writer.hpp"
 #include "render/number.hpp"
 #include "render/render.hpp"
 #include "support/cli.hpp"
@@ -13,6 +15,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <sstream>
 
 using namespace attntrace;
@@ -368,4 +372,102 @@ TEST_CASE("the other formats keep the same labels as text", "[render][formats]")
     REQUIRE(table.exit_code == 0);
     CHECK_THAT(table.out, Contains("<b>d</b>") && Contains("a,\"b\"") && Contains("<script>alert(1)</scrip…"));
     CHECK(table.out.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("each format's renderer shows exactly the products the table of formats gives it", "[render][formats]") {
+    const auto implements = [](const Renderer& r, Product p) {
+        switch (p) {
+        case Product::trace: return dynamic_cast<const ShowsTrace*>(&r) != nullptr;
+        case Product::summary: return dynamic_cast<const ShowsSummary*>(&r) != nullptr;
+        case Product::similarity: return dynamic_cast<const ShowsSimilarity*>(&r) != nullptr;
+        case Product::comparison: return dynamic_cast<const ShowsComparison*>(&r) != nullptr;
+        case Product::check: return dynamic_cast<const ShowsCheck*>(&r) != nullptr;
+        case Product::decode: return dynamic_cast<const ShowsDecode*>(&r) != nullptr;
+        case Product::answers: return dynamic_cast<const ShowsAnswers*>(&r) != nullptr;
+        case Product::quiz: return dynamic_cast<const ShowsQuiz*>(&r) != nullptr;
+        case Product::bench: return dynamic_cast<const ShowsBench*>(&r) != nullptr;
+        }
+        return false;
+    };
+    constexpr Product products[] = {Product::trace,      Product::summary, Product::similarity,
+                                    Product::comparison, Product::check,   Product::decode,
+                                    Product::answers,    Product::quiz,    Product::bench};
+    for (const auto& [format, name] : format_names)
+        for (const Product product : products) {
+            INFO(fmt::format("{}, product {}", name, static_cast<int>(product)));
+            CHECK(shows(format, product) == implements(renderer(format), product));
+        }
+    // The table itself: every format but JSON Lines shows the documents; check-answers, the quiz
+    // and bench are text (table) or JSON; JSON Lines writes only a summary's lines.
+    for (const Format format : {Format::table, Format::json, Format::markdown, Format::csv})
+        for (const Product product : {Product::trace, Product::summary, Product::similarity, Product::comparison,
+                                      Product::check, Product::decode})
+            CHECK(shows(format, product));
+    for (const Product product : {Product::answers, Product::quiz, Product::bench}) {
+        CHECK(shows(Format::table, product));
+        CHECK(shows(Format::json, product));
+        CHECK_FALSE(shows(Format::markdown, product));
+        CHECK_FALSE(shows(Format::csv, product));
+    }
+    for (const Product product : products) CHECK(shows(Format::jsonl, product) == (product == Product::summary));
+    // The choices a command offers come from the table, in its order.
+    CHECK(formats_showing(Product::trace) == std::vector<std::string>{"table", "json", "markdown", "csv"});
+    CHECK(formats_showing(Product::summary) == std::vector<std::string>{"table", "json", "markdown", "csv", "jsonl"});
+    CHECK(formats_showing(Product::quiz) == std::vector<std::string>{"table", "json"});
+    CHECK(formats_showing(Product::bench) == std::vector<std::string>{"table", "json"});
+}
+
+TEST_CASE("a format that does not show a product is refused, saying which formats do", "[render][formats]") {
+    const auto refusal = [](Format format, Product product) -> std::string {
+        try {
+            require_format(format, product);
+        } catch (const UsageError& e) {
+            return e.what();
+        }
+        return "(not refused)";
+    };
+    CHECK(refusal(Format::jsonl, Product::trace) ==
+          "--format jsonl writes the lines of --summary, one per query; a trace is one document: use --format json");
+    CHECK(refusal(Format::jsonl, Product::decode) ==
+          "--format jsonl writes the lines of --summary, one per query; a decode is one document: use --format json");
+    CHECK(refusal(Format::jsonl, Product::check) == "--format jsonl writes the lines of --summary, one per query; the "
+                                                     "report of --check is one document: use --format json");
+    CHECK(refusal(Format::markdown, Product::answers) == "check-answers writes table (text) or json");
+    CHECK(refusal(Format::jsonl, Product::answers) == "check-answers writes table (text) or json");
+    CHECK(refusal(Format::csv, Product::quiz) == "quiz writes table (a transcript) or json");
+    CHECK(refusal(Format::markdown, Product::bench) == "bench writes table or json");
+    CHECK(refusal(Format::json, Product::quiz) == "(not refused)");
+    CHECK(refusal(Format::markdown, Product::decode) == "(not refused)");
+    // And the shorthand refuses before it writes anything.
+    RenderOptions options;
+    options.format = Format::jsonl;
+    std::ostringstream out;
+    const Trace empty{};
+    CHECK_THROWS_AS(render(empty, options, out), UsageError);
+    CHECK(out.str().empty());
+}
+
+TEST_CASE("JsonWriter::real writes a double as nlohmann_json writes it", "[render][json]") {
+    std::vector<double> values{0.0, -0.0, 1.0, -1.0, 0.5, 0.25, 5e-05, 1e-4, 1e-5, 123.0, 1e15, 1e16, 1e17,
+                               123456789012345.0, 1234567890123456.0, 1.0 / 3, 2.0 / 3, 0.1, 0.2, 0.30000000000000004,
+                               std::numeric_limits<double>::max(), std::numeric_limits<double>::min(),
+                               std::numeric_limits<double>::denorm_min(), std::numeric_limits<double>::epsilon(), 6.02e23,
+                               -2.5e-300};
+    std::uint64_t state = 12345;  // a few thousand more, their bits drawn by splitmix64
+    for (int i = 0; i < 4000; ++i) {
+        std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        double v = 0;
+        std::memcpy(&v, &z, sizeof v);
+        if (std::isfinite(v)) values.push_back(v);
+        values.push_back(static_cast<double>(z % 100000) / 10000);  // four decimals, as answers have
+    }
+    for (const double v : values) {
+        fmt::memory_buffer out;
+        JsonWriter(out).real(v);
+        INFO(nlohmann::json(v).dump());
+        CHECK(std::string(out.data(), out.size()) == nlohmann::json(v).dump());
+    }
 }

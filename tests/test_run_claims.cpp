@@ -15,7 +15,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -24,6 +23,7 @@
 #include <vector>
 
 using Catch::Contains;
+using Catch::StartsWith;
 using nlohmann::json;
 using trace_json::run_json;
 using trace_json::stage_of;
@@ -104,7 +104,7 @@ TEST_CASE("compare says what hid each token, the window, the causal mask or padd
     CHECK(cw_after.empty());
     CHECK_THAT(cw.out, Contains("note on A: " + hidden_note("the causal mask", false, "one", {}, {"step"}) + "\n"));
     CHECK_THAT(cw.out, Contains("note on A: " +
-                                hidden_note("the window of 2 (--window 2: a query sees itself and the 1 before it)", false,
+                                hidden_note("the window of 2 (--window 2: a query sees itself and the one before it)", false,
                                             "one", cw_before, {}) + "\n"));
 }
 
@@ -411,8 +411,11 @@ TEST_CASE("bench counts the operations of attention exactly", "[claims][bench]")
     REQUIRE(table.exit_code == 0);
     CHECK_THAT(table.out, Contains("multiply-adds") && Contains("×ops") && Contains("×time"));
     CHECK_THAT(table.out, Contains(fmt::format("{:>14} {:>12}", 16 * 16 * 8, 16 * 16)));
-    CHECK_THAT(table.out, Contains("1 of the 1 configurations had one timed run (--repeats 1), so whether their times are stable "
-                                   "was not checked"));
+    // One configuration, one timed run: said for one, and no agreement claimed of a single run.
+    CHECK_THAT(table.out, Contains("\nThe one configuration had one timed run (--repeats 1), so whether its times are stable "
+                                   "was not checked\n"));
+    CHECK_THAT(table.out, Contains("\neach time is one timed run after a warm-up\n"));
+    CHECK_THAT(table.out, !Contains("median") && !Contains("1 of the 1"));
 }
 
 TEST_CASE("bench repeats a configuration until its runs agree, or says the machine was busy", "[claims][bench]") {
@@ -465,30 +468,6 @@ TEST_CASE("bench repeats a configuration until its runs agree, or says the machi
     CHECK(!one.stable);
     CHECK(!one.busy);  // not judged
     CHECK(one.seconds == 1.0);
-}
-
-TEST_CASE("bench's --max-time estimate counts every run a configuration may take", "[claims][bench]") {
-    // A configuration is a warm-up and at most 3 · repeats timed runs (until `repeats` agree):
-    // 1 + 3·3 = 10 runs with three repeats, 1 + 3·1 = 4 with one, whatever one run is
-    // estimated at. Before, the estimate counted 1 + repeats (4 and 2).
-    attntrace::BenchRequest request;
-    request.sizes = {256};
-    request.modes = {attntrace::Mode::self};
-    request.dtypes = {attntrace::Dtype::float64};
-    request.threads = {1};
-    request.paths = {attntrace::BenchPath::streaming};
-    request.repeats = 1;
-    const double one = attntrace::bench_grid_seconds(request);
-    REQUIRE(one > 0);
-    request.repeats = 3;
-    CHECK(attntrace::bench_grid_seconds(request) == Approx(one * 10 / 4));
-    // Every thread count the grid runs is counted: --threads 1,2 is two configurations, and
-    // no --threads runs each count from 1 to the number of cores.
-    request.threads = {1, 2};
-    CHECK(attntrace::bench_grid_seconds(request) == Approx(one * 10 / 4 * 2));
-    request.threads.clear();
-    const int cores = omp_get_num_procs();
-    CHECK(attntrace::bench_grid_seconds(request) == Approx(one * 10 / 4 * cores));
 }
 
 namespace {
@@ -546,4 +525,225 @@ TEST_CASE("docs/input-format.md's Bahdanau input with a <pad> in its sentence tr
         for (int j = 0; j < 3; ++j) CHECK(weights[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] == Approx(std::exp(e[j] - top) / total).margin(1e-15));
         CHECK(weights[static_cast<std::size_t>(i)][3] == 0);
     }
+}
+
+// ---- Counts of one and ranges of one (issue 28): each text below is run with exactly one
+// item, where a plural or an "a–a" range would be false, and with several, where it stays.
+
+namespace {
+
+// The lines of `text` that start with `start`.
+std::vector<std::string> lines_starting(const std::string& text, const std::string& start) {
+    std::vector<std::string> out;
+    std::size_t from = 0;
+    while (from < text.size()) {
+        const std::size_t end = std::min(text.find('\n', from), text.size());
+        const std::string line = text.substr(from, end - from);
+        if (line.rfind(start, 0) == 0) out.push_back(line);
+        from = end + 1;
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("the check of the output brackets the product it subtracts, |output − (concat·W_o + b_o)|", "[claims][check]") {
+    // One head with W_o and b_o, and the same split into two heads: the bias is inside the
+    // brackets; without a bias there is nothing to bracket.
+    const cli::TempFile input(R"({"tokens": ["a", "b"], "embeddings": {"a": [1, 0], "b": [0, 1]},
+      "weights": {"query": [[1, 0], [0, 1]], "key": [[1, 0], [0, 1]], "value": [[1, 2], [3, 4]],
+                  "output": [[1, 0], [0, 1]], "output_bias": [0.5, -0.5]}})");
+    const auto one = cli::run({input.path(), "-m", "self", "--check"});
+    REQUIRE(one.exit_code == 0);
+    CHECK_THAT(one.out, Contains("ok       output = context · W_o + b_o: largest |output − (context·W_o + b_o)| = "));
+    const auto two = cli::run({input.path(), "-m", "self", "--heads", "2", "--check"});
+    REQUIRE(two.exit_code == 0);
+    CHECK_THAT(two.out, Contains("ok       output = concat · W_o + b_o: largest |output − (concat·W_o + b_o)| = "));
+    CHECK_THAT(two.out, Contains("largest |output − (Σ contributions + b_o)| = "));
+    const auto unbiased = cli::run({"example:two_heads", "--check"});
+    REQUIRE(unbiased.exit_code == 0);
+    CHECK_THAT(unbiased.out, Contains("largest |output − concat·W_o| = "));
+    for (const auto* r : {&one, &two, &unbiased}) CHECK_THAT(r->out, !Contains("W_o + b_o|"));
+}
+
+TEST_CASE("the checks count one masked score, one masked entry and one row that sees no key in the singular", "[claims][check]") {
+    // Causal over two tokens hides exactly one pair (row 1, key 2): n(n − 1)/2 = 1.
+    const cli::TempFile two(R"({"tokens": ["a", "b"], "embeddings": {"a": [1, 0], "b": [0, 1]}})");
+    const auto one = cli::run({two.path(), "-m", "causal", "--check"});
+    REQUIRE(one.exit_code == 0);
+    CHECK_THAT(one.out, Contains("none infinite or NaN but the 1 masked score, −∞ by design\n"));
+    CHECK_THAT(one.out, Contains("over 1 masked entry\n"));
+    // Six tokens hide 6·5/2 = 15 pairs.
+    const auto three = cli::run({"example:your_journey", "-m", "causal", "--check"});
+    CHECK_THAT(three.out, Contains("but the 15 masked scores, −∞ by design") && Contains("over 15 masked entries"));
+    // A source mask of no word, for one target word: one row sees no key.
+    const cli::TempFile blind(R"({"source": {"tokens": ["le", "chat"], "states": [[1, 0], [0, 1]], "mask": [false, false]},
+                                  "target": {"tokens": ["the"], "states": [[0, 1]]}})");
+    const auto row = cli::run({blind.path(), "--check"});
+    REQUIRE(row.exit_code == 0);
+    CHECK_THAT(row.out, Contains("; 1 row with every key masked sums to 0\n"));
+    const cli::TempFile blind_two(R"({"source": {"tokens": ["le", "chat"], "states": [[1, 0], [0, 1]], "mask": [false, false]},
+                                      "target": {"tokens": ["the", "cat"], "states": [[0, 1], [1, 0]]}})");
+    CHECK_THAT(cli::run({blind_two.path(), "--check"}).out, Contains("; 2 rows with every key masked sum to 0\n"));
+}
+
+TEST_CASE("decode with one step says one step, not a range of one", "[claims][decode]") {
+    // your_journey has 6 tokens: a prefill of 5 leaves the one step, position 6.
+    const auto r = cli::run({"decode", "example:your_journey", "--prefill", "5"});
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("fill the cache; then one step, position 6\n"));
+    CHECK_THAT(r.out, Contains("\nstep 6 (the only step) · \"step\" · the cache now holds 6 tokens\n"));
+    CHECK_THAT(r.out, Contains("\nthe one step equals its row of the full causal trace "));
+    CHECK_THAT(r.out, !Contains("6–6") && !Contains("positions 6") && !Contains("equal their rows"));
+    const auto step = cli::run({"decode", "example:your_journey", "--prefill", "5", "--step", "3"});
+    cli::require_error_line(step, 2, "--step 3: the only step is position 6 (after a prefill of 5)");
+    // Several steps keep their range.
+    const auto many = cli::run({"decode", "example:your_journey", "--prefill", "4"});
+    CHECK_THAT(many.out, Contains("then one step per token, positions 5–6\n") && Contains("\nstep 5 (of steps 5–6) · "));
+    CHECK_THAT(many.out, Contains("\nall 2 steps equal their rows of the full causal trace "));
+    cli::require_error_line(cli::run({"decode", "example:your_journey", "--prefill", "4", "--step", "3"}), 2,
+                            "--step 3: the steps are positions 5 to 6 (after a prefill of 4)");
+}
+
+TEST_CASE("headings count one token, one target token and one query in the singular", "[claims][render]") {
+    const cli::TempFile solo(R"({"tokens": ["solo"], "embeddings": {"solo": [1, 2, 3]}})");
+    CHECK_THAT(cli::run({solo.path(), "-m", "self"}).out, StartsWith("attntrace · self mode · 1 token · "));
+    CHECK_THAT(cli::run({solo.path(), "-m", "self", "-f", "markdown"}).out,
+               StartsWith("# attntrace: self mode, 1 token (" + solo.path() + ")\n"));
+    CHECK_THAT(cli::run({solo.path(), "-m", "self", "--summary"}).out, StartsWith("attntrace · self mode · summary of 1 query · "));
+    CHECK_THAT(cli::run({solo.path(), "-m", "self", "--summary", "-f", "markdown"}).out,
+               StartsWith("# attntrace: self mode, summary of 1 query (" + solo.path() + ")\n"));
+    const cli::TempFile pair(R"({"source": {"tokens": ["le"], "states": [[1, 0]]}, "target": {"tokens": ["the"], "states": [[0, 1]]}})");
+    CHECK_THAT(cli::run({pair.path()}).out, Contains(" · 1 source → 1 target token · "));
+    CHECK_THAT(cli::run({pair.path(), "-f", "markdown"}).out,
+               StartsWith("# attntrace: bahdanau mode, 1 source → 1 target token (" + pair.path() + ")\n"));
+    // Several target tokens: "tokens".
+    CHECK_THAT(cli::run({"example:black_cat_fr"}).out, Contains(" · 3 source → 3 target tokens · "));
+    CHECK_THAT(cli::run({"example:black_cat_fr", "-f", "markdown"}).out, Contains(", 3 source → 3 target tokens ("));
+    CHECK_THAT(cli::run({"example:your_journey", "-f", "markdown"}).out, Contains("mode, 6 tokens ("));
+    const cli::TempFile word(R"({"tokens": ["w"], "embeddings": {"w": [1, 2]}})");
+    CHECK_THAT(cli::run({"similarity", word.path()}).out, StartsWith("attntrace similarity · 1 word · d = 2 · "));
+    CHECK_THAT(cli::run({"similarity", "example:fruit_and_pets"}).out, Contains(" words · d = "));
+}
+
+TEST_CASE("the note on rows that see no key says its for one row and their for several", "[claims][render]") {
+    const cli::TempFile one(R"({"source": {"tokens": ["le", "chat"], "states": [[1, 0], [0, 1]], "mask": [false, false]},
+                                "target": {"tokens": ["the"], "states": [[0, 1]]}})");
+    const json t = run_json({one.path(), "-s", "weights"});
+    CHECK(t["notes"] == json::array({"every key is masked for the: its weights are all 0 (a softmax over no keys would be "
+                                     "0/0) and its context vector 0"}));
+    const cli::TempFile two(R"({"source": {"tokens": ["le", "chat"], "states": [[1, 0], [0, 1]], "mask": [false, false]},
+                                "target": {"tokens": ["the", "cat"], "states": [[0, 1], [1, 0]]}})");
+    CHECK(run_json({two.path(), "-s", "weights"})["notes"] ==
+          json::array({"every key is masked for the, cat: their weights are all 0 (a softmax over no keys would be 0/0) "
+                       "and their context vectors 0"}));
+    // A finite fill shares the row's weight out: causal, the first token padding, one row sees
+    // only padding; with two padding tokens first, two rows do.
+    const auto filled_note = [](const std::vector<std::string>& tokens) {
+        json doc = {{"tokens", tokens}, {"embeddings", {{"<pad>", {0, 1}}, {"b", {1, 0}}}}, {"padding", {"<pad>"}}};
+        const cli::TempFile file(doc.dump());
+        const json trace = run_json({file.path(), "-m", "causal", "--mask-fill", "-1e9", "-s", "weights"});
+        for (const auto& note : trace["notes"])
+            if (note.get<std::string>().starts_with("every key is masked for ")) return note.get<std::string>();
+        return std::string();
+    };
+    CHECK_THAT(filled_note({"<pad>", "b"}), StartsWith("every key is masked for <pad>, yet its weights are not 0: "));
+    CHECK_THAT(filled_note({"<pad>", "<pad>", "b"}), StartsWith("every key is masked for <pad>, <pad>, yet their weights are not 0: "));
+    // --normalize sum and one padding row it cannot divide (a <pad> of zeros scores 0 with every key).
+    const cli::TempFile padded(R"({"tokens": ["a", "b", "<pad>"], "embeddings": {"a": [1, 0], "b": [0, 1], "<pad>": [0, 0]},
+                                   "padding": ["<pad>"]})");
+    const json sum = run_json({padded.path(), "--normalize", "sum", "-s", "weights"});
+    bool said = false;
+    for (const auto& note : sum["notes"])
+        said = said || note.get<std::string>().find("the padding row <pad> (position 3) do not sum to a positive number, so "
+                                                    "dividing by the sum gives no weights there; a model ignores padding "
+                                                    "rows, so its weights are left 0 (and its context vector 0), not "
+                                                    "divided") != std::string::npos;
+    CHECK(said);
+}
+
+TEST_CASE("the explanation of one token counts it in the singular and says the mask hides nothing", "[claims][explain]") {
+    const cli::TempFile solo(R"({"tokens": ["solo"], "embeddings": {"solo": [1, 2, 3]}})");
+    const auto r = cli::run({solo.path(), "-m", "causal", "--explain", "--width", "0"});
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("\n  X: 1 token × 3 numbers\n"));
+    // Causal over one token hides nothing: no sentence about hidden scores becoming −∞.
+    CHECK_THAT(r.out, Contains("\n  The mask hides nothing on this run: every query may see every key it meets, so the "
+                               "scores pass through unchanged.\n  S'' = S' with −∞ where key j > query i: 1×1 (0 entries hidden)\n"));
+    CHECK_THAT(r.out, !Contains("Their scores become"));
+    // One key a row: softmax and the sum give the one key weight 1 alike (a score of 1 by hand:
+    // x·x = 1 + 4 + 9 = 14 > 0 in plain mode, so the sum can divide it).
+    const auto plain = cli::run({solo.path(), "-m", "plain", "--explain", "--width", "0", "-s", "weights"});
+    CHECK_THAT(plain.out, Contains("On this run softmax gives the top key the same weight as dividing by the row sum, in the "
+                                   "one row; for \"solo\", 1 by softmax against 1 by the sum."));
+    CHECK_THAT(plain.out, !Contains("0 of the 1 rows"));
+    const cli::TempFile narrow(R"({"tokens": ["a", "b", "c"], "embeddings": {"a": [1], "b": [2], "c": [-1]}})");
+    CHECK_THAT(cli::run({narrow.path(), "--explain", "--width", "0", "-s", "inputs"}).out, Contains("\n  X: 3 tokens × 1 number\n"));
+    const cli::TempFile pair(R"({"source": {"tokens": ["le"], "states": [[1, 0]]}, "target": {"tokens": ["the"], "states": [[0, 1]]}})");
+    const auto b = cli::run({pair.path(), "--explain", "--width", "0"});
+    CHECK_THAT(b.out, Contains("\n  H: 1 source token × d_h = 2\n") && Contains("\n  S: 1 target step × d_s = 2\n"));
+    const auto many = cli::run({"example:black_cat_fr", "--explain", "--width", "0"});
+    CHECK_THAT(many.out, Contains("\n  H: 3 source tokens × d_h = 3\n") && Contains("\n  S: 3 target steps × d_s = 3\n"));
+    // A window that hides keys still says what −∞ does.
+    CHECK_THAT(cli::run({"example:your_journey", "-m", "causal", "--explain", "--width", "0", "-s", "masked"}).out,
+               Contains("Their scores become −∞"));
+}
+
+TEST_CASE("a window of one is one key and a query that sees only itself", "[claims][compare]") {
+    // b after a: a window of 1 hides a from b, causal or not; a window of 2 in causal mode
+    // leaves b and the one token before it.
+    const cli::TempFile three(R"({"tokens": ["a", "b", "c"], "embeddings": {"a": [1, 0], "b": [0, 1], "c": [1, 1]}})");
+    for (const char* mode : {"causal", "self"}) {
+        INFO(mode);
+        CHECK_THAT(cli::run({"compare", three.path(), three.path(), "-t", "b", "-m", mode, "--window", "1"}).out,
+                   Contains("the window of 1 (--window 1: a query sees only itself) hides the token before \"b\" (a)"));
+    }
+    CHECK_THAT(cli::run({"compare", three.path(), three.path(), "-t", "c", "-m", "causal", "--window", "2"}).out,
+               Contains("the window of 2 (--window 2: a query sees itself and the one before it) hides the token before "
+                        "\"c\" (a)"));
+    CHECK_THAT(cli::run({"compare", "example:your_journey", "example:your_journey", "-t", "step", "-m", "causal",
+                         "--window", "3"}).out,
+               Contains("(--window 3: a query sees itself and the 2 before it)"));
+    // check-answers: weights without the window, softmax over every key of plain scores
+    // S = X·Xᵀ, worked out here from the inputs.
+    const json inputs = run_json({"example:your_journey", "-m", "plain", "-s", "inputs"});
+    const auto x = stage_rows(inputs, "inputs");
+    std::vector<std::vector<double>> weights(x.size(), std::vector<double>(x.size()));
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        std::vector<double> s(x.size());
+        for (std::size_t j = 0; j < x.size(); ++j)
+            for (std::size_t k = 0; k < x[i].size(); ++k) s[j] += x[i][k] * x[j][k];
+        const double top = *std::max_element(s.begin(), s.end());
+        double total = 0;
+        for (double& v : s) total += (v = std::exp(v - top));
+        for (std::size_t j = 0; j < x.size(); ++j) weights[i][j] = s[j] / total;
+    }
+    const cli::TempFile answers(json({{"weights", weights}}).dump());
+    const auto r = cli::run({"check-answers", "example:your_journey", "-m", "plain", "--window", "1", answers.path()});
+    CHECK_THAT(r.out, Contains("the window of 1 key (--window) was not applied"));
+    CHECK_THAT(cli::run({"check-answers", "example:your_journey", "-m", "plain", "--window", "2", answers.path()}).out,
+               Contains("the window of 2 keys (--window) was not applied"));
+}
+
+TEST_CASE("bench says one core and one timed run for one", "[claims][bench]") {
+    // taskset leaves the run one CPU, which OpenMP counts as its processors.
+    const auto r = cli::run_program({"taskset", "-c", "0", ATTNTRACE_BINARY, "bench", "--sizes", "16", "--dim", "4", "--dtypes",
+                                     "float64", "--threads", "1", "--repeats", "1", "--paths", "streaming", "--modes", "self"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(lines_starting(r.out, "attntrace bench · ").size() == 1);
+    CHECK_THAT(r.out, Contains(" · 1 core · d = 4\n"));
+    CHECK_THAT(cli::run({"bench", "--sizes", "16", "--dim", "4", "--dtypes", "float64", "--threads", "1", "--repeats", "2",
+                         "--paths", "streaming", "--modes", "self", "-f", "table"})
+                   .out,
+               Contains("\neach time is the median of 2 timed runs after a warm-up that agree within 10% of the fastest"));
+}
+
+TEST_CASE("quiz says one round and any mode as they are", "[claims][quiz]") {
+    const auto ended = cli::run({"quiz", "-n", "1", "--answers", "/dev/null"});
+    CHECK_THAT(ended.out, Contains("no answer: the answers ended, so the quiz stops before its one round\n"));
+    cli::require_error_line(cli::run({"quiz", "--example", "black_cat_fr", "-s", "queries", "--answers", "/dev/null"}), 2,
+                            "no question fits: black_cat_fr in any mode has no queries stage to ask about");
+    cli::require_error_line(cli::run({"quiz", "--example", "your_journey", "-m", "plain", "-s", "scaled", "--answers", "/dev/null"}),
+                            2, "no question fits: your_journey in mode plain has no scaled stage to ask about");
 }

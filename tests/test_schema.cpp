@@ -109,6 +109,20 @@ TEST_CASE("every JSON document attntrace writes validates against its schema in 
         args.insert(args.end(), {"-f", "jsonl"});
         batch.run(args, "summary-line", "jsonl");
     }
+    // The backward pass (--backward): its loss, gradients, -q's row, a step; and its check.
+    const cli::TempFile target(R"({"target": [[1, 0], [0, 1], [1, 1], [0, 0], [1, 0], [0, 1]]})", "target.json");
+    batch.run({"-m", "self", "--dim", "2", "--backward", "focus:journey=starts", "-q", "journey", "--explain",
+               "--step-size", "0.5", "-f", "json"}, "trace");
+    batch.run({"-m", "causal", "--heads", "4", "--kv-heads", "2", "--dim", "8", "--backward", "sum", "--step-size", "50",
+               "-f", "json"}, "trace");
+    batch.run({"-m", "self", "--dim", "2", "--backward", "target:" + target.path(), "-s", "weights,d_weights,d_W_q", "-f",
+               "json"}, "trace");
+    batch.run({"--backward", "sum", "-q", "2", "--dtype", "float32", "-f", "json"}, "trace");
+    batch.run({"example:teacher_smiled_fr", "--score", "general", "--backward", "focus:souri=smiled", "-q", "souri",
+               "--explain", "-f", "json"}, "trace");
+    batch.run({"example:teacher_smiled_fr", "--backward", "sum", "--step-size", "0.1", "-f", "json"}, "trace");
+    batch.run({"-m", "causal", "--backward", "focus:step=Your", "--check", "-f", "json"}, "gradient-check");
+    batch.run({"example:padded_cat_fr", "--backward", "sum", "--check", "-f", "json"}, "gradient-check");
     // decode.
     batch.run({"decode", "-f", "json"}, "decode");
     batch.run({"decode", "--dim", "8", "--heads", "4", "--kv-heads", "2", "--explain", "--step", "3", "-f", "json"}, "decode");

@@ -801,7 +801,7 @@ TEST_CASE("svg: the similarity command draws its words with --svg, or refuses", 
     const auto small = cli::run({"similarity", "example:fruit_and_pets", "--svg", none, "--max-memory", "16K"});
     CHECK(small.exit_code == 1);
     CHECK(small.out.empty());
-    CHECK_THAT(small.err, Contains("the similarity tables of 6 words with the picture of 6 words needs about"));
+    CHECK_THAT(small.err, Contains("making the similarity tables of 6 words with the picture of 6 words needs about"));
     CHECK(cli::run({"similarity", "example:fruit_and_pets", "--max-memory", "16K"}).exit_code == 0);
     CHECK_FALSE(std::filesystem::exists(none));
 

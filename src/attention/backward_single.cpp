@@ -154,6 +154,9 @@ std::string shares(const std::vector<int>& heads, std::string_view pattern) {
 
 std::string group_title(const HeadStages& h, const GroupGradients& g) {
     if (h.keys.kv_head == 0) return "";
+    if (g.heads.size() == 1)
+        return fmt::format(" (key/value head {}: from query head {}, the one of its heads the loss reaches)", h.group,
+                           g.heads.front());
     return fmt::format(" (key/value head {}: the sum over the query heads {} that share it)", h.group,
                        fmt::join(g.heads, ", "));
 }

@@ -49,8 +49,8 @@ CheckResult all_finite(const Trace& trace) {
                     fail(result, fmt::format("the {} stage holds {} at {}", stage.name(), x, entry(stage, r, c)));
             }
     result.measured = masked == 0 ? fmt::format("{} numbers, none infinite or NaN", numbers)
-                                  : fmt::format("{} numbers, none infinite or NaN but the {} masked scores, −∞ by design",
-                                                numbers, masked);
+                                  : fmt::format("{} numbers, none infinite or NaN but the {} masked score{}, −∞ by design",
+                                                numbers, masked, masked == 1 ? "" : "s");
     return result;
 }
 
@@ -69,7 +69,8 @@ CheckResult masked_weights_are_zero(const std::vector<const Stage*>& heads) {
                                              weights->data(r, c)));
             }
     result.measured = masked == 0 ? "nothing is masked in this run"
-                                  : fmt::format("largest |masked weight| = {:g} over {} masked entries", largest, masked);
+                                  : fmt::format("largest |masked weight| = {:g} over {} masked entr{}", largest, masked,
+                                                masked == 1 ? "y" : "ies");
     return result;
 }
 
@@ -101,7 +102,9 @@ CheckResult rows_sum_to_one(const std::vector<const Stage*>& heads, double toler
                                          weights->rows[static_cast<std::size_t>(r)], r + 1, sum, expected, tolerance));
         }
     result.measured = fmt::format("largest |row sum − 1| = {:.2g} (tolerance {:g}){}", largest, tolerance,
-                                  (blind == 0 ? "" : fmt::format("; {} rows with every key masked sum to 0", blind)) +
+                                  (blind == 0   ? ""
+                                       : blind == 1 ? std::string("; 1 row with every key masked sums to 0")
+                                                    : fmt::format("; {} rows with every key masked sum to 0", blind)) +
                                       (undivided == 0 ? ""
                                                       : undivided == 1 ? std::string("; 1 padding row left at 0 (its scores "
                                                                                      "could not be divided by their sum) sums to 0")
@@ -156,8 +159,10 @@ std::vector<CheckResult> output_checks(const Trace& trace, double tolerance) {
     double largest = 0;
     check_product(product, largest, (concat ? *concat : trace.at(StageId::context)).data, trace.parameter("W_o").data,
                   *output, (concat ? "concat · W_o" : "context · W_o") + plus, tolerance, bias);
-    product.measured = fmt::format("largest |output − {}·W_o{}| = {:.2g}, recomputed with plain loops",
-                                   concat ? "concat" : "context", plus, largest);
+    // The whole product is subtracted: |output − (concat·W_o + b_o)|, brackets and all.
+    const std::string product_text = fmt::format("{}·W_o{}", concat ? "concat" : "context", plus);
+    product.measured = fmt::format("largest |output − {}| = {:.2g}, recomputed with plain loops",
+                                   bias ? "(" + product_text + ")" : product_text, largest);
     std::vector<CheckResult> out{std::move(product)};
     const auto parts = per_head(trace, StageId::head_contributions);
     if (parts.empty()) return out;

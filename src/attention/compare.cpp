@@ -51,8 +51,10 @@ std::string cause_text(const Trace& t, std::uint8_t why) {
     if (why & reason_causal) causes.emplace_back("the causal mask");
     if (why & reason_window)
         causes.push_back(fmt::format("the window of {} (--window {}: {})", t.window, t.window,
-                                     mode_spec(t.mode).causal ? fmt::format("a query sees itself and the {} before it", t.window - 1)
-                                                              : fmt::format("a query sees the keys less than {} away", t.window)));
+                                     t.window == 1               ? std::string("a query sees only itself")
+                                     : !mode_spec(t.mode).causal ? fmt::format("a query sees the keys less than {} away", t.window)
+                                     : t.window == 2             ? std::string("a query sees itself and the one before it")
+                                                                 : fmt::format("a query sees itself and the {} before it", t.window - 1)));
     if (why & reason_padding) causes.emplace_back("the padding mask");
     std::string text;
     for (std::size_t k = 0; k < causes.size(); ++k) text += (k == 0 ? "" : " and ") + causes[k];
@@ -171,9 +173,9 @@ Comparison compare_contexts(const Trace& a, const Trace& b, const std::string& t
     const bool sizes_finite = std::all_of(c.a.moved_most.begin(), c.a.moved_most.end(), [](const Contribution& x) { return std::isfinite(x.size); }) &&
                               std::all_of(c.b.moved_most.begin(), c.b.moved_most.end(), [](const Contribution& x) { return std::isfinite(x.size); });
     if (!std::isfinite(c.norm_a) || !std::isfinite(c.norm_b) || !std::isfinite(c.norm_difference) || !sizes_finite)
-        throw DataError(fmt::format("the context vectors of \"{}\" are too large to compare: a length or their "
+        throw DataError(fmt::format("{}{}: the context vectors of \"{}\" are too large to compare: a length or their "
                                     "difference is beyond the double range; the input numbers are too large",
-                                    printable(token)));
+                                    a.origin, b.origin == a.origin ? "" : " and " + b.origin, printable(token)));
     return c;
 }
 

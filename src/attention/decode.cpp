@@ -249,8 +249,11 @@ Decode decode_steps(const Trace& full, const DecodeOptions& options) {
         throw UsageError(fmt::format("--prefill {}: the prefill takes 1 to {} of the {} tokens, leaving at least one step",
                                      options.prefill, s.n - 1, s.n));
     if (options.step && (*options.step <= options.prefill || *options.step > s.n))
-        throw UsageError(fmt::format("--step {}: the steps are positions {} to {} (after a prefill of {})", *options.step,
-                                     options.prefill + 1, s.n, options.prefill));
+        throw UsageError(options.prefill + 1 == s.n
+                             ? fmt::format("--step {}: the only step is position {} (after a prefill of {})", *options.step,
+                                           s.n, options.prefill)
+                             : fmt::format("--step {}: the steps are positions {} to {} (after a prefill of {})",
+                                           *options.step, options.prefill + 1, s.n, options.prefill));
     if (options.context && *options.context < 1) throw UsageError("--context: give a number of tokens, 1 or more");
     Decode out;
     static_cast<RunHeader&>(out) = full;

@@ -1,85 +1,16 @@
 #include "attention/gradient_check.hpp"
 
 #include "attention/backward.hpp"
+#include "attention/moved_parameters.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
-#include <variant>
 #include <vector>
 
 namespace attntrace {
 namespace {
-
-// The numbers of one matrix inside a problem, row by row.
-struct Numbers {
-    double* data = nullptr;
-    Eigen::Index rows = 0, cols = 0;
-};
-
-template <typename M>
-Numbers numbers_of(M& m) {
-    return {m.data(), m.rows(), m.cols()};
-}
-
-// The trace's parameters written into the problem as its own weights, so that generated
-// weights can be moved like given ones (the options then generate nothing: no --dim).
-void give_parameters(Problem& problem, const Trace& t) {
-    if (auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
-        single->sequence.materialise();
-        if (!t.has_parameter("W_q")) return;  // plain mode: no weights
-        Projections w;
-        w.query = t.parameter("W_q").data, w.key = t.parameter("W_k").data, w.value = t.parameter("W_v").data;
-        if (t.has_parameter("W_o")) w.output = t.parameter("W_o").data;
-        const auto bias = [&](const char* name, std::optional<Vector>& b) {
-            if (t.has_parameter(name)) b = t.parameter(name).data.row(0);
-        };
-        bias("b_q", w.query_bias), bias("b_k", w.key_bias), bias("b_v", w.value_bias), bias("b_o", w.output_bias);
-        single->weights = std::move(w);
-        return;
-    }
-    auto& pair = std::get<EncoderDecoderInput>(problem.input);
-    pair.source.materialise(), pair.target.materialise();
-    if (t.score == Score::additive)
-        pair.weights = AdditiveWeights{t.parameter("W_a").data, t.parameter("U_a").data, t.parameter("v_a").data.row(0)};
-    if (t.score == Score::general) pair.general_weight = t.parameter("W").data;
-}
-
-// Where each checked matrix lives in the problem, with the key of its gradient.
-std::vector<std::pair<std::string, Numbers>> variables(Problem& problem, const Trace& t) {
-    std::vector<std::pair<std::string, Numbers>> out;
-    if (auto* single = std::get_if<SingleSequenceInput>(&problem.input)) {
-        Projections* w = single->weights ? &*single->weights : nullptr;
-        for (const Parameter& p : t.parameters) {
-            const std::string& n = p.name;
-            if (n == "gamma") out.emplace_back(n, numbers_of(single->layernorm->gamma));
-            else if (n == "beta") out.emplace_back(n, numbers_of(single->layernorm->beta));
-            else if (n == "W_q") out.emplace_back(n, numbers_of(w->query));
-            else if (n == "W_k") out.emplace_back(n, numbers_of(w->key));
-            else if (n == "W_v") out.emplace_back(n, numbers_of(w->value));
-            else if (n == "W_o") out.emplace_back(n, numbers_of(*w->output));
-            else if (n == "b_q") out.emplace_back(n, numbers_of(*w->query_bias));
-            else if (n == "b_k") out.emplace_back(n, numbers_of(*w->key_bias));
-            else if (n == "b_v") out.emplace_back(n, numbers_of(*w->value_bias));
-            else if (n == "b_o") out.emplace_back(n, numbers_of(*w->output_bias));
-            else throw std::logic_error("a parameter the gradient check cannot move: " + n);
-        }
-        out.emplace_back(t.find(StageId::embeddings) ? "embeddings" : "inputs", numbers_of(single->sequence.vectors));
-        return out;
-    }
-    auto& pair = std::get<EncoderDecoderInput>(problem.input);
-    for (const Parameter& p : t.parameters) {
-        if (p.name == "W_a") out.emplace_back(p.name, numbers_of(pair.weights->W_a));
-        else if (p.name == "U_a") out.emplace_back(p.name, numbers_of(pair.weights->U_a));
-        else if (p.name == "v_a") out.emplace_back(p.name, numbers_of(pair.weights->v_a));
-        else if (p.name == "W") out.emplace_back(p.name, numbers_of(*pair.general_weight));
-        else throw std::logic_error("a parameter the gradient check cannot move: " + p.name);
-    }
-    out.emplace_back("encoder_states", numbers_of(pair.source.vectors));
-    out.emplace_back("decoder_states", numbers_of(pair.target.vectors));
-    return out;
-}
 
 const Stage& gradient_of(const Gradients& g, const std::string& key) {
     if (const Stage* stage = g.find(std::string_view(key))) return *stage;
@@ -131,13 +62,13 @@ GradientCheck check_gradients(const Problem& problem, const TraceOptions& option
     double largest = 0;
     for (const Stage& s : g.stages) largest = std::max(largest, s.data.cwiseAbs().maxCoeff());
     check.floor = 1e-6 * (largest > 0 ? largest : 1.0);
-    for (auto& [key, numbers] : variables(moved, base)) {
-        const Stage& d = gradient_of(g, key);
+    for (const MovableMatrix& numbers : movable_matrices(moved, base, true)) {
+        const Stage& d = gradient_of(g, numbers.key);
         MatrixCheck m;
-        m.key = key;
+        m.key = numbers.key;
         for (Eigen::Index r = 0; r < numbers.rows; ++r)
             for (Eigen::Index c = 0; c < numbers.cols; ++c) {
-                const double fd = central_difference(moved, o, loss, numbers.data[r * numbers.cols + c], check.step);
+                const double fd = central_difference(moved, o, loss, numbers.at(r, c), check.step);
                 const double an = d.data(r, c), error = std::abs(an - fd);
                 const double relative = error / std::max({std::abs(an), std::abs(fd), check.floor});
                 ++m.entries;

@@ -59,10 +59,11 @@ HeadLayout head_layout(const Projections& w, const HeadCounts& counts, const std
     const Eigen::Index kv_columns = l.kv_heads * l.d_head;
     if (w.key.cols() != kv_columns)
         refuse(counts.from_options || counts.kv_from_options,
-               fmt::format("{}: /weights/key has {} columns, but {} key/value head{} of d_head = {} (d_model {} ÷ {}) "
-                           "need {}",
-                           origin, w.key.cols(), l.kv_heads, l.kv_heads == 1 ? "" : "s", l.d_head, l.d_model, heads,
-                           kv_columns));
+               fmt::format("{}: /weights/key has {} columns, but {} key/value head{}{} of d_head = {} (d_model {} ÷ {}) "
+                           "need{} {}",
+                           origin, w.key.cols(), l.kv_heads, l.kv_heads == 1 ? "" : "s",
+                           counts.kv_from_options ? fmt::format(" (--kv-heads {})", l.kv_heads) : "", l.d_head, l.d_model,
+                           heads, l.kv_heads == 1 ? "s" : "", kv_columns));
     if (w.value.cols() % l.kv_heads != 0)
         refuse(counts.from_options || counts.kv_from_options,
                fmt::format("{}: /weights/value has {} columns, which do not split into {} key/value heads", origin,

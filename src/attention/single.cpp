@@ -376,8 +376,10 @@ private:
         }
         add_note(trace_, fmt::format("--normalize sum: the scores of the padding row{} {} do not sum to a positive "
                                      "number, so dividing by the sum gives no weights there; a model ignores padding "
-                                     "rows, so their weights are left 0 (and their context vectors 0), not divided",
-                                     count == 1 ? "" : "s", bounded_join(excused, count)));
+                                     "rows, so {}, not divided",
+                                     count == 1 ? "" : "s", bounded_join(excused, count),
+                                     count == 1 ? "its weights are left 0 (and its context vector 0)"
+                                                : "their weights are left 0 (and their context vectors 0)"));
     }
 
     // "1–2": the query heads that read key/value head g.

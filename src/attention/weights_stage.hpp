@@ -124,14 +124,16 @@ void record_weights(StageBuilder& stages, Trace& trace, Normalized<T> normalized
         stage.strongest.push_back(column);
         stage.tied.push_back((stage.data.row(r).array() >= top - std::abs(top) * tie_tolerance<T>).count());
     }
+    // "its weights" for one row, "their weights" for several.
+    const auto their = [](const std::vector<std::string>& rows) { return rows.size() == 1 ? "its" : "their"; };
     if (!blind.empty())
-        add_note(trace, fmt::format("every key is masked for {}: their weights are all 0 (a softmax over "
-                                          "no keys would be 0/0) and their context vectors 0",
-                                          fmt::join(blind, ", ")));
+        add_note(trace, fmt::format("every key is masked for {}: {} weights are all 0 (a softmax over no keys would be "
+                                    "0/0) and {} context vector{} 0",
+                                    fmt::join(blind, ", "), their(blind), their(blind), blind.size() == 1 ? "" : "s"));
     if (!filled.empty())
-        add_note(trace, fmt::format("every key is masked for {}, yet their weights are not 0: a finite fill is an "
+        add_note(trace, fmt::format("every key is masked for {}, yet {} weights are not 0: a finite fill is an "
                                     "ordinary score to softmax, so the hidden keys share the row's weight",
-                                    fmt::join(filled, ", ")));
+                                    fmt::join(filled, ", "), their(filled)));
 }
 
 }  // namespace attntrace

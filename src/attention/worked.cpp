@@ -396,7 +396,7 @@ void work_tiles(WorkedExample& w, Eigen::Index size, bool causal) {
     w.matches_full_softmax = within;
 }
 
-Eigen::Index find_query_row(const std::vector<std::string>& tokens, const std::string& spec) {
+Eigen::Index find_query_row(const std::vector<std::string>& tokens, const std::string& spec, std::string_view what) {
     for (std::size_t i = 0; i < tokens.size(); ++i)
         if (tokens[i] == spec) return static_cast<Eigen::Index>(i);
     // Ignoring case: the first token of one spelling; two spellings ("The", "the") are ambiguous.
@@ -411,8 +411,8 @@ Eigen::Index find_query_row(const std::vector<std::string>& tokens, const std::s
         std::string found;
         for (std::size_t k = 0; k < matches.size() && k < 8; ++k)
             found += fmt::format("{}\"{}\" (position {})", k ? ", " : "", printable(tokens[matches[k]], 24), matches[k] + 1);
-        throw UsageError(fmt::format("--query: \"{}\" matches {}{} when case is ignored; give one as spelled, or its position",
-                                     printable(spec, 24), found, matches.size() > 8 ? ", …" : ""));
+        throw UsageError(fmt::format("{}: \"{}\" matches {}{} when case is ignored; give one as spelled, or its position",
+                                     what, printable(spec, 24), found, matches.size() > 8 ? ", …" : ""));
     }
     std::size_t position = 0;
     const char* end = spec.data() + spec.size();
@@ -420,9 +420,9 @@ Eigen::Index find_query_row(const std::vector<std::string>& tokens, const std::s
         error == std::errc() && stop == end && position >= 1 && position <= tokens.size())
         return static_cast<Eigen::Index>(position - 1);
     const auto near = likely_typo(spec, tokens.size(), [&](std::size_t i) { return std::string_view(tokens[i]); });
-    throw UsageError(fmt::format("--query: \"{}\" is neither a token nor a position from 1 to {}{} "
+    throw UsageError(fmt::format("{}: \"{}\" is neither a token nor a position from 1 to {}{} "
                                  "(tokens: {})",
-                                 printable(spec), tokens.size(),
+                                 what, printable(spec), tokens.size(),
                                  near ? fmt::format(" (did you mean {}?)", printable(*near, 24)) : "",
                                  bounded_list(tokens)));
 }

@@ -6,6 +6,7 @@
 #include "core/worked.hpp"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attntrace {
@@ -26,7 +27,9 @@ WorkedProjection work_projection(const Trace& trace, StageId id, Eigen::Index ro
 void work_tiles(WorkedExample& w, Eigen::Index size, bool causal);
 
 // Finds the query row: the first token spelled exactly `spec`, else a 1-based position.
-// Throws UsageError naming the tokens when neither fits.
-Eigen::Index find_query_row(const std::vector<std::string>& tokens, const std::string& spec);
+// Throws UsageError naming the tokens when neither fits; `what` starts the message (the
+// option, or what of it names the token).
+Eigen::Index find_query_row(const std::vector<std::string>& tokens, const std::string& spec,
+                            std::string_view what = "--query");
 
 }  // namespace attntrace

@@ -1,7 +1,9 @@
 #include "cli/commands.hpp"
 
 #include "attention/isa.hpp"
+#include "attention/learning.hpp"
 #include "attention/modes.hpp"
+#include "cli/backward_flags.hpp"
 #include "cli/flags.hpp"
 #include "cli/manual.hpp"
 #include "commands/bench_command.hpp"
@@ -94,6 +96,7 @@ struct TraceState {
     InputFlags input;
     TraceFlags flags;
     LimitFlags limits;
+    BackwardFlags backward;  // --backward, --step-size
     bool list = false;
     int head = 0;  // --head
     bool man = false;          // --man: print the man page
@@ -114,6 +117,7 @@ struct TraceState {
                 request.max_input = limits.input();
                 request.load = input.apply(request.max_input, flags.heads > 0, flags.kv_heads > 0);
                 request.mode = flags.requested_mode();
+                request.backward = backward.apply();
                 output.apply(request.render, outputs.main_output());
                 run_trace(std::move(request), outputs);
             },
@@ -137,9 +141,12 @@ void add_trace_options(CLI::App& app, TraceState& s) {
     s.input.add_to(app);
     s.flags.add_to(app);
     s.output.add_to(app, true);
+    std::vector<std::string> stage_choices = all_stage_names();
+    for (auto& name : gradient_names()) stage_choices.push_back(std::move(name));
     describe(list_option(app.add_option("-s,--stage", s.request.stages,
-                                        "show only these stages, comma-separated (e.g. scores,weights)")),
-             "Output", "NAME,...", Completes::list, all_stage_names());
+                                        "show only these stages, comma-separated (e.g. scores,weights); with --backward, "
+                                        "d_NAME is a gradient (d_weights, d_W_q)")),
+             "Output", "NAME,...", Completes::list, stage_choices);
     describe(app.add_option("-q,--query", s.request.trace.query,
                             "work through one query's arithmetic: a token as spelled, or a 1-based position"),
              "Output", "TOKEN|N");
@@ -156,15 +163,21 @@ void add_trace_options(CLI::App& app, TraceState& s) {
                                         "also write a heatmap of the attention weights (or of --svg-stage) to this SVG "
                                         "file; - is stdout"),
                          "Output", "FILE", Completes::file);
-    auto* svg_stage = app.add_option("--svg-stage", s.request.svg_stage, "the stage --svg draws")->needs(svg)->capture_default_str();
-    describe(svg_stage, "Output", "NAME", Completes::choice, svg_stage_names());
+    auto* svg_stage = app.add_option("--svg-stage", s.request.svg_stage,
+                                     "the stage --svg draws; with --backward, d_NAME draws its gradient")
+                          ->needs(svg)
+                          ->capture_default_str();
+    std::vector<std::string> svg_choices = svg_stage_names();
+    for (const StageId id : svg_stages) svg_choices.push_back(fmt::format("d_{}", to_string(id)));
+    describe(svg_stage, "Output", "NAME", Completes::choice, svg_choices);
     app.add_flag("--tidy", s.request.render.tidy,
                  "with --format csv: one line per number (columns stage, head, row, col, row_token, col_token, "
                  "value, masked), for pandas.read_csv")
         ->group("Output");
     app.add_flag("--check", s.request.check,
                  "verify the trace (rows sum to 1, masked weights 0, context = weights·values, all finite) "
-                 "and print the verdict instead of the trace")
+                 "and print the verdict instead of the trace; with --backward, every gradient against central "
+                 "differences")
         ->group("Output");
     app.add_flag("--summary", s.request.summary,
                  "per query its top keys, largest weight and entropy, by the streaming path "
@@ -174,6 +187,7 @@ void add_trace_options(CLI::App& app, TraceState& s) {
                  ->transform(in_range(1, 1000))
                  ->capture_default_str(),
              "Long inputs", "K");
+    s.backward.add_to(app);
     s.limits.add_to(app);
     app.add_flag("--man", s.man, "print the man page (roff) and exit")->group("");
     app.add_option("--completions", s.completions, "print the completion script for this shell and exit")
@@ -327,7 +341,8 @@ Runner add_bench(CLI::App* command) {
                  ->transform(in_range(1, 1000))
                  ->capture_default_str(),
              "Runs", "N");
-    choose(command->add_option("-f,--format", s->format, "output format"), "Output", {"table", "json"})->capture_default_str();
+    choose(command->add_option("-f,--format", s->format, "output format"), "Output", formats_showing(Product::bench))
+        ->capture_default_str();
     add_output_path(*command, s->output);
     s->limits.add_to(*command, false);
     return [s] {
@@ -476,7 +491,7 @@ Runner add_quiz(CLI::App* command) {
                                  "input, typed at a terminal or piped)"),
              "Input", "FILE", Completes::file);
     choose(command->add_option("-f,--format", s->format, "table: the transcript; json: every round's result at the end"),
-           "Output", {"table", "json"})
+           "Output", formats_showing(Product::quiz))
         ->capture_default_str();
     describe(command->add_option("--digits", s->request.render.digits, "decimals in tables")->transform(in_range(0, 17))->capture_default_str(),
              "Output", "N");
@@ -699,6 +714,8 @@ const std::vector<UsageExample> trace_examples{
     {"attntrace -s scores,weights", "only the scores and the softmax weights"},
     {"attntrace -m causal -s masked,weights", "the causal mask and the zero weights it leaves"},
     {"attntrace --example teacher_smiled -q smiled", "the row of \"smiled\", worked through by hand"},
+    {"attntrace -m self --backward focus:journey=starts --step-size 0.5",
+     "the gradients of a loss, from the loss back to the inputs, and one learning step (docs/gradients.md)"},
     {"attntrace my_sentence.json -m self --seed 7", "your own input (docs/input-format.md), weights generated"},
     {"attntrace -f json | jq '.stages[] | select(.name == \"weights\") | .data[1]'", "one row of weights, by jq"},
     {"attntrace -f csv --tidy -o trace.csv", "one line per number, for pandas.read_csv"},

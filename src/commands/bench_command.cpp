@@ -8,7 +8,6 @@
 #include "commands/guards.hpp"
 #include "core/error.hpp"
 #include "core/generator.hpp"
-#include "render/json_writer.hpp"
 #include "util/format.hpp"
 
 #include <omp.h>
@@ -75,23 +74,8 @@ double gemm_gflops(int repeats) {
     return 2.0 * 1024 * 1024 * 1024 / seconds / 1e9;
 }
 
-struct Run {
-    BenchPath path;
-    Mode mode;
-    Dtype dtype;
-    int threads = 1;
-    std::int64_t n = 0;
-    Timing timing;
-    AttentionOperations operations;
-    double gflops = 0, of_gemm = 0;
-    double doubling = 0;      // seconds / seconds at n/2 (0: no smaller n measured)
-    double ops_doubling = 0;  // multiply-adds / multiply-adds at n/2, exactly (0: as doubling)
-    bool doubling_stable = false;  // neither time is from a busy machine (Timing::busy)
-    double seconds() const { return timing.seconds; }
-};
-
-// The rates of the GEMM reference, by (dtype name, threads): listed in the order of the names.
-using GemmRates = std::map<std::pair<std::string_view, int>, double>;
+using Run = BenchRun;
+using GemmRates = BenchRates;
 
 Problem random_problem(std::int64_t n, std::int64_t d, int heads) {
     SplitMix64 rng(42);
@@ -113,36 +97,37 @@ std::string machine_text() {
     return "unknown CPU";
 }
 
+// The largest run of the grid must fit --max-memory, and the whole grid --max-time, before
+// anything starts. Each run is timed 1 + repeats times; a causal run visits half the scores.
+void require_grid_limits(const BenchRequest& request) {
+    double seconds = 0;
+    for (const std::int64_t n : request.sizes)
+        for (const BenchPath path : request.paths) {
+            if (path == BenchPath::trace && n > request.trace_max) continue;
+            WorkShape shape;
+            shape.rows = shape.cols = static_cast<double>(n);
+            shape.d_in = shape.d_k = shape.d_v = static_cast<double>(request.dim);
+            shape.heads = request.heads;
+            shape.label_bytes = shape.rows * 40;  // "t1" … "t1048576"
+            const std::uint64_t need = path == BenchPath::trace ? trace_bytes(shape, Dtype::float64, RenderOptions{}, false)
+                                                                : summary_bytes(shape, Dtype::float64, false, 3);
+            require_memory(need, request.max_memory, "", fmt::format("bench: the {} path at n = {}", to_string(path), n),
+                           "choose smaller --sizes or --trace-max");
+            const double run = path == BenchPath::trace ? trace_seconds(shape, Format::json) - 4 * shape.cells() * 100e-9
+                                                        : summary_seconds(shape);
+            const double runs = static_cast<double>(request.modes.size() * request.dtypes.size() *
+                                                    std::max<std::size_t>(request.threads.size(), 1)) *
+                                (1 + request.repeats);
+            seconds += run * runs;
+        }
+    require_time(seconds, request.max_seconds, "", "bench: this grid", "choose smaller --sizes");
+}
+
 std::vector<int> thread_counts(const BenchRequest& request) {
     std::vector<int> counts = request.threads;
     if (counts.empty())
         for (int t = 1; t <= omp_get_num_procs(); ++t) counts.push_back(t);
     return counts;
-}
-
-// The shape of one run of the grid, for the estimates of guards.
-WorkShape run_shape(const BenchRequest& request, std::int64_t n) {
-    WorkShape shape;
-    shape.rows = shape.cols = static_cast<double>(n);
-    shape.d_in = shape.d_k = shape.d_v = static_cast<double>(request.dim);
-    shape.heads = request.heads;
-    shape.label_bytes = shape.rows * 40;  // "t1" … "t1048576"
-    return shape;
-}
-
-// The largest run of the grid must fit --max-memory, and the whole grid --max-time
-// (bench_grid_seconds), before anything starts.
-void require_grid_limits(const BenchRequest& request) {
-    for (const std::int64_t n : request.sizes)
-        for (const BenchPath path : request.paths) {
-            if (path == BenchPath::trace && n > request.trace_max) continue;
-            const WorkShape shape = run_shape(request, n);
-            const std::uint64_t need = path == BenchPath::trace ? trace_bytes(shape, Dtype::float64, RenderOptions{}, false)
-                                                                : summary_bytes(shape, Dtype::float64, false, 3);
-            require_memory(need, request.max_memory, "", fmt::format("bench: the {} path at n = {}", to_string(path), n),
-                           "choose smaller --sizes or --trace-max");
-        }
-    require_time(bench_grid_seconds(request), request.max_seconds, "", "bench: this grid", "choose smaller --sizes");
 }
 
 GemmRates measure_gemm(const BenchRequest& request) {
@@ -214,102 +199,6 @@ std::vector<Run> run_grid(const BenchRequest& request, const GemmRates& gemm) {
     return runs;
 }
 
-void write_json(const BenchRequest& request, const GemmRates& gemm, const GemmRates& exp, const std::vector<Run>& runs,
-                std::ostream& os) {
-    using Layout = JsonWriter::Layout;
-    fmt::memory_buffer out;
-    JsonWriter json(out);
-    json.object().key("schema").string("attntrace.bench/1");
-    json.key("machine").object(Layout::inline_).key("cpu").string(machine_text()).key("cores").integer(omp_get_num_procs()).end();
-    json.key("d").integer(request.dim);
-    json.key("heads").integer(request.heads);
-    // The machine's rates, one object per (dtype, threads).
-    const auto rates = [&](const char* name, const GemmRates& by_key, const char* field, const char* format) {
-        json.key(name).array();
-        for (const auto& [key, rate] : by_key)
-            json.object(Layout::inline_)
-                .key("dtype").string(key.first)
-                .key("threads").integer(key.second)
-                .key(field).literal(fmt::format(fmt::runtime(format), rate))
-                .end();
-        json.end();
-    };
-    rates("gemm", gemm, "gflops", "{:.2f}");
-    rates("exp", exp, "g_per_s", "{:.3f}");
-    json.key("runs").array();
-    for (const Run& r : runs)
-        json.object(Layout::inline_)
-            .key("path").string(to_string(r.path))
-            .key("mode").string(to_string(r.mode))
-            .key("dtype").string(to_string(r.dtype))
-            .key("threads").integer(r.threads)
-            .key("n").integer(r.n)
-            .key("seconds").literal(fmt::format("{:.6f}", r.seconds()))
-            .key("timed_runs").integer(static_cast<std::int64_t>(r.timing.runs.size()))
-            .key("spread").literal(fmt::format("{:.3f}", r.timing.spread))
-            .key("stable").literal(r.timing.checked ? (r.timing.stable ? "true" : "false") : "null")
-            .key("off_cpu").literal(fmt::format("{:.3f}", r.timing.off_cpu))
-            .key("busy").literal(r.timing.checked ? (r.timing.busy ? "true" : "false") : "null")
-            .key("pairs").integer(r.operations.pairs)
-            .key("multiply_adds").integer(r.operations.multiply_adds)
-            .key("exps").integer(r.operations.exps)
-            .key("gflops").literal(fmt::format("{:.2f}", r.gflops))
-            .key("of_gemm").literal(fmt::format("{:.3f}", r.of_gemm))
-            .key("doubling").literal(r.doubling > 0 ? fmt::format("{:.2f}", r.doubling) : "null")
-            .key("operations_doubling").literal(r.ops_doubling > 0 ? fmt::format("{:.4f}", r.ops_doubling) : "null")
-            .key("doubling_stable").literal(r.doubling > 0 && r.timing.checked ? (r.doubling_stable ? "true" : "false") : "null")
-            .end();
-    json.end().end();
-    out.push_back('\n');
-    flush(out, os);
-}
-
-void write_table(const BenchRequest& request, const GemmRates& gemm, const GemmRates& exp, const std::vector<Run>& runs,
-                 std::ostream& out) {
-    out << fmt::format("attntrace bench · {} · {} cores · d = {}{}\n", machine_text(), omp_get_num_procs(), request.dim,
-                       request.heads > 1 ? fmt::format(", {} heads of d_head = {}", request.heads, request.dim / request.heads)
-                                         : "");
-    out << "GEMM rate (1024³, the trace path's blocked Eigen product):";
-    for (const auto& [key, rate] : gemm) out << fmt::format("  {} ×{}: {:.1f}", key.first, key.second, rate);
-    out << " GFLOP/s\n";
-    out << "exp rate (the streaming path's vectorised exp, 4096 numbers per thread in cache):";
-    for (const auto& [key, rate] : exp) out << fmt::format("  {} ×{}: {:.2f}", key.first, key.second, rate);
-    out << " G/s\n";
-    out << "multiply-adds: n²·2d for self, n(n+1)/2·2d for causal (a score and a share of a value per visible pair), "
-           "exps: one per visible pair, both exact (the projections' 3·n·d² are not counted); GFLOP/s = 2·multiply-adds / "
-           "seconds\n";
-    out << "×ops = multiply-adds(n) / multiply-adds(n/2), exactly (4 for self); ×time = time(n) / time(n/2), the "
-           "measured counterpart\n";
-    out << fmt::format("each time is the median of {} timed runs after a warm-up ({} when the warm-up takes over a quarter "
-                       "of a second) that agree within {:.0f}% of the fastest, timed up to {} times as often until they do\n\n",
-                       request.repeats, std::min(request.repeats, 2), stable_tolerance * 100, tries_per_agreeing_run);
-    out << fmt::format("{:<10} {:<7} {:<8} {:>7} {:>6} {:>10} {:>6} {:>14} {:>12} {:>8} {:>8} {:>8} {:>8}\n", "path", "mode",
-                       "dtype", "threads", "n", "seconds", "runs", "multiply-adds", "exps", "×ops", "×time", "GFLOP/s",
-                       "of GEMM");
-    std::size_t busy = 0, unchecked = 0;
-    for (const Run& r : runs) {
-        const bool marked = r.doubling > 0 && r.timing.checked && !r.doubling_stable;
-        busy += r.timing.busy;
-        unchecked += !r.timing.checked;
-        out << fmt::format("{:<10} {:<7} {:<8} {:>7} {:>6} {:>10.4f} {:>6} {:>14} {:>12} {:>8} {:>8} {:>8.1f} {:>8.2f}\n",
-                           to_string(r.path), to_string(r.mode), to_string(r.dtype), r.threads, r.n, r.seconds(),
-                           fmt::format("{}{}", r.timing.runs.size(), r.timing.busy ? "*" : ""),
-                           r.operations.multiply_adds, r.operations.exps,
-                           r.ops_doubling > 0 ? fmt::format("{:.2f}", r.ops_doubling) : "",
-                           r.doubling > 0 ? fmt::format("{:.2f}{}", r.doubling, marked ? "*" : "") : "", r.gflops, r.of_gemm);
-    }
-    if (busy > 0)
-        out << fmt::format("\n* the machine was busy: in {} of the {} configurations the runs never agreed within {:.0f}% "
-                           "in {} times as many tries, or the process was off the CPU for more than {:.0f}% of a run's "
-                           "time (other work had it), so their times, and each ×time that uses one, measure the load as "
-                           "much as the cost; ×ops is the cost\n",
-                           busy, runs.size(), stable_tolerance * 100, tries_per_agreeing_run, stable_tolerance * 100);
-    if (unchecked > 0)
-        out << fmt::format("\n{} of the {} configurations had one timed run (--repeats 1), so whether their times are "
-                           "stable was not checked\n",
-                           unchecked, runs.size());
-}
-
 }  // namespace
 
 AttentionOperations attention_operations(std::int64_t n, std::int64_t d, bool causal) {
@@ -320,36 +209,26 @@ AttentionOperations attention_operations(std::int64_t n, std::int64_t d, bool ca
     return ops;
 }
 
-// Each configuration is a warm-up and then at most tries_per_agreeing_run · repeats timed
-// runs (until `repeats` agree), for every mode, dtype and thread count the grid runs (all
-// counts from 1 to the cores' when --threads does not say). A causal run is counted as a whole
-// one, though it visits half the scores: an upper bound there.
-double bench_grid_seconds(const BenchRequest& request) {
-    const double configurations = static_cast<double>(request.modes.size() * request.dtypes.size() *
-                                                      thread_counts(request).size());
-    const double runs_each = 1 + tries_per_agreeing_run * request.repeats;
-    double seconds = 0;
-    for (const std::int64_t n : request.sizes)
-        for (const BenchPath path : request.paths) {
-            if (path == BenchPath::trace && n > request.trace_max) continue;
-            const WorkShape shape = run_shape(request, n);
-            const double run = path == BenchPath::trace ? trace_seconds(shape, Format::json) - 4 * shape.cells() * 100e-9
-                                                        : summary_seconds(shape);
-            seconds += run * configurations * runs_each;
-        }
-    return seconds;
-}
-
 void run_bench(const BenchRequest& request, std::ostream& out) {
     if (request.dim % request.heads != 0)
         throw UsageError(fmt::format("--heads {} does not divide --dim {}: each head takes d_head = dim / heads columns",
                                      request.heads, request.dim));
+    require_format(request.format, Product::bench);
     require_grid_limits(request);
-    const GemmRates gemm = measure_gemm(request);
-    const GemmRates exp = measure_exp(request);
-    const std::vector<Run> runs = run_grid(request, gemm);
-    if (request.format == Format::json) write_json(request, gemm, exp, runs, out);
-    else write_table(request, gemm, exp, runs, out);
+    BenchReport report;
+    report.machine = machine_text();
+    report.cores = omp_get_num_procs();
+    report.dim = request.dim;
+    report.heads = request.heads;
+    report.repeats = request.repeats;
+    report.tolerance = stable_tolerance;
+    report.tries_per_agreeing_run = tries_per_agreeing_run;
+    report.gemm = measure_gemm(request);
+    report.exp = measure_exp(request);
+    report.runs = run_grid(request, report.gemm);
+    RenderOptions options;
+    options.format = request.format;
+    render(report, options, out);
 }
 
 }  // namespace attntrace

@@ -2,6 +2,7 @@
 // own matrix-multiply rate measured in the same process. A benchmark, not a test.
 #pragma once
 
+#include "core/bench.hpp"
 #include "render/render.hpp"
 #include "util/memory.hpp"
 
@@ -11,11 +12,6 @@
 #include <vector>
 
 namespace attntrace {
-
-// The two paths through the core that bench times.
-enum class BenchPath { streaming, trace };
-inline constexpr NameTable<BenchPath, 2> bench_path_names{{{BenchPath::streaming, "streaming"}, {BenchPath::trace, "trace"}}};
-constexpr const auto& names_of(BenchPath) { return bench_path_names; }
 
 struct BenchRequest {
     std::vector<std::int64_t> sizes{512, 1024, 2048, 4096, 8192, 16384};
@@ -34,39 +30,11 @@ struct BenchRequest {
 
 void run_bench(const BenchRequest& request, std::ostream& out);
 
-// The seconds the whole grid is estimated to take at most, which --max-time is held to.
-double bench_grid_seconds(const BenchRequest& request);
-
-// The arithmetic attention itself defines for n tokens of d numbers (whatever the heads: their
-// d_head add up to d), counted exactly: the (query, key) pairs a query may see (n², or n(n+1)/2
-// under the causal mask), a score (d multiply-adds) and a share of a value (d more) per pair,
-// and one exponential per pair. The projections (3·n·d² multiply-adds, linear in n) are not in it.
-struct AttentionOperations {
-    std::int64_t pairs = 0, multiply_adds = 0, exps = 0;
-};
+// The operations of attention for n tokens of d numbers (AttentionOperations), exactly.
 AttentionOperations attention_operations(std::int64_t n, std::int64_t d, bool causal);
 
-// One timed run: its wall-clock seconds and the CPU seconds the process spent in it (every
-// thread's). A run that computes the whole time is on the CPU at least as long as the wall
-// clock runs; less means other work had the CPU for part of it.
-struct RunTime {
-    double wall = 0, cpu = 0;
-};
-
-// How a configuration was timed: runs until the `agree` fastest lie within `tolerance` of the
-// fastest (relative), at most `max_runs`. The time is the median of those agreeing runs, or of
-// every run when they never agreed. With `agree` = 1 nothing is compared and `checked` is
-// false. The machine was busy when the runs never agreed, or when a run the time comes from
-// spent more than `tolerance` of its wall time off the CPU.
-struct Timing {
-    std::vector<double> runs;  // every timed run's wall seconds, in order
-    double seconds = 0;
-    bool checked = false;  // at least two runs were compared
-    bool stable = false;   // checked, and `agree` runs agreed
-    double spread = 0;     // (slowest − fastest) / fastest of the runs the time is the median of
-    double off_cpu = 0;    // the largest share of those runs' wall time the process was off the CPU
-    bool busy = false;     // checked, and not stable or off the CPU more than the tolerance
-};
+// How a configuration is timed (Timing): runs until the `agree` fastest lie within `tolerance` of
+// the fastest (relative), at most `max_runs`.
 // `run_once` runs the job once and returns its RunTime (the benchmark times the job; a test
 // gives timings of its own).
 template <typename RunOnce>

@@ -13,12 +13,21 @@ namespace {
 
 // What a KV cache cannot show: another mode, a window, the wrong ways of masking, the sum.
 void check_decode_request(const DecodeRequest& request) {
+    if (request.mode == Mode::bahdanau)
+        throw UsageError("decode traces causal attention only (--mode bahdanau): its KV cache grows by one token's key "
+                         "and value at each step; in bahdanau mode the decoder steps score the encoder states, which "
+                         "are all there before the first step, so nothing grows: the trace shows each step as a row of "
+                         "its weights");
     if (request.mode && *request.mode != Mode::causal)
         throw UsageError(fmt::format("decode traces causal attention only (--mode {}): a KV cache keeps each token's key "
                                      "and value because, under the causal mask, a new token changes no earlier row; "
                                      "in {} mode every earlier row would change at each step",
                                      to_string(*request.mode), to_string(*request.mode)));
     const TraceOptions& t = request.trace;
+    if (t.score != Score::additive)
+        throw UsageError(fmt::format("--score {} chooses the score of bahdanau mode, which decode does not trace: "
+                                     "decode's scores are the dot products q·k of causal attention",
+                                     to_string(t.score)));
     if (t.window)
         throw UsageError("decode keeps every token in its cache; --window, whose cache would drop the oldest tokens, is "
                          "not traced by decode (the trace shows what --window hides)");
@@ -30,15 +39,32 @@ void check_decode_request(const DecodeRequest& request) {
     if (t.positions && *t.positions != PositionScheme::none)
         throw UsageError("decode steps through the cache without position information for now; the trace shows "
                          "--positions (docs/positions.md)");
+    if (t.position_offset)
+        throw UsageError("decode steps through the cache without position information for now, so there are no "
+                         "positions for --position-offset to move; the trace shows --positions and --position-offset "
+                         "(docs/positions.md)");
 }
 
-// The same for an input that asks for positions itself.
+// An input decode cannot read (a data error, exit 1): a source and a target are Bahdanau's,
+// whose decoder steps read encoder states that are all there before the first.
+void check_decode_shape(const Problem& problem) {
+    if (std::holds_alternative<EncoderDecoderInput>(problem.input))
+        throw DataError(fmt::format("{}: decode steps through causal attention over one sentence (\"sentence\" or "
+                                    "\"tokens\" with \"embeddings\"), its KV cache growing by one token's key and "
+                                    "value at each step; this input has a source and a target, for bahdanau mode, whose "
+                                    "decoder steps score encoder states that are all there before the first step: "
+                                    "trace it without decode, where each row of the weights is one decoder step",
+                                    problem.origin));
+}
+
+// The same for an input that asks for positions itself: the file is what decode cannot read,
+// so this is a data error (exit 1), where the option --positions is a usage error (exit 2).
 void check_decode_input(const Problem& problem, const TraceOptions& options) {
     const auto* single = std::get_if<SingleSequenceInput>(&problem.input);
     if (!options.positions && single && single->positions && *single->positions != PositionScheme::none)
-        throw UsageError(fmt::format("{}: the input asks for {} positions, and decode steps through the cache without "
-                                     "position information for now; add --positions none, or trace it without decode",
-                                     problem.origin, to_string(*single->positions)));
+        throw DataError(fmt::format("{}: the input asks for {} positions, and decode steps through the cache without "
+                                    "position information for now; add --positions none, or trace it without decode",
+                                    problem.origin, to_string(*single->positions)));
 }
 
 }  // namespace
@@ -48,6 +74,7 @@ void run_decode(DecodeRequest request, std::ostream& out) {
     const InputText input = request.input_path ? read_input(*request.input_path, request.max_input)
                                                : example_input(std::string(default_example));
     const Problem problem = load_input(input, request.max_memory, with_max_input(request.load, request.max_input));
+    check_decode_shape(problem);
     request.trace.mode = resolve_mode(problem, Mode::causal);
     check_decode_input(problem, request.trace);
     std::vector<std::string> notes;

@@ -15,25 +15,18 @@ namespace {
 
 double element_size(Dtype dtype) { return dtype == Dtype::float32 ? 4 : 8; }
 
-// The text of one number in a rendered stage. JSON writes into a buffer that may be twice
-// the text (it grows by doubling): up to 24 characters and a separator. Table, markdown and
-// CSV hold each cell as a string (32 bytes, plus a heap block beyond 15 characters), and the
-// table a second, padded copy of it.
-double text_per_cell(const RenderOptions& render) {
-    if (render.format == Format::json) return 2 * 26;
-    const double length = render.digits + 8;  // sign, integer part, point, decimals
-    const double cell = 32 + (length > 15 ? length + 17 : 0);
-    return render.format == Format::table ? 2 * cell : cell;
+// What writing costs in a format: its renderer's own figures (render.hpp, RenderCost).
+RenderCost cost_of(const RenderOptions& render) { return renderer(render.format).cost(render); }
+RenderCost cost_of(Format format) {
+    RenderOptions render;
+    render.format = format;
+    return cost_of(render);
 }
+
 constexpr double svg_per_cell = 400;  // a rectangle, a tooltip and a label
 // Labels are held by the input text, its parsed document, the loaded problem and the trace,
 // with a copy's worth of room for the bookkeeping around them.
 constexpr double label_copies = 5;
-// JSON writes every label of a stage in full, rows and columns, into a buffer that may be
-// twice the text; the other formats copy a stage's labels into its cell model.
-double rendered_label_bytes(const WorkShape& s, const RenderOptions& render) {
-    return (render.format == Format::json ? 4 : 2) * s.label_bytes;
-}
 constexpr double stages_with_labels = 9;
 // What a standard output keeps before it is committed (util/output.hpp): up to 16 MiB, in a
 // buffer that doubles from 64 KiB, so that while it grows to 16 MiB the 8 MiB it held are
@@ -96,10 +89,11 @@ std::uint64_t trace_held_bytes(const WorkShape& s, Dtype dtype) {
 
 std::uint64_t trace_bytes(const WorkShape& s, Dtype dtype, const RenderOptions& render, bool svg) {
     const double cells = s.cells();
+    const RenderCost cost = cost_of(render);
     const double widest = std::max({cells, s.rows * s.d_in, s.rows * s.d_k, s.rows * s.d_v, s.cols * s.d_k});
-    const double text = widest * text_per_cell(render) + rendered_label_bytes(s, render);
+    const double text = widest * cost.cell_bytes + cost.label_copies * s.label_bytes;
     const double output = (4 * cells + matrix_bytes(s) + 3 * s.d_in * std::max(s.d_k, s.d_v)) * 26 +
-                          (render.format == Format::json ? 2 * s.label_bytes * stages_with_labels : 0);
+                          cost.written_label_copies * s.label_bytes * stages_with_labels;
     return trace_held_bytes(s, dtype) +
            static_cast<std::uint64_t>(text + held(output) + (svg ? cells * svg_per_cell : 0));
 }
@@ -144,10 +138,10 @@ std::uint64_t decode_bytes(const WorkShape& s, Dtype dtype, const RenderOptions&
     const double steps = c.steps * ((s.d_in + H * (dh + dv) + 2 * G * (dh + dv)) * 8 + (5 * H + 3) * 32) + c.keys * H * 3 * 8;
     const double caches = 2 * G * n * ((dh + dv) * 8 + 2 * 32);
     const double digits = render.digits + 8;  // a number as the text formats write it
+    const RenderCost cost = cost_of(render);
     double text = 0, output = 0;
-    switch (render.format) {
-    case Format::table:
-    case Format::markdown: {
+    switch (cost.decode) {
+    case DecodeLayout::reports: {
         // Every step's report is made before the first is written: its cache tables (the rows
         // as doubles and a label per cached token) and each head's table of three rows.
         // Measured: 259 bytes a cached key (600 tokens of 8 numbers, one head) where this counts
@@ -156,13 +150,12 @@ std::uint64_t decode_bytes(const WorkShape& s, Dtype dtype, const RenderOptions&
                       c.steps * (s.d_in + (H + 2 * G) * (dh + dv)) * string_bytes(digits));
         // The cells of the largest report, while it is written.
         const double last = d.step ? *d.step : n;
-        text += last * (G * 2 * (dh + dv) + 3 * H) * text_per_cell(render) + last * (2 * G + H) * label;
+        text += last * (G * 2 * (dh + dv) + 3 * H) * cost.cell_bytes + last * (2 * G + H) * label;
         output = decode_text_numbers(s, c) * (digits + 3);
         break;
     }
-    case Format::csv: output = c.keys * H * (80 + 2 * label) + c.steps * H * dv * 26; break;  // a line per cached key
-    case Format::json:
-    case Format::jsonl: output = decode_text_numbers(s, c) * 26; break;  // written a step at a time
+    case DecodeLayout::cache_lines: output = c.keys * H * (80 + 2 * label) + c.steps * H * dv * 26; break;
+    case DecodeLayout::stream: output = decode_text_numbers(s, c) * 26; break;  // written a step at a time
     }
     return trace_held_bytes(s, dtype) + static_cast<std::uint64_t>(steps + caches + text + held(output));
 }
@@ -187,14 +180,10 @@ std::uint64_t summary_bytes(const WorkShape& s, Dtype dtype, bool context, std::
 
 std::uint64_t similarity_bytes(std::size_t words, double d, const RenderOptions& render) {
     const double n = static_cast<double>(words), pairs = n * n;
-    // Both tables (dot products and cosines): in the result and in the report made of it, each
-    // cell's text (the text formats hold the cells of both; measured: 107 bytes a pair in
-    // table, markdown and CSV), or JSON's buffer of the whole document (up to twice its text,
-    // 20 to 24 characters a number; measured: 88 bytes a pair).
-    const double per_pair = render.format == Format::json ? 16 + 2 * 2 * 24
-                                                          : 2 * (2 * 8 + 8 + string_bytes(render.digits + 8)) + 16;
-    const double output = 2 * pairs * (render.format == Format::json ? 24 : render.digits + 8);
-    return static_cast<std::uint64_t>(pairs * per_pair + 3 * n * d * 8 + held(output));
+    // Both tables (dot products and cosines), as the format holds them while it writes them.
+    const RenderCost cost = cost_of(render);
+    const double output = 2 * pairs * cost.similarity_number_chars;
+    return static_cast<std::uint64_t>(pairs * cost.similarity_pair_bytes + 3 * n * d * 8 + held(output));
 }
 
 // The Gram matrix is min(n, d)² (attention/similarity.cpp); the eigensolver keeps a copy and
@@ -208,9 +197,8 @@ std::uint64_t plane_bytes(std::size_t words, double d) {
 // The rates behind the estimates, per thread, measured with `attntrace --threads 1` on the
 // project's machine (2-core Xeon, float64): the streaming path spends about 2 ns on each
 // visited score plus 0.03 ns per number of d_k + d_v; the trace path about 45 ns plus 0.45 ns
-// per number. Rendering runs on one thread, per number written: a full trace of 1000 tokens
-// (4 n×n stages, 4 million numbers) took 350 ns a number in a table, 300 in markdown, 265 in
-// CSV and 145 in JSON, of CPU time; the rates below leave a quarter to a third more.
+// per number. Rendering runs on one thread, at each format's rate per number written (its
+// renderer's RenderCost).
 double summary_seconds(const WorkShape& s) {
     const double per_score = 2.0e-9 + 0.03e-9 * (s.d_k + s.d_v) / s.heads;  // a head's share of the columns
     return s.visited() * per_score / omp_get_max_threads();
@@ -222,48 +210,40 @@ double trace_compute_seconds(const WorkShape& s) {
     return s.visited() * (45e-9 + 0.45e-9 * (s.d_k + s.d_v)) / omp_get_max_threads();
 }
 
-double seconds_per_number(Format format) {
-    switch (format) {
-    case Format::table: return 450e-9;
-    case Format::markdown: return 400e-9;
-    case Format::csv: return 350e-9;
-    case Format::json:
-    case Format::jsonl: return 200e-9;
-    }
-    return 450e-9;
-}
-
 }  // namespace
 
 double trace_seconds(const WorkShape& s, Format format) {
     const double numbers = 4 * s.cells() + matrix_bytes(s);
-    return trace_compute_seconds(s) + numbers * seconds_per_number(format);
+    return trace_compute_seconds(s) + numbers * cost_of(format).seconds_per_number;
 }
 
 // decode, measured the same way (1000 tokens of 8 numbers, one head: 9.5 million numbers in
-// the text formats): a table took 495 ns a number, markdown 400 (each step's report and its
-// cells are made first), CSV 1.5 µs a line (one per step, head and cached key) and JSON
-// 150 ns a number; the steps' own plain loops about 2 ns per multiply-add.
+// the text formats): the steps' own plain loops take about 2 ns per multiply-add, the
+// rendering each format's rate (its RenderCost).
 double decode_seconds(const WorkShape& s, Format format, const DecodeSteps& d) {
     const DecodeCounts c = decode_counts(s, d);
     const double dh = head_width(s), dv = value_width(s);
     const double steps = c.keys * s.heads * (dh + dv + 3) * 2e-9 + c.steps * s.d_in * (s.heads + 2 * s.kv_heads) * (dh + dv) * 2e-9;
+    const RenderCost cost = cost_of(format);
     double render = 0;
-    switch (format) {
-    case Format::table: render = decode_text_numbers(s, c) * 700e-9; break;
-    case Format::markdown: render = decode_text_numbers(s, c) * 600e-9; break;
-    case Format::csv: render = c.keys * s.heads * 2.5e-6 + c.steps * s.heads * dv * 350e-9; break;
-    case Format::json:
-    case Format::jsonl: render = (c.keys * 3 * s.heads + c.steps * (s.d_in + (s.heads + 2 * s.kv_heads) * (dh + dv))) * 250e-9; break;
+    switch (cost.decode) {
+    case DecodeLayout::reports: render = decode_text_numbers(s, c) * cost.decode_seconds_per_number; break;
+    case DecodeLayout::cache_lines:
+        render = c.keys * s.heads * cost.decode_seconds_per_line + c.steps * s.heads * dv * cost.decode_seconds_per_number;
+        break;
+    case DecodeLayout::stream:
+        render = (c.keys * 3 * s.heads + c.steps * (s.d_in + (s.heads + 2 * s.kv_heads) * (dh + dv))) *
+                 cost.decode_seconds_per_number;
+        break;
     }
     return trace_compute_seconds(s) + steps + render;
 }
 
-// similarity, measured on 1500 words (two tables of 2.25 million numbers): 950 ns a number in
-// a table, 730 in markdown, 700 in CSV, 170 in JSON.
+// similarity, measured on 1500 words (two tables of 2.25 million numbers): each format's rate
+// per number written (its RenderCost).
 double similarity_seconds(std::size_t words, double d, Format format) {
     const double pairs = static_cast<double>(words) * static_cast<double>(words);
-    const double per_number = format == Format::table ? 1.2e-6 : format == Format::json ? 0.25e-6 : 0.9e-6;
+    const double per_number = cost_of(format).similarity_seconds_per_number;
     return pairs * (2 * 0.45e-9 * d / omp_get_max_threads() + 2 * per_number);
 }
 

@@ -50,11 +50,12 @@ void write_similarity(const Problem& problem, const SimilarityRequest& request, 
     const auto vocabulary = vocabulary_of(problem);
     const std::size_t words = vocabulary.words.size();
     const auto d = static_cast<double>(vocabulary.vectors.cols());
-    const std::string what = fmt::format("the similarity tables of {} words", words);
+    // The subject of "… needs about" and "… takes about": one job, whatever the count.
+    const std::string what = fmt::format("making the similarity tables of {} word{}", words, words == 1 ? "" : "s");
     require_memory(similarity_bytes(words, d, request.render), request.max_memory, problem.origin, what, "");
     require_time(similarity_seconds(words, d, request.render.format), request.max_seconds, problem.origin, what, "");
     if (svg) {
-        const std::string picture = fmt::format("the picture of {} words", words);
+        const std::string picture = fmt::format("the picture of {} word{}", words, words == 1 ? "" : "s");
         require_memory(similarity_bytes(words, d, request.render) + plane_bytes(words, d), request.max_memory,
                        problem.origin, fmt::format("{} with {}", what, picture), "");
         require_time(similarity_seconds(words, d, request.render.format) + plane_seconds(words, d), request.max_seconds, problem.origin,

@@ -4,6 +4,7 @@
 #include "attention/modes.hpp"
 #include "attention/summary.hpp"
 #include "attention/worked.hpp"
+#include "commands/backward_run.hpp"
 #include "commands/guards.hpp"
 #include "core/error.hpp"
 #include "input/examples.hpp"
@@ -94,6 +95,7 @@ StageId svg_stage_id(const std::string& name) {
 
 // The first option asked for that needs the full matrices, which the summary does not build.
 std::optional<std::string_view> full_trace_option(const TraceRequest& request) {
+    if (request.backward) return "--backward";
     if (request.trace.query) return "--query";
     if (request.render.explain) return "--explain";
     if (request.check) return "--check";
@@ -114,6 +116,7 @@ void check_summary_request(const TraceRequest& request) {
 
 // The checks of the command line alone, before anything is read.
 void check_request(TraceRequest& request) {
+    take_gradient_stages(request);  // d_NAME: the backward pass's
     request.render.stages = stage_ids(request.stages);
     request.svg = {svg_stage_id(request.svg_stage), request.render.shade, request.render.head};
     if (request.render.format == Format::csv && (request.render.explain || request.trace.query))
@@ -206,6 +209,7 @@ void run_full_trace(const Problem& problem, const TraceRequest& request, std::os
         throw UsageError(fmt::format("--head {}: this trace has {} head{}{}", request.render.head, result.heads,
                                      result.heads == 1 ? "" : "s",
                                      result.heads == 1 ? " (--heads H splits the projections into H)" : ""));
+    if (request.backward) return run_backward(problem, request, result, out, svg);
     if (svg) render_svg(result, request.svg, *svg);
     if (request.check) {
         const CheckReport report = check_trace(result);

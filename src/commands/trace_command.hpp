@@ -2,6 +2,7 @@
 #pragma once
 
 #include "attention/trace.hpp"
+#include "commands/backward_request.hpp"
 #include "input/limits.hpp"
 #include "input/load.hpp"
 #include "render/render.hpp"
@@ -34,6 +35,7 @@ struct TraceRequest {
     double max_seconds = 0;                 // work estimated to take longer is refused (0: no limit)
     std::uint64_t max_input = default_max_input_bytes;
     LoadOptions load;  // --tokens, --layout, --from … (max_input set from the field above)
+    std::optional<BackwardRequest> backward;  // --backward LOSS: the gradients too (commands/backward_run)
 };
 
 // Tables of more tokens than this switch to the summary by themselves.

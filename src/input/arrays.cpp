@@ -179,7 +179,9 @@ ArrayDocument named_arrays(const TensorFile& file, const LoadOptions& options, M
     for (const auto& place : places) known.emplace_back(place.array);
     for (const auto& t : file.tensors)
         if (t.name.ends_with("attn.c_attn.weight"))
-            throw DataError(fmt::format("{}: the file holds GPT-2's tensors ({}): read them with --from gpt2 --layer L",
+            // Said for every command that reads arrays: similarity has no --from.
+            throw DataError(fmt::format("{}: the file holds GPT-2's tensors ({}): the trace, decode, compare and "
+                                        "check-answers read them with --from gpt2 --layer L",
                                         file.origin, printable(t.name)));
     for (const auto& t : file.tensors)
         if (std::none_of(places.begin(), places.end(), [&](const Place& p) { return p.array == t.name; })) {
@@ -228,6 +230,7 @@ ArrayDocument named_arrays(const TensorFile& file, const LoadOptions& options, M
 // The layer's tensors in GPT-2's names, with or without the "transformer." of a full model.
 struct Gpt2Layer {
     const TensorFile& file;
+    int layer;
     std::string prefix;  // "h.3." or "transformer.h.3."
 
     const Tensor& need(std::string_view part, std::size_t rank, const std::vector<std::size_t>& shape) const {
@@ -315,7 +318,9 @@ Json vector_block(const Matrix& v, Eigen::Index first, Eigen::Index count) {
     return packed_vector(block.data(), static_cast<std::size_t>(block.size()));
 }
 
-ArrayDocument gpt2_layer(const TensorFile& file, const LoadOptions& options, MemoryBudget* budget) {
+// --from gpt2's options checked against the file, and layer L found, with or without the
+// "transformer." of a full model.
+Gpt2Layer find_layer(const TensorFile& file, const LoadOptions& options) {
     if (file.format == "npy")
         throw UsageError("--from gpt2 reads a .safetensors or .npz file holding GPT-2's tensors by their names; a "
                          ".npy holds one array");
@@ -324,68 +329,65 @@ ArrayDocument gpt2_layer(const TensorFile& file, const LoadOptions& options, Mem
         throw UsageError("--layout out_in does not fit --from gpt2: GPT-2's Conv1D weights are stored d_in × d_out "
                          "and used as X·W, which attntrace knows");
     const int layer = *options.layer;
-    Gpt2Layer l{file, fmt::format("h.{}.", layer)};
+    Gpt2Layer l{file, layer, fmt::format("h.{}.", layer)};
     if (!file.find(l.prefix + "attn.c_attn.weight")) l.prefix = "transformer." + l.prefix;
     if (!file.find(l.prefix + "attn.c_attn.weight"))
         throw DataError(fmt::format("{}: no layer {} of GPT-2's tensors (h.{}.attn.c_attn.weight); the layers here: {}",
                                     file.origin, layer, layer, layers_in(file)));
+    return l;
+}
+
+// The layer's attention and ln_1 tensors, each of the shape GPT-2 gives it for d (the rows of
+// c_attn, which holds the query, key and value weights side by side).
+struct Gpt2Tensors {
+    const Tensor &c_attn, &c_attn_bias, &c_proj, &c_proj_bias, &ln_weight, &ln_bias;
+    std::size_t d;
+};
+
+Gpt2Tensors layer_tensors(const Gpt2Layer& l) {
     const Tensor& c_attn = l.need("attn.c_attn.weight", 2, {});
     const std::size_t d = c_attn.shape[0];
     if (c_attn.shape[1] != 3 * d)
         throw DataError(fmt::format("{}: \"{}attn.c_attn.weight\" has shape {}, expected ({}, {}): d × 3d, the "
                                     "query, key and value weights side by side",
-                                    file.origin, l.prefix, shape_text(c_attn.shape), d, 3 * d));
+                                    l.file.origin, l.prefix, shape_text(c_attn.shape), d, 3 * d));
     const Tensor& c_attn_bias = l.need("attn.c_attn.bias", 1, {3 * d});
     const Tensor& c_proj = l.need("attn.c_proj.weight", 2, {d, d});
     const Tensor& c_proj_bias = l.need("attn.c_proj.bias", 1, {d});
     const Tensor& ln_weight = l.need("ln_1.weight", 1, {d});
     const Tensor& ln_bias = l.need("ln_1.bias", 1, {d});
+    return {c_attn, c_attn_bias, c_proj, c_proj_bias, ln_weight, ln_bias, d};
+}
 
-    std::optional<TensorFile> other;
-    const Tensor x = hidden_states(file, options, other, budget);
-    const std::string x_origin = other ? other->origin : file.origin;
-    if (x.shape.size() == 2 && x.shape[1] != d)
-        throw DataError(fmt::format("{}: the hidden states have {} numbers per token, and layer {} of {} expects d = {}",
-                                    x_origin, x.shape[1], layer, file.origin, d));
-
-    ArrayDocument out;
-    out.doc = Json::object();
-    // Said of causal mode only: in another mode the run is no longer the layer's own.
-    out.doc["description"]["causal"] = fmt::format(
-        "Layer {} read by GPT-2's tensor names: ln_1, then causal attention with the layer's own weights (c_attn split "
-        "into W_q, W_k and W_v, c_proj as W_o), each with its bias",
-        layer);
-    out.doc["mode"] = "causal";
-    out.doc["tokens"] = tokens_for(x, options, "t", x_origin, "the hidden states");
-    out.doc["embeddings"] = packed(x, Rank::matrix, x_origin, "the hidden states", budget, out.notes);
-    out.names["/embeddings"] = fmt::format("the hidden states ({})", x_origin);
-
-    // GPT-2's heads are d_head = 64 wide; a file may say otherwise in its metadata (n_head).
-    if (!options.heads_given) {
-        int heads = 0;
-        if (const auto it = file.metadata.find("n_head"); it != file.metadata.end()) {
-            const std::string& text = it->second;
-            const char* end = text.data() + text.size();
-            // The whole text, or nothing: "1e3" and "12 heads" are not 1 and 12.
-            if (const auto [stop, error] = std::from_chars(text.data(), end, heads); error != std::errc() || stop != end)
-                throw DataError(fmt::format("{}: metadata n_head = \"{}\" is not a whole number of heads", file.origin,
-                                            printable(text)));
-            if (heads < 1 || d % static_cast<std::size_t>(heads) != 0)
-                throw DataError(fmt::format("{}: metadata n_head = \"{}\" does not split d = {} into heads", file.origin,
-                                            printable(it->second), d));
-        } else if (d % 64 == 0) {
-            heads = static_cast<int>(d / 64);
-        } else {
-            throw UsageError(fmt::format("{}: d = {} does not split into GPT-2's heads of 64 numbers, and the file's "
-                                         "metadata gives no n_head: say how many heads with --heads",
-                                         file.origin, d));
-        }
-        out.doc["heads"] = heads;
+// GPT-2's heads are d_head = 64 wide; a file may say otherwise in its metadata (n_head).
+int gpt2_heads(const TensorFile& file, std::size_t d) {
+    const auto it = file.metadata.find("n_head");
+    if (it == file.metadata.end()) {
+        if (d % 64 == 0) return static_cast<int>(d / 64);
+        throw UsageError(fmt::format("{}: d = {} does not split into GPT-2's heads of 64 numbers, and the file's "
+                                     "metadata gives no n_head: say how many heads with --heads",
+                                     file.origin, d));
     }
+    int heads = 0;
+    const std::string& text = it->second;
+    const char* end = text.data() + text.size();
+    // The whole text, or nothing: "1e3" and "12 heads" are not 1 and 12.
+    if (const auto [stop, error] = std::from_chars(text.data(), end, heads); error != std::errc() || stop != end)
+        throw DataError(fmt::format("{}: metadata n_head = \"{}\" is not a whole number of heads", file.origin,
+                                    printable(text)));
+    if (heads < 1 || d % static_cast<std::size_t>(heads) != 0)
+        throw DataError(fmt::format("{}: metadata n_head = \"{}\" does not split d = {} into heads", file.origin,
+                                    printable(it->second), d));
+    return heads;
+}
 
-    const auto D = static_cast<Eigen::Index>(d);
-    const Matrix w = c_attn.to_matrix(file.origin), b = c_attn_bias.to_matrix(file.origin);
-    if (budget) budget->charge(static_cast<std::uint64_t>(w.size() + c_proj.elements()) * sizeof(double) * 3);
+// c_attn split into W_q, W_k and W_v with their biases, c_proj as W_o: put in the document
+// with the names messages give them.
+void put_attention_weights(ArrayDocument& out, const Gpt2Layer& l, const Gpt2Tensors& t, MemoryBudget* budget) {
+    const TensorFile& file = l.file;
+    const auto D = static_cast<Eigen::Index>(t.d);
+    const Matrix w = t.c_attn.to_matrix(file.origin), b = t.c_attn_bias.to_matrix(file.origin);
+    if (budget) budget->charge(static_cast<std::uint64_t>(w.size() + t.c_proj.elements()) * sizeof(double) * 3);
     const char* parts[] = {"query", "key", "value"};
     for (Eigen::Index part = 0; part < 3; ++part) {
         const std::string name = parts[part];
@@ -394,15 +396,19 @@ ArrayDocument gpt2_layer(const TensorFile& file, const LoadOptions& options, Mem
         out.names["/weights/" + name] = fmt::format("\"{}attn.c_attn.weight\", columns {}–{}", l.prefix, part * D + 1, (part + 1) * D);
         out.names["/weights/" + name + "_bias"] = fmt::format("\"{}attn.c_attn.bias\", numbers {}–{}", l.prefix, part * D + 1, (part + 1) * D);
     }
-    out.doc["weights"]["output"] = packed(c_proj, Rank::matrix, file.origin, l.prefix + "attn.c_proj.weight", budget, out.notes);
-    out.doc["weights"]["output_bias"] = packed(c_proj_bias, Rank::vector, file.origin, l.prefix + "attn.c_proj.bias", budget, out.notes);
+    out.doc["weights"]["output"] = packed(t.c_proj, Rank::matrix, file.origin, l.prefix + "attn.c_proj.weight", budget, out.notes);
+    out.doc["weights"]["output_bias"] = packed(t.c_proj_bias, Rank::vector, file.origin, l.prefix + "attn.c_proj.bias", budget, out.notes);
     out.names["/weights/output"] = fmt::format("\"{}attn.c_proj.weight\"", l.prefix);
     out.names["/weights/output_bias"] = fmt::format("\"{}attn.c_proj.bias\"", l.prefix);
     out.doc["layout"] = "in_out";  // Conv1D: x·W + b, known, so no square weight is refused
+}
 
+// ln_1, with the epsilon of the file's metadata (layer_norm_epsilon) when it gives one.
+LayerNorm gpt2_layernorm(const Gpt2Layer& l, const Gpt2Tensors& t) {
+    const TensorFile& file = l.file;
     LayerNorm ln;
-    ln.gamma = ln_weight.to_matrix(file.origin).row(0);
-    ln.beta = ln_bias.to_matrix(file.origin).row(0);
+    ln.gamma = t.ln_weight.to_matrix(file.origin).row(0);
+    ln.beta = t.ln_bias.to_matrix(file.origin).row(0);
     if (const auto it = file.metadata.find("layer_norm_epsilon"); it != file.metadata.end()) {
         const std::string& text = it->second;
         const char* end = text.data() + text.size();
@@ -414,7 +420,33 @@ ArrayDocument gpt2_layer(const TensorFile& file, const LoadOptions& options, Mem
                                         file.origin, printable(it->second)));
     }
     ln.name = l.prefix + "ln_1";
-    out.layernorm = std::move(ln);
+    return ln;
+}
+
+ArrayDocument gpt2_layer(const TensorFile& file, const LoadOptions& options, MemoryBudget* budget) {
+    const Gpt2Layer l = find_layer(file, options);
+    const Gpt2Tensors t = layer_tensors(l);
+    std::optional<TensorFile> other;
+    const Tensor x = hidden_states(file, options, other, budget);
+    const std::string x_origin = other ? other->origin : file.origin;
+    if (x.shape.size() == 2 && x.shape[1] != t.d)
+        throw DataError(fmt::format("{}: the hidden states have {} numbers per token, and layer {} of {} expects d = {}",
+                                    x_origin, x.shape[1], l.layer, file.origin, t.d));
+
+    ArrayDocument out;
+    out.doc = Json::object();
+    // Said of causal mode only: in another mode the run is no longer the layer's own.
+    out.doc["description"]["causal"] = fmt::format(
+        "Layer {} read by GPT-2's tensor names: ln_1, then causal attention with the layer's own weights (c_attn split "
+        "into W_q, W_k and W_v, c_proj as W_o), each with its bias",
+        l.layer);
+    out.doc["mode"] = "causal";
+    out.doc["tokens"] = tokens_for(x, options, "t", x_origin, "the hidden states");
+    out.doc["embeddings"] = packed(x, Rank::matrix, x_origin, "the hidden states", budget, out.notes);
+    out.names["/embeddings"] = fmt::format("the hidden states ({})", x_origin);
+    if (!options.heads_given) out.doc["heads"] = gpt2_heads(file, t.d);
+    put_attention_weights(out, l, t, budget);
+    out.layernorm = gpt2_layernorm(l, t);
     return out;
 }
 

@@ -6,7 +6,7 @@
 
 #include "core/problem.hpp"
 #include "input/json_text.hpp"
-#include "input/load.hpp"
+#include "input/load_options.hpp"
 #include "input/tensors.hpp"
 
 #include <map>

@@ -1,16 +1,15 @@
 #include "input/json_text.hpp"
 
 #include "core/error.hpp"
+#include "input/json_hints.hpp"
+#include "input/json_numbers.hpp"
 #include "util/hash_index.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
-#include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <omp.h>
 #include <optional>
@@ -60,7 +59,7 @@ public:
         Json doc = value();
         skip_space();
         if (pos_ < text_.size()) {
-            const std::string hint = hint_at(pos_, Slot::after_document);
+            const std::string hint = hint_at(text_, pos_, JsonSlot::after_document);
             fail(pos_, fmt::format("text after the end of the JSON document{}{}", hint.empty() ? "" : ": ", hint));
         }
         return doc;
@@ -81,14 +80,10 @@ private:
         throw DataError(fmt::format("{}:{}:{}: {}", origin_, where.line, where.column, message));
     }
 
-    // What the parser was reading when it met something else: a hint fits some mistakes only
-    // in some places (an unquoted word is a key in one place and a value in another).
-    enum class Slot { value, key, colon, after_item, after_document };
-
-    [[noreturn]] void unexpected(std::string_view expected, Slot slot) const {
+    [[noreturn]] void unexpected(std::string_view expected, JsonSlot slot) const {
         if (pos_ >= text_.size()) fail(pos_, fmt::format("unexpected end of input; expected {}", expected));
-        const std::string hint = hint_at(pos_, slot);
-        fail(pos_, fmt::format("expected {}, found {}{}{}", expected, shown_at(pos_), hint.empty() ? "" : ": ", hint));
+        const std::string hint = hint_at(text_, pos_, slot);
+        fail(pos_, fmt::format("expected {}, found {}{}{}", expected, shown_at(text_, pos_), hint.empty() ? "" : ": ", hint));
     }
 
     [[noreturn]] void trailing_comma(std::size_t comma, char closing) const {
@@ -97,119 +92,6 @@ private:
 
     [[noreturn]] void not_finite(std::size_t at) const {
         fail(at, "NaN and Infinity are not JSON numbers: every number must be finite");
-    }
-
-    static bool is_word_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-
-    // The bare word (letters, digits, '_') that starts at `at`, or "".
-    std::string_view word_at(std::size_t at) const {
-        if (at >= text_.size() || !is_word_start(text_[at])) return {};
-        std::size_t end = at;
-        while (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '_')) ++end;
-        return text_.substr(at, end - at);
-    }
-
-    // The characters of a number-like run at `at` (digits, signs, points, exponents).
-    std::string_view number_text_at(std::size_t at) const {
-        std::size_t end = at;
-        while (end < text_.size() && end - at < 24 && std::strchr("0123456789+-.eE", text_[end]) && text_[end] != '\0') ++end;
-        return text_.substr(at, end - at);
-    }
-
-    // The typographic quotes a word processor puts in place of ' and ": ‘ ’ “ ” „.
-    static bool is_typographic_quote(std::string_view text) {
-        return text.starts_with("\u2018") || text.starts_with("\u2019") || text.starts_with("\u201C") ||
-               text.starts_with("\u201D") || text.starts_with("\u201E");
-    }
-
-    // What stands at `at`, for "found …": a word or a number whole, the two characters that
-    // open a comment, or one character whole ('“', 'é'); control characters and bytes that are
-    // not UTF-8 escaped by printable().
-    std::string shown_at(std::size_t at) const {
-        const std::string_view rest = text_.substr(at);
-        if (rest.front() == '\'') return "a single quote";
-        if (rest.starts_with("//") || rest.starts_with("/*")) return fmt::format("'{}'", rest.substr(0, 2));
-        if (const auto word = word_at(at); !word.empty()) return fmt::format("'{}'", printable(word, 24));
-        if (std::strchr(".+", rest.front()) && rest.size() > 1 && is_digit(rest[1]))
-            return fmt::format("'{}'", number_text_at(at));
-        const std::size_t length = std::max<std::size_t>(utf8_sequence_length(rest), 1);
-        return fmt::format("'{}'", printable(rest.substr(0, length), 1));
-    }
-
-    // One clause on the likely mistake behind what stands at `at`, or "" when there is none
-    // to give.
-    std::string hint_at(std::size_t at, Slot slot) const {
-        const std::string_view rest = text_.substr(at);
-        if (rest.starts_with("//") || rest.starts_with("/*"))
-            return "JSON has no comments, so remove it (a note for the learner can go in \"description\")";
-        if (rest.front() == '\'') return single_quote_hint(at);
-        if (is_typographic_quote(rest))
-            return "a typographic quote, as word processors write them; JSON needs straight double quotes (\")";
-        const std::string_view word = word_at(at);
-        switch (slot) {
-        case Slot::key:
-            return word.empty() ? "" : fmt::format("keys need double quotes, as in \"{}\"", printable(word, 24));
-        case Slot::value:
-            if (!word.empty()) return bare_word_hint(word);
-            return number_hint(number_text_at(at));
-        case Slot::after_item:
-            return word.empty() && !std::strchr("\"[{-0123456789", rest.front()) ? "" : "perhaps a ',' is missing before it";
-        default: return "";
-        }
-    }
-
-    // 'journey' → write "journey": the text up to the closing single quote on the same line.
-    std::string single_quote_hint(std::size_t at) const {
-        const std::size_t close = text_.find_first_of("'\n", at + 1);
-        if (close == std::string_view::npos || text_[close] != '\'' || close - at > 41)
-            return "JSON strings and keys use double quotes (\"), not single quotes";
-        return fmt::format("JSON strings and keys use double quotes, as in \"{}\"", printable(text_.substr(at + 1, close - at - 1)));
-    }
-
-    // A word where a value should be: a Python or JavaScript spelling, or text without quotes.
-    static std::string bare_word_hint(std::string_view word) {
-        const std::string lower = fold_case(word);
-        if (lower == "true" || lower == "false" || lower == "null")
-            return fmt::format("write {}, as JSON spells true, false and null in lower case", lower);
-        if (lower == "none" || lower == "undefined" || lower == "nil")
-            return "write null, JSON's word for no value";
-        return fmt::format("JSON's only bare words are true, false and null; text needs double quotes, as in \"{}\"",
-                           printable(word, 24));
-    }
-
-    // ".5" → write 0.5, "+1" → write 1, "1." → write 1.0, "01" → write 1; "" when the text is
-    // not a number even after that change.
-    std::string number_hint(std::string_view text) const {
-        if (text.find_first_of("0123456789") == std::string_view::npos) return "";
-        std::string fixed;
-        std::string_view reason;
-        for (std::size_t i = 0; i < text.size(); ++i) {
-            const char c = text[i];
-            const bool sign_only = fixed.empty() || fixed == "-";
-            if (c == '+' && i == 0) {
-                reason = "a JSON number has no '+' sign";
-                continue;
-            }
-            if (c == '0' && sign_only && i + 1 < text.size() && is_digit(text[i + 1])) {
-                reason = "a JSON number does not start with a 0 followed by more digits";
-                continue;
-            }
-            if (c == '.' && sign_only) reason = "a JSON number needs a digit on both sides of the point", fixed += '0';
-            fixed += c;
-            if (c == '.' && (i + 1 == text.size() || !is_digit(text[i + 1])))
-                reason = "a JSON number needs a digit on both sides of the point", fixed += '0';
-        }
-        if (reason.empty() || !is_json_number(fixed)) return "";
-        return fmt::format("write {} ({})", fixed, reason);
-    }
-
-    // Whether `text` is one JSON number, as this parser reads it.
-    bool is_json_number(const std::string& text) const {
-        try {
-            return Parser(text, origin_, 1, nullptr).document().is_number();
-        } catch (const DataError&) {
-            return false;
-        }
     }
 
     std::string pointer() const {
@@ -247,8 +129,8 @@ private:
         }
         default:
             if (starts_number(peek())) return number_value();
-            if (const auto word = word_at(pos_); !word.empty()) return literal(word);
-            unexpected(a_value, Slot::value);
+            if (const auto word = json_word_at(text_, pos_); !word.empty()) return literal(word);
+            unexpected(a_value, JsonSlot::value);
         }
     }
 
@@ -258,13 +140,8 @@ private:
             pos_ += word.size();
             return word == "null" ? Json(nullptr) : Json(word == "true");
         }
-        if (is_not_finite(word)) not_finite(pos_);
-        unexpected(a_value, Slot::value);
-    }
-
-    static bool is_not_finite(std::string_view word) {
-        const std::string lower = fold_case(word);
-        return lower == "nan" || lower == "infinity" || lower == "inf";
+        if (is_not_finite_word(word)) not_finite(pos_);
+        unexpected(a_value, JsonSlot::value);
     }
 
     Json object() {
@@ -296,7 +173,7 @@ private:
         }
         while (true) {
             skip_space();
-            if (peek() != '"') unexpected("a string key", Slot::key);
+            if (peek() != '"') unexpected("a string key", JsonSlot::key);
             std::string key = string();
             frames_.back().key = key;
             if (!keys.insert(key).second) {
@@ -304,7 +181,7 @@ private:
                                             origin_, show_pointer(pointer()), printable(key)));
             }
             skip_space();
-            if (peek() != ':') unexpected("':' after the key", Slot::colon);
+            if (peek() != ':') unexpected("':' after the key", JsonSlot::colon);
             ++pos_;
             skip_space();
             Json member = value();
@@ -318,7 +195,7 @@ private:
                 continue;
             }
             if (peek() == '}') break;
-            unexpected("',' or '}' after an object member", Slot::after_item);
+            unexpected("',' or '}' after an object member", JsonSlot::after_item);
         }
         ++pos_;
         frames_.pop_back();
@@ -383,7 +260,7 @@ private:
                 continue;
             }
             if (peek() == ']') break;
-            unexpected("',' or ']' after an array element", Slot::after_item);
+            unexpected("',' or ']' after an array element", JsonSlot::after_item);
         }
         ++pos_;
         frames_.pop_back();
@@ -528,7 +405,7 @@ private:
                 ++pos_;
                 return Rows::closed;
             }
-            unexpected("',' or ']' after an array element", Slot::after_item);
+            unexpected("',' or ']' after an array element", JsonSlot::after_item);
         }
     }
 
@@ -637,7 +514,7 @@ private:
                 ++pos_;
                 return true;
             }
-            unexpected("',' or ']' after an array element", Slot::after_item);
+            unexpected("',' or ']' after an array element", JsonSlot::after_item);
         }
     }
 
@@ -661,55 +538,9 @@ private:
         return Json(value);
     }
 
-    static constexpr double powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                               1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                               1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-    // The usual number, "-0.123456": -?(0|[1-9][0-9]*)(\.[0-9]+)? with at most 19 digits in
-    // all and no exponent, read in one tight loop. Anything else, errors included, returns
-    // false with pos_ unmoved, and number() reads it the general way.
-    bool simple_number(double& out) {
-        const char* p = text_.data() + pos_;
-        const char* const end = text_.data() + text_.size();
-        const bool negative = p < end && *p == '-';
-        p += negative;
-        const char* const whole = p;
-        std::uint64_t m = 0;  // wraps beyond 19 digits, which are refused below
-        const auto digits = [&] {  // appends a run of digits to m; how many
-            const char* const from = p;
-            while (p < end && is_digit(*p)) m = m * 10 + static_cast<unsigned>(*p++ - '0');
-            return p - from;
-        };
-        const std::ptrdiff_t whole_digits = digits();
-        if (whole_digits == 0 || (*whole == '0' && whole_digits > 1)) return false;
-        std::ptrdiff_t fraction_digits = 0;
-        if (p < end && *p == '.') {
-            ++p;
-            fraction_digits = digits();
-            if (fraction_digits == 0) return false;
-        }
-        if (p < end && (*p == 'e' || *p == 'E' || *p == '.')) return false;
-        if (whole_digits + fraction_digits > 19 || m > (std::uint64_t{1} << 53)) return false;
-        // m ≤ 2⁵³ and 10^k (k ≤ 19) are exact doubles: one division rounds correctly (Clinger).
-        const double value = static_cast<double>(m) / powers_of_ten[fraction_digits];
-        out = negative ? -value : value;
-        pos_ = static_cast<std::size_t>(p - text_.data());
-        return true;
-    }
-
-    // A number's text, checked against the grammar, with its digits as one integer m and a
-    // power of ten e (m·10^e, the digits beyond the 19th dropped but counted).
-    struct ScannedNumber {
-        std::size_t start = 0;
-        std::uint64_t mantissa = 0;
-        int significant = 0, exponent = 0;
-        bool negative = false;
-        bool plain = true;  // no exponent part
-    };
-
     [[noreturn]] void bad_number(std::size_t start) const {
-        if (text_[start] == '-' && is_not_finite(word_at(start + 1))) not_finite(start);  // -Infinity
-        const std::string_view written = number_text_at(start);
+        if (text_[start] == '-' && is_not_finite_word(json_word_at(text_, start + 1))) not_finite(start);  // -Infinity
+        const std::string_view written = number_text_at(text_, start);
         if (const std::string hint = number_hint(written); !hint.empty())
             fail(start, fmt::format("invalid number '{}': {}", printable(written), hint));
         std::size_t end = pos_;
@@ -717,72 +548,19 @@ private:
         fail(start, fmt::format("invalid number '{}'", printable(text_.substr(start, std::max(end, pos_ + 1) - start))));
     }
 
-    // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-    ScannedNumber scan_number() {
-        ScannedNumber n;
-        n.start = pos_;
-        const auto digits = [&](bool fraction) {
-            const std::size_t from = pos_;
-            for (; pos_ < text_.size() && is_digit(text_[pos_]); ++pos_) {
-                if (n.mantissa == 0 && text_[pos_] == '0') {
-                    n.exponent -= fraction;
-                    continue;
-                }
-                if (++n.significant <= 19) {
-                    n.mantissa = n.mantissa * 10 + static_cast<std::uint64_t>(text_[pos_] - '0');
-                    n.exponent -= fraction;
-                } else {
-                    n.exponent += !fraction;  // dropped digits still count in the magnitude
-                }
-            }
-            return pos_ > from;
-        };
-        n.negative = peek() == '-';
-        if (n.negative) ++pos_;
-        if (peek() == '0') ++pos_;
-        else if (!digits(false)) bad_number(n.start);
-        if (peek() == '.') {
-            ++pos_;
-            if (!digits(true)) bad_number(n.start);
-        }
-        if (peek() == 'e' || peek() == 'E') {
-            n.plain = false;
-            ++pos_;
-            if (peek() == '+' || peek() == '-') ++pos_;
-            const std::size_t from = pos_;
-            while (pos_ < text_.size() && is_digit(text_[pos_])) ++pos_;
-            if (pos_ == from) bad_number(n.start);
-        }
-        if (is_digit(peek())) bad_number(n.start);  // "01"
-        return n;
-    }
-
-    // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, as a finite double, correctly rounded.
+    // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, as a finite double, correctly rounded
+    // (json_numbers.hpp); the usual short decimal inline.
     double number() {
-        if (double value; simple_number(value)) return value;
-        const ScannedNumber n = scan_number();
-        // Clinger's fast path: m ≤ 2⁵³ and 10^|e| ≤ 10²² are exact doubles, so one IEEE
-        // multiplication or division rounds correctly. It covers most of what simple_number()
-        // leaves, such as "4.35e+2".
-        if (n.plain && n.significant <= 19 && n.mantissa <= (std::uint64_t{1} << 53) && n.exponent >= -22 && n.exponent <= 22) {
-            const double m = static_cast<double>(n.mantissa);
-            const double value = n.exponent < 0 ? m / powers_of_ten[-n.exponent] : m * powers_of_ten[n.exponent];
-            return n.negative ? -value : value;
-        }
-        const char* first = text_.data() + n.start;
-        const char* last = text_.data() + pos_;
+        if (double value; read_simple_number(text_, pos_, value)) return value;
+        const std::size_t start = pos_;
         double value = 0;
-        const auto [end, error] = std::from_chars(first, last, value);
-        if (error == std::errc::result_out_of_range) {
-            // Too small underflows to (nearly) 0, which is fine; too large is refused.
-            value = std::strtod(std::string(first, last).c_str(), nullptr);
-            if (!std::isfinite(value))
-                refuse(n.start, fmt::format("number out of range: {} does not fit a double",
-                                            std::string_view(first, static_cast<std::size_t>(last - first))));
-        } else if (error != std::errc() || end != last) {
-            bad_number(n.start);
+        switch (read_number(text_, pos_, value)) {
+        case NumberRead::ok: return value;
+        case NumberRead::out_of_range:
+            refuse(start, fmt::format("number out of range: {} does not fit a double", text_.substr(start, pos_ - start)));
+        case NumberRead::malformed: break;
         }
-        return value;
+        bad_number(start);
     }
 
     // A string literal from its opening quote: escapes decoded, UTF-8 checked.
@@ -916,176 +694,6 @@ Json parse_json(std::string_view text, const std::string& origin, MemoryBudget* 
 std::pair<std::size_t, std::size_t> line_and_column(std::string_view text, std::size_t offset) {
     const Location where = locate(text, offset);
     return {where.line, where.column};
-}
-
-Json packed_vector(const double* numbers, std::size_t count) {
-    Json::binary_t bytes(std::vector<std::uint8_t>(count * sizeof(double)));
-    if (count > 0) std::memcpy(bytes.data(), numbers, count * sizeof(double));
-    return Json::binary(std::move(bytes));
-}
-
-Json packed_matrix(const double* numbers, std::size_t rows, std::size_t columns) {
-    Json::binary_t bytes(std::vector<std::uint8_t>(rows * columns * sizeof(double)));
-    if (rows * columns > 0) std::memcpy(bytes.data(), numbers, rows * columns * sizeof(double));
-    return Json::binary(std::move(bytes), columns);  // the subtype holds the row length
-}
-
-Json packed_string_array(const std::vector<std::string>& strings) {
-    std::vector<std::uint64_t> ends;
-    std::string text;
-    for (const auto& s : strings) {
-        text += s;
-        ends.push_back(text.size());
-    }
-    const std::uint64_t count = ends.size();
-    std::vector<std::uint8_t> bytes(sizeof count + ends.size() * sizeof(std::uint64_t) + text.size());
-    std::memcpy(bytes.data(), &count, sizeof count);
-    if (!ends.empty()) std::memcpy(bytes.data() + sizeof count, ends.data(), ends.size() * sizeof(std::uint64_t));
-    if (!text.empty()) std::memcpy(bytes.data() + sizeof count + ends.size() * sizeof(std::uint64_t), text.data(), text.size());
-    return Json::binary(std::move(bytes), strings_flag);
-}
-
-bool is_packed_numbers(const Json& value) { return value.is_binary() && !value.get_binary().has_subtype(); }
-
-bool is_packed_matrix(const Json& value) {
-    return value.is_binary() && value.get_binary().has_subtype() &&
-           !(value.get_binary().subtype() & (words_flag | strings_flag | float_rows_flag));
-}
-
-Json packed_float_rows(FloatRows rows) {
-    std::vector<std::uint8_t> bytes(sizeof rows.data + sizeof rows.rows);
-    std::memcpy(bytes.data(), &rows.data, sizeof rows.data);
-    std::memcpy(bytes.data() + sizeof rows.data, &rows.rows, sizeof rows.rows);
-    return Json::binary(std::move(bytes), float_rows_flag | rows.columns);
-}
-
-bool is_packed_float_rows(const Json& value) {
-    return value.is_binary() && value.get_binary().has_subtype() && (value.get_binary().subtype() & float_rows_flag) &&
-           !(value.get_binary().subtype() & (words_flag | strings_flag));
-}
-
-FloatRows packed_float_rows_of(const Json& value) {
-    const auto& bytes = value.get_binary();
-    FloatRows rows;
-    std::memcpy(&rows.data, bytes.data(), sizeof rows.data);
-    std::memcpy(&rows.rows, bytes.data() + sizeof rows.data, sizeof rows.rows);
-    rows.columns = static_cast<std::size_t>(bytes.subtype() & ~float_rows_flag);
-    return rows;
-}
-
-bool is_packed_strings(const Json& value) {
-    return value.is_binary() && value.get_binary().has_subtype() && value.get_binary().subtype() == strings_flag;
-}
-
-PackedStrings packed_strings(const Json& value) {
-    const auto& bytes = value.get_binary();
-    PackedStrings strings;
-    std::uint64_t count = 0;
-    std::memcpy(&count, bytes.data(), sizeof count);
-    strings.count = count;
-    strings.ends = bytes.data() + sizeof count;
-    strings.text = reinterpret_cast<const char*>(strings.ends + count * sizeof(std::uint64_t));
-    return strings;
-}
-
-std::string_view PackedStrings::operator[](std::size_t i) const {
-    std::uint64_t from = 0, to = 0;
-    if (i > 0) std::memcpy(&from, ends + (i - 1) * sizeof from, sizeof from);
-    std::memcpy(&to, ends + i * sizeof to, sizeof to);
-    return {text + from, static_cast<std::size_t>(to - from)};
-}
-
-bool is_packed_words(const Json& value) {
-    return value.is_binary() && value.get_binary().has_subtype() && (value.get_binary().subtype() & words_flag);
-}
-
-PackedWords packed_words(const Json& value) {
-    const auto& bytes = value.get_binary();
-    PackedWords words;
-    std::uint64_t count = 0;
-    std::memcpy(&count, bytes.data(), sizeof count);
-    words.count = count;
-    words.width = static_cast<std::size_t>(bytes.subtype() & ~words_flag);
-    words.rows = bytes.data() + sizeof count;
-    words.ends = words.rows + count * words.width * sizeof(double);
-    words.keys = reinterpret_cast<const char*>(words.ends + count * sizeof(std::uint64_t));
-    return words;
-}
-
-Json unpack_words(const Json& value) {
-    const PackedWords words = packed_words(value);
-    Json object = Json::object();
-    for (std::size_t i = 0; i < words.count; ++i) {
-        Json::binary_t row(std::vector<std::uint8_t>(words.width * sizeof(double)));
-        words.copy_row(i, reinterpret_cast<double*>(row.data()));
-        object[std::string(words.word(i))] = Json::binary(std::move(row));
-    }
-    return object;
-}
-
-std::string_view PackedWords::word(std::size_t i) const {
-    std::uint64_t from = 0, to = 0;
-    if (i > 0) std::memcpy(&from, ends + (i - 1) * sizeof from, sizeof from);
-    std::memcpy(&to, ends + i * sizeof to, sizeof to);
-    return {keys + from, static_cast<std::size_t>(to - from)};
-}
-
-void PackedWords::copy_row(std::size_t i, double* out) const {
-    std::memcpy(out, rows + i * width * sizeof(double), width * sizeof(double));
-}
-
-std::size_t packed_size(const Json& value) { return value.get_binary().size() / sizeof(double); }
-
-std::size_t packed_columns(const Json& value) { return static_cast<std::size_t>(value.get_binary().subtype()); }
-
-std::size_t rows_of(const Json& value) {
-    if (is_packed_float_rows(value)) return packed_float_rows_of(value).rows;
-    return is_packed_matrix(value) ? packed_size(value) / packed_columns(value) : value.size();
-}
-
-void copy_packed(const Json& value, double* out) {
-    const auto& bytes = value.get_binary();
-    std::memcpy(out, bytes.data(), bytes.size());
-}
-
-std::string pointer_child(std::string_view pointer, std::string_view key) {
-    std::string out(pointer);
-    out += '/';
-    for (const char c : key) {
-        if (c == '~') out += "~0";
-        else if (c == '/') out += "~1";
-        else out += c;
-    }
-    return out;
-}
-
-std::string pointer_child(std::string_view pointer, std::size_t index) {
-    return fmt::format("{}/{}", pointer, index);
-}
-
-std::string show_pointer(std::string_view pointer) {
-    return pointer.empty() ? std::string("/") : std::string(pointer);
-}
-
-std::string describe(const Json& value) {
-    switch (value.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return fmt::format("boolean {}", value.get<bool>());
-    case Json::value_t::string:
-        return fmt::format("string \"{}\"", printable(value.get_ref<const std::string&>(), 24));
-    case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned:
-    case Json::value_t::number_float: return fmt::format("number {}", value.dump());
-    case Json::value_t::array:
-        return value.empty() ? "an empty array" : fmt::format("an array of {}", value.size());
-    case Json::value_t::binary:
-        if (is_packed_words(value)) return "an object";
-        if (is_packed_strings(value)) return fmt::format("an array of {} strings", packed_strings(value).count);
-        return is_packed_matrix(value) ? fmt::format("an array of {} rows of {} numbers", rows_of(value), packed_columns(value))
-                                       : fmt::format("an array of {} numbers", packed_size(value));
-    case Json::value_t::object: return value.empty() ? "an empty object" : "an object";
-    default: return "a value of another kind";
-    }
 }
 
 }  // namespace attntrace

@@ -2,7 +2,6 @@
 
 #include "core/error.hpp"
 #include "input/examples.hpp"
-#include "input/json_text.hpp"
 #include "util/suggest.hpp"
 #include "util/utf8.hpp"
 
@@ -23,17 +22,19 @@
 namespace attntrace {
 namespace {
 
-DataError too_large(const std::string& origin, std::uint64_t max_bytes) {
-    return DataError(fmt::format("{}: input larger than {} bytes, the limit set by --max-input", origin, max_bytes));
+// `limit`: what set max_bytes, as the message says it ("the limit set by --max-input").
+DataError too_large(const std::string& origin, std::uint64_t max_bytes, std::string_view limit) {
+    return DataError(fmt::format("{}: input larger than {} bytes, {}", origin, max_bytes, limit));
 }
 
 // Standard input (or a pipe, a FIFO): read in chunks until the end.
-std::string read_stream(std::FILE* file, const std::string& origin, std::uint64_t max_bytes) {
+std::string read_stream(std::FILE* file, const std::string& origin, std::uint64_t max_bytes,
+                        std::string_view limit = max_input_limit) {
     std::string text;
     char buffer[1 << 16];
     while (true) {
         const std::size_t n = std::fread(buffer, 1, sizeof buffer, file);
-        if (text.size() + n > max_bytes) throw too_large(origin, max_bytes);
+        if (text.size() + n > max_bytes) throw too_large(origin, max_bytes, limit);
         text.append(buffer, n);
         if (n < sizeof buffer) break;
     }
@@ -161,8 +162,8 @@ void require_intact(const std::shared_ptr<const void>& storage, std::string_view
         }
 }
 
-InputText read_input(const std::string& path, std::uint64_t max_bytes) {
-    if (path == "-") return from_string(read_stream(stdin, "<stdin>", max_bytes), "<stdin>");
+InputText read_input(const std::string& path, std::uint64_t max_bytes, std::string_view limit) {
+    if (path == "-") return from_string(read_stream(stdin, "<stdin>", max_bytes, limit), "<stdin>");
     if (path.starts_with("example:")) return example_input(std::string_view(path).substr(8));
     // The path appears in messages and in JSON output: make it printable, valid UTF-8.
     const std::string origin = printable(path, 4096);
@@ -174,12 +175,12 @@ InputText read_input(const std::string& path, std::uint64_t max_bytes) {
         throw DataError(fmt::format("cannot read {}: {}", origin, std::strerror(errno)));
     if (S_ISDIR(info.st_mode)) throw DataError(fmt::format("cannot read {}: it is a directory", origin));
     if (!S_ISREG(info.st_mode) || info.st_size == 0)
-        return from_string(read_stream(file.get(), origin, max_bytes), origin);
+        return from_string(read_stream(file.get(), origin, max_bytes, limit), origin);
     const auto size = static_cast<std::size_t>(info.st_size);
-    if (size > max_bytes) throw too_large(origin, max_bytes);
+    if (size > max_bytes) throw too_large(origin, max_bytes, limit);
     // MAP_POPULATE maps every page at once: far cheaper than a fault per page as it is read.
     void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, ::fileno(file.get()), 0);
-    if (address == MAP_FAILED) return from_string(read_stream(file.get(), origin, max_bytes), origin);
+    if (address == MAP_FAILED) return from_string(read_stream(file.get(), origin, max_bytes, limit), origin);
     auto mapping = std::make_shared<const detail::Mapping>(address, size, ::fileno(file.get()));
     if (!mapping->guarded()) return from_string(std::string(mapping->text()), origin);  // no slot: a copy is safe
     return {mapping->text(), origin, mapping, mapping.get()};

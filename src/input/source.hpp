@@ -38,8 +38,11 @@ void require_intact(const std::shared_ptr<const void>& storage, std::string_view
 
 // Reads PATH, standard input for "-", or the built-in example NAME for "example:NAME" (the
 // same name messages and JSON give it). Throws DataError when it cannot be read, or when it
-// is larger than `max_bytes` (--max-input).
-InputText read_input(const std::string& path, std::uint64_t max_bytes = default_max_input_bytes);
+// is larger than `max_bytes`, saying what set that limit (`limit`: --max-input, unless the
+// command has no such option).
+inline constexpr std::string_view max_input_limit = "the limit set by --max-input";
+InputText read_input(const std::string& path, std::uint64_t max_bytes = default_max_input_bytes,
+                     std::string_view limit = max_input_limit);
 
 // With no input named: standard input, read as jq reads it, when it is a pipe or a file;
 // else nothing, and the caller takes its default. A terminal, /dev/null (a device) or a

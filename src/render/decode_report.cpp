@@ -140,9 +140,11 @@ Report heading(const Decode& d, const RenderOptions& options) {
     const std::string first = d.prefill == 1 ? fmt::format("token 1 (\"{}\")", d.tokens.front())
                                              : fmt::format("tokens 1–{}", d.prefill);
     r.preamble.push_back(fmt::format(
-        "prefill: {} go{} in at once and {} key{} and value{} fill the cache; then one step per token, positions {}–{}",
+        "prefill: {} go{} in at once and {} key{} and value{} fill the cache; then {}",
         first, d.prefill == 1 ? "es" : "", d.prefill == 1 ? "its" : "their", d.prefill == 1 ? "" : "s",
-        d.prefill == 1 ? "" : "s", d.prefill + 1, n));
+        d.prefill == 1 ? "" : "s",
+        d.prefill + 1 == n ? fmt::format("one step, position {}", n)
+                           : fmt::format("one step per token, positions {}–{}", d.prefill + 1, n)));
     r.preamble.push_back(fmt::format("the prefill's keys and values, projected token by token, equal {} of the full "
                                      "trace's K and V{}: largest difference {}",
                                      d.prefill == 1 ? std::string("row 1") : fmt::format("rows 1–{}", d.prefill),
@@ -157,7 +159,9 @@ Report step_report(const Decode& d, const DecodeStep& s, int digits) {
     Report r;
     // A step is named by its position, as --step names it: the steps are positions P + 1 … n.
     const std::int64_t n = static_cast<std::int64_t>(d.tokens.size());
-    r.title = fmt::format("step {} (of steps {}–{}) · \"{}\" · the cache now holds {}", s.position, d.prefill + 1, n,
+    r.title = fmt::format("step {} ({}) · \"{}\" · the cache now holds {}", s.position,
+                          d.prefill + 1 == n ? std::string("the only step")
+                                             : fmt::format("of steps {}–{}", d.prefill + 1, n),
                           s.token, plural(s.cache_tokens, "token", "tokens"));
     r.preamble.push_back(d.layernorm ? fmt::format("LN(x_{}) = {}: the token's vector after ln_1, what the projections read",
                                                    s.token, vector_text(s.x, digits))
@@ -201,15 +205,15 @@ Report step_report(const Decode& d, const DecodeStep& s, int digits) {
 Report summary_report(const Decode& d) {
     Report r;
     r.title = "decode summary";
-    const std::string steps = d.total_steps == 1 ? "the one step" : fmt::format("all {} steps", d.total_steps);
+    const bool one = d.total_steps == 1;
+    const std::string steps = one ? "the one step equals its row" : fmt::format("all {} steps equal their rows", d.total_steps);
     r.preamble.push_back(
-        d.exact       ? fmt::format("{} equal their rows of the full causal trace to the last bit (largest difference 0)", steps)
-        : d.all_match ? fmt::format("{} equal their rows of the full causal trace within {:.0e} of their size (largest "
-                                    "difference {:.1e})",
-                                    steps, d.tolerance, d.max_difference)
-                      : fmt::format("not every step equals its row of the full causal trace within {:.0e}: largest "
-                                    "difference {:.1e}",
-                                    d.tolerance, d.max_difference));
+        d.exact       ? fmt::format("{} of the full causal trace to the last bit (largest difference 0)", steps)
+        : d.all_match ? fmt::format("{} of the full causal trace within {:.0e} of {} size (largest difference {:.1e})",
+                                    steps, d.tolerance, one ? "its" : "their", d.max_difference)
+                      : fmt::format("{} its row of the full causal trace within {:.0e}: largest difference {:.1e}",
+                                    one ? "the one step does not equal" : "not every step equals", d.tolerance,
+                                    d.max_difference));
     const std::string per_head = d.heads > 1 ? fmt::format(", per head (the {} heads do {} times as many)", d.heads, d.heads) : "";
     r.preamble.push_back(fmt::format(
         "dot products of queries with keys over the {}{}: {} with the cache (i at step i) against {} recomputing the "

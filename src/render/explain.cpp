@@ -27,6 +27,11 @@ std::string weights_source(const Trace& trace) {
 // "1 row", "6 rows".
 std::string rows_text(std::size_t n) { return fmt::format("{} row{}", n, n == 1 ? "" : "s"); }
 
+// "1 token", "6 tokens": a count of a shape, with its noun's number.
+std::string counted(Eigen::Index n, std::string_view one, std::string_view many) {
+    return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
 // The rows the comparison of softmax and the sum left out, and why, each kind counted: every
 // row of the run is either compared or named here.
 std::string left_out(const RunFacts& f) {
@@ -70,6 +75,9 @@ std::string normalisation_contrast(const Trace& trace, int head) {
         text = fmt::format("On this run {} gives the top key more weight than dividing by the row sum, in {}: the scores "
                            "differ enough for it to sharpen",
                            softmax, rows);
+    else if (same == n)  // one key a row (a single token), or scores all equal
+        text = fmt::format("On this run {} gives the top key the same weight as dividing by the row sum, in {}", softmax,
+                           rows);
     else
         text = fmt::format("On this run {} gives the top key more weight than dividing by the row sum in {} of the {} rows "
                            "{}and less in {}{}",
@@ -125,11 +133,11 @@ std::vector<std::string> single_inputs(const Trace& trace, const Stage& stage) {
         return {"Each token enters as a row vector, its hidden state: what the model's earlier layers made of the "
                 "token and of the tokens before it, read from the input; stacked, the rows form X. The layer first "
                 "normalises each row (the layernorm stage) and projects what comes out.",
-                fmt::format("X: {} tokens × {} numbers", n, d_in)};
+                fmt::format("X: {} × {}", counted(n, "token", "tokens"), counted(d_in, "number", "numbers"))};
     if (id == StageId::inputs)
         return {"Each token enters as a row vector, its embedding, taken from the input; stacked, the rows "
                 "form X. In a trained model, words used alike get embeddings that point alike.",
-                fmt::format("X: {} tokens × {} numbers", n, d_in)};
+                fmt::format("X: {} × {}", counted(n, "token", "tokens"), counted(d_in, "number", "numbers"))};
     if (plain && (id == StageId::queries || id == StageId::keys || id == StageId::values))
         return {"Plain attention has no weight matrices: each embedding serves directly as its "
                 "own query, key and value. The lectures start here, before adding projections.",
@@ -160,7 +168,8 @@ std::vector<std::string> layernorm_stage(const Trace& trace, const Stage& stage)
             "and divides by its standard deviation, with ε added to the variance under the square root, so the row "
             "has mean 0 and a variance just under 1; then it multiplies number k by γ_k and adds β_k, the layer's "
             "own parameters (gamma and beta under parameters).",
-            fmt::format("{}: {} tokens × {} numbers", stage.formula, stage.row_count(), stage.col_count())};
+            fmt::format("{}: {} × {}", stage.formula, counted(stage.row_count(), "token", "tokens"),
+                        counted(stage.col_count(), "number", "numbers"))};
 }
 
 // The weights stage of any mode: what the normalisation does, measured against the other on
@@ -245,6 +254,10 @@ std::vector<std::string> masked_explanation(const Trace& trace, const Stage& sta
     for (Eigen::Index r = 0; r < stage.row_count(); ++r)
         for (Eigen::Index c = 0; c < stage.col_count(); ++c)
             if (stage.is_masked(r, c)) ++hidden, infinite = infinite && std::isinf(stage.data(r, c));
+    if (hidden == 0)  // a causal run of one token, a window wider than the input: no key is hidden
+        return {"The mask hides nothing on this run: every query may see every key it meets, so the scores pass "
+                "through unchanged.",
+                fmt::format("{}: {} (0 entries hidden)", stage.formula, square)};
     why += infinite ? "Their scores become −∞, which softmax turns into weight exactly 0: hidden keys are cut off, not "
                       "merely turned down."
                     : "Here their scores become a finite number (--mask-fill) rather than −∞: to softmax it is an "
@@ -253,76 +266,49 @@ std::vector<std::string> masked_explanation(const Trace& trace, const Stage& sta
     return {why, fmt::format("{}: {} ({} entr{} hidden)", stage.formula, square, hidden, hidden == 1 ? "y" : "ies")};
 }
 
-// scores, scaled, masked, weights and context of a single-sequence mode.
-std::vector<std::string> single_attention(const Trace& trace, const Stage& stage) {
-    const bool plain = !mode_spec(trace.mode).learned_projections;
-    const auto n = trace.at(StageId::inputs).row_count();
-    const StageId id = stage.id;
-    const std::string square = shape(stage);
-    if (id == StageId::scores && trace.positions == PositionScheme::rope)
-        return {"Each rotated query meets every rotated key in a dot product, which is large when the two vectors "
-                "point the same way. Both were turned by their positions, so a score depends on how far apart the "
-                "two tokens stand as well as on what they hold. Row i holds how well token i's query matches each key.",
-                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::queries, stage.head).col_count(),
-                            trace.at(StageId::keys, stage.head).col_count(), n, square)};
-    if (id == StageId::scores)
-        return {"Each query meets every key in a dot product, which is large when the two vectors "
-                "point the same way. Row i holds how well token i's query matches each key.",
-                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::queries, stage.head).col_count(),
-                            trace.at(StageId::keys, stage.head).col_count(), n, square)};
-    if (id == StageId::scaled) {
-        const auto d_k = trace.at(StageId::queries, stage.head).col_count();
-        const std::string why = fmt::format(
-            "A dot product adds d_k terms: when they are independent, its variance is d_k times theirs, so "
-            "its spread grows like √d_k, and softmax of widely spread scores hands nearly all the weight to "
-            "one key. Dividing by √d_k keeps the spread about that of a single term. Here the scores "
-            "spread with a standard deviation of {}",
-            number(trace.facts_of(stage.head).score_spread));
-        if (!stage.applied)
-            return {why + (mode_spec(trace.mode).scaled
-                               ? "; --scale none leaves them so (without it they would be divided by √" +
-                                     std::to_string(d_k) + ")."
-                               : "; plain attention, the lecture's first version, uses them as they are."),
-                    fmt::format("S' = S: {}", square)};
-        const std::string divisor = trace.scale_rule == ScaleRule::sqrt ? fmt::format("√{}", d_k) : number(trace.scale);
-        const std::string per_head =
-            stage.head > 0 ? fmt::format(" With heads, each score is a dot product of one head's d_head = {} numbers, not "
-                                         "of all d_model = {}: the other heads' columns never enter it, so √d_head is "
-                                         "the right divisor.",
-                                         d_k, d_k * trace.heads)
-                           : "";
-        return {fmt::format("{}, and {} after dividing by {}{}.{}", why, number(trace.facts_of(stage.head).scaled_spread),
-                            divisor, trace.scale_rule == ScaleRule::value ? " (--scale)" : "", per_head),
-                fmt::format("S' = S / {}: {} → {}", divisor, square, square)};
-    }
-    if (id == StageId::masked) return masked_explanation(trace, stage, square);
-    if (id == StageId::weights)
-        return weights_explanation(trace, fmt::format("A = {{}} per row: {} → {}", square, square), stage.head);
-    if (id == StageId::concat)
-        return {fmt::format("Each of the {} heads gave every token a context vector of {} numbers. Put side by side they "
-                            "make one vector of {} per token: head 1's numbers first.",
-                            trace.heads, stage.col_count() / trace.heads, stage.col_count()),
-                fmt::format("concat = [Z_1 … Z_{}]: {} × ({} × {}) → {}", trace.heads, trace.heads, n,
-                            stage.col_count() / trace.heads, square)};
-    if (id == StageId::output) {
-        const auto rows = trace.parameter("W_o").data.rows();
-        if (trace.heads == 1)
-            return {"W_o maps each context vector to the output, as the output projection of a Transformer layer does.",
-                    fmt::format("output = Z·W_o: ({}×{})·({}×{}) → {}", n, rows, rows, stage.col_count(), square)};
-        return {fmt::format("W_o mixes the heads: every output number is a weighted sum of all {} numbers of the "
-                            "concatenation. Its rows fall into {} blocks, one per head, so the output is the sum of each "
-                            "head's context times its own block (head_contributions shows each).",
-                            rows, trace.heads),
-                fmt::format("output = concat·W_o: ({}×{})·({}×{}) → {}", n, rows, rows, stage.col_count(), square)};
-    }
-    if (id == StageId::head_contributions)
-        return {fmt::format("What head {} adds to the output: its context times its rows of W_o. Adding the {} "
-                            "contributions gives the output (up to rounding), so each number can be traced to the heads that "
-                            "moved it.",
-                            stage.head, trace.heads),
-                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::context, stage.head).col_count(),
-                            trace.at(StageId::context, stage.head).col_count(), stage.col_count(), square)};
-    // context
+// The scaled scores: why √d_k, and how it narrowed the scores' spread here.
+std::vector<std::string> scaled_explanation(const Trace& trace, const Stage& stage, const std::string& square) {
+    const auto d_k = trace.at(StageId::queries, stage.head).col_count();
+    const std::string why = fmt::format(
+        "A dot product adds d_k terms: when they are independent, its variance is d_k times theirs, so "
+        "its spread grows like √d_k, and softmax of widely spread scores hands nearly all the weight to "
+        "one key. Dividing by √d_k keeps the spread about that of a single term. Here the scores "
+        "spread with a standard deviation of {}",
+        number(trace.facts_of(stage.head).score_spread));
+    if (!stage.applied)
+        return {why + (mode_spec(trace.mode).scaled
+                           ? "; --scale none leaves them so (without it they would be divided by √" +
+                                 std::to_string(d_k) + ")."
+                           : "; plain attention, the lecture's first version, uses them as they are."),
+                fmt::format("S' = S: {}", square)};
+    const std::string divisor = trace.scale_rule == ScaleRule::sqrt ? fmt::format("√{}", d_k) : number(trace.scale);
+    const std::string per_head =
+        stage.head > 0 ? fmt::format(" With heads, each score is a dot product of one head's d_head = {} numbers, not "
+                                     "of all d_model = {}: the other heads' columns never enter it, so √d_head is "
+                                     "the right divisor.",
+                                     d_k, d_k * trace.heads)
+                       : "";
+    return {fmt::format("{}, and {} after dividing by {}{}.{}", why, number(trace.facts_of(stage.head).scaled_spread),
+                        divisor, trace.scale_rule == ScaleRule::value ? " (--scale)" : "", per_head),
+            fmt::format("S' = S / {}: {} → {}", divisor, square, square)};
+}
+
+// The output: W_o applied to the context, or mixing the heads' contexts.
+std::vector<std::string> output_explanation(const Trace& trace, const Stage& stage, const std::string& square,
+                                            Eigen::Index n) {
+    const auto rows = trace.parameter("W_o").data.rows();
+    if (trace.heads == 1)
+        return {"W_o maps each context vector to the output, as the output projection of a Transformer layer does.",
+                fmt::format("output = Z·W_o: ({}×{})·({}×{}) → {}", n, rows, rows, stage.col_count(), square)};
+    return {fmt::format("W_o mixes the heads: every output number is a weighted sum of all {} numbers of the "
+                        "concatenation. Its rows fall into {} blocks, one per head, so the output is the sum of each "
+                        "head's context times its own block (head_contributions shows each).",
+                        rows, trace.heads),
+            fmt::format("output = concat·W_o: ({}×{})·({}×{}) → {}", n, rows, rows, stage.col_count(), square)};
+}
+
+// The context: the weighted sum of the values, and where word order enters it (or does not).
+std::vector<std::string> context_explanation(const Trace& trace, const Stage& stage, Eigen::Index n, bool plain) {
     const auto d_v = trace.at(StageId::values, stage.head).col_count();
     const bool order_mask = mode_spec(trace.mode).causal || masked_for(trace, stage.head, reason_window);
     const std::string mask = order_mask ? " and through the mask" : "";
@@ -345,6 +331,44 @@ std::vector<std::string> single_attention(const Trace& trace, const Stage& stage
             fmt::format("Z = A·{}: ({}×{})·({}×{}) → {}", plain ? "X" : "V", n, n, n, d_v, shape(stage))};
 }
 
+// scores, scaled, masked, weights and context of a single-sequence mode.
+std::vector<std::string> single_attention(const Trace& trace, const Stage& stage) {
+    const bool plain = !mode_spec(trace.mode).learned_projections;
+    const auto n = trace.at(StageId::inputs).row_count();
+    const StageId id = stage.id;
+    const std::string square = shape(stage);
+    if (id == StageId::scores && trace.positions == PositionScheme::rope)
+        return {"Each rotated query meets every rotated key in a dot product, which is large when the two vectors "
+                "point the same way. Both were turned by their positions, so a score depends on how far apart the "
+                "two tokens stand as well as on what they hold. Row i holds how well token i's query matches each key.",
+                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::queries, stage.head).col_count(),
+                            trace.at(StageId::keys, stage.head).col_count(), n, square)};
+    if (id == StageId::scores)
+        return {"Each query meets every key in a dot product, which is large when the two vectors "
+                "point the same way. Row i holds how well token i's query matches each key.",
+                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::queries, stage.head).col_count(),
+                            trace.at(StageId::keys, stage.head).col_count(), n, square)};
+    if (id == StageId::scaled) return scaled_explanation(trace, stage, square);
+    if (id == StageId::masked) return masked_explanation(trace, stage, square);
+    if (id == StageId::weights)
+        return weights_explanation(trace, fmt::format("A = {{}} per row: {} → {}", square, square), stage.head);
+    if (id == StageId::concat)
+        return {fmt::format("Each of the {} heads gave every token a context vector of {} numbers. Put side by side they "
+                            "make one vector of {} per token: head 1's numbers first.",
+                            trace.heads, stage.col_count() / trace.heads, stage.col_count()),
+                fmt::format("concat = [Z_1 … Z_{}]: {} × ({} × {}) → {}", trace.heads, trace.heads, n,
+                            stage.col_count() / trace.heads, square)};
+    if (id == StageId::output) return output_explanation(trace, stage, square, n);
+    if (id == StageId::head_contributions)
+        return {fmt::format("What head {} adds to the output: its context times its rows of W_o. Adding the {} "
+                            "contributions gives the output (up to rounding), so each number can be traced to the heads that "
+                            "moved it.",
+                            stage.head, trace.heads),
+                fmt::format("{}: ({}×{})·({}×{}) → {}", stage.formula, n, trace.at(StageId::context, stage.head).col_count(),
+                            trace.at(StageId::context, stage.head).col_count(), stage.col_count(), square)};
+    return context_explanation(trace, stage, n, plain);
+}
+
 // embeddings, positions, queries_rotated and keys_rotated: the position information.
 std::vector<std::string> position_stages(const Trace& trace, const Stage& stage) {
     const auto n = stage.row_count();
@@ -354,7 +378,7 @@ std::vector<std::string> position_stages(const Trace& trace, const Stage& stage)
         return {"Each token's embedding as the input gives it: the same vector wherever the word stands. Attention "
                 "compares every query with every key whatever their places, so on its own it cannot tell one word "
                 "order from another; the encodings of the positions are added next.",
-                fmt::format("E: {} tokens × {} numbers", n, stage.col_count())};
+                fmt::format("E: {} × {}", counted(n, "token", "tokens"), counted(stage.col_count(), "number", "numbers"))};
     if (stage.id == StageId::positions && trace.positions == PositionScheme::sinusoidal)
         return {fmt::format("Sinusoidal encodings (Vaswani et al., 2017) give each position a vector of its own, counted "
                             "from {}. The odd columns (pe1, pe3, …) hold sin(p·ω_i) and the even ones cos(p·ω_i), "
@@ -363,7 +387,8 @@ std::vector<std::string> position_stages(const Trace& trace, const Stage& stage)
                             "turns each (sin, cos) pair by the same angle k·ω_i wherever it starts, which lets a "
                             "trained model read how far apart two tokens are.",
                             from),
-                fmt::format("PE: {} positions × d_in = {} numbers", n, stage.col_count())};
+                fmt::format("PE: {} × d_in = {}", counted(n, "position", "positions"),
+                            counted(stage.col_count(), "number", "numbers"))};
     const auto half = trace.at(StageId::positions).col_count();
     if (stage.id == StageId::positions)
         return {fmt::format("RoPE (Su et al., 2021) adds nothing to the embeddings. After the projections it turns "
@@ -372,7 +397,7 @@ std::vector<std::string> position_stages(const Trace& trace, const Stage& stage)
                             "radian per position and each later pair turns more slowly, down to θ_{} = {}. These are "
                             "the angles, the same in every head and for queries and keys.",
                             half, from, half, number(rotary_frequency(half - 1, 2 * half))),
-                fmt::format("φ: {} positions × d_head/2 = {} pairs", n, half)};
+                fmt::format("φ: {} × d_head/2 = {}", counted(n, "position", "positions"), counted(half, "pair", "pairs"))};
     const std::string symbol = fmt::format("{}{}", stage.id == StageId::queries_rotated ? "Q" : "K",
                                            stage.head > 0 ? fmt::format("_{}", stage.head) : "");
     const std::string shapes = fmt::format("RoPE({}): {}×{}, each row turned by its row of φ ({}×{}) → {}×{}", symbol, n,
@@ -412,11 +437,11 @@ std::vector<std::string> bahdanau_states(const Trace& trace, const Stage& stage)
     if (id == StageId::encoder_states)
         return {"The encoder has read the source sentence and left one hidden state per word: h_j "
                 "sums up word j in its context. The decoder may look back at all of them.",
-                fmt::format("H: {} source tokens × d_h = {}", n_src, d_h)};
+                fmt::format("H: {} × d_h = {}", counted(n_src, "source token", "source tokens"), d_h)};
     if (id == StageId::decoder_states)
         return {"Before emitting each target word the decoder holds a state s_t: what it has "
                 "produced so far, and so what it needs from the source next.",
-                fmt::format("S: {} target steps × d_s = {}", n_tgt, d_s)};
+                fmt::format("S: {} × d_s = {}", counted(n_tgt, "target step", "target steps"), d_s)};
     if (id == StageId::projected_decoder) {
         if (!stage.applied)
             return {"The dot score compares decoder and encoder states as they are, so there is "

@@ -1,13 +1,18 @@
 // The JSON format, documented in docs/json-output.md: a trace (schema attntrace.trace/1), a
-// summary (attntrace.summary/1), similarity tables (attntrace.similarity/1) and a comparison
-// (attntrace.compare/1). Each stage's matrix is an array of rows; masked entries are null;
-// there is no NaN or Infinity. A trace and a summary begin with the same header.
+// summary (attntrace.summary/1), similarity tables (attntrace.similarity/1), a comparison
+// (attntrace.compare/1), --check's report (attntrace.check/1), a decode (attntrace.decode/1),
+// and check-answers', the quiz's and bench's documents (render/<product>_report.cpp). Each
+// stage's matrix is an array of rows; masked entries are null; there is no NaN or Infinity. A
+// trace and a summary begin with the same header.
 #include "attention/masks.hpp"
 #include "attention/modes.hpp"
 #include "render/explain.hpp"
 #include "render/formats.hpp"
 #include "render/json_writer.hpp"
+#include "practice/quiz.hpp"
+#include "practice/verdicts.hpp"
 #include "render/reports.hpp"
+#include "render/stage_parts.hpp"
 
 namespace attntrace {
 namespace {
@@ -262,6 +267,67 @@ void write_context(JsonWriter& json, const ContextIn& in) {
     json.end().end();
 }
 
+// One step of a decode: the new token, its key and value appended to each key/value head's
+// cache, each head's query, scores, weights and context, and the check against the full trace.
+void write_decode_step(JsonWriter& json, const Decode& d, const DecodeStep& s) {
+    json.object();
+    json.key("position").integer(s.position).key("token").string(s.token);
+    json.key("x").numbers(s.x, d.dtype);
+    json.key("cache_tokens").integer(s.cache_tokens);
+    json.key("cache_numbers").integer(s.cache_numbers);
+    json.key("cache_bytes").integer(s.cache_bytes);
+    // the new token's key and value, appended to each key/value head's cache
+    const auto kv_row = [&](const Matrix& m) { return std::vector<double>(m.row(s.position - 1).begin(), m.row(s.position - 1).end()); };
+    const auto write_head = [&](const DecodeHead& h) {
+        json.key("q").numbers(h.q, d.dtype);
+        json.key("scores").numbers(h.scores, d.dtype);
+        json.key("scaled").numbers(h.scaled, d.dtype);
+        json.key("weights").numbers(h.weights, d.dtype);
+        json.key("context").numbers(h.context, d.dtype);
+    };
+    if (d.caches.size() == 1 && d.caches.front().kv_head == 0) {
+        json.key("k").numbers(kv_row(d.caches.front().keys), d.dtype);
+        json.key("v").numbers(kv_row(d.caches.front().values), d.dtype);
+    } else {
+        json.key("kv_heads").array();
+        for (const KvCache& c : d.caches)
+            json.object(Layout::inline_).key("kv_head").integer(c.kv_head)
+                .key("k").numbers(kv_row(c.keys), d.dtype).key("v").numbers(kv_row(c.values), d.dtype).end();
+        json.end();
+    }
+    if (s.heads.size() == 1 && s.heads.front().head == 0) {
+        write_head(s.heads.front());
+    } else {
+        json.key("heads").array();
+        for (const DecodeHead& h : s.heads) {
+            json.object().key("head").integer(h.head).key("kv_head").integer(h.kv_head);
+            write_head(h);
+            json.end();
+        }
+        json.end();
+    }
+    json.key("matches_full_trace").boolean(s.matches_full_trace);
+    json.key("max_difference").number(s.max_difference, Dtype::float64);
+    json.key("dot_products").object(Layout::inline_).key("cached").integer(s.position)
+        .key("recomputed").integer(s.position * s.position).end();
+    json.end();
+}
+
+// What the KV cache holds, in each layout of its heads.
+void write_kv_footprint(JsonWriter& json, const Decode& d) {
+    json.key("kv_cache").object();
+    json.key("layers").integer(1).key("bytes_per_number").integer(d.bytes_per_number);
+    json.key("d_head").integer(d.d_head).key("d_v").integer(d.d_v);
+    json.key("context_tokens").integer(d.context_tokens);
+    json.key("layouts").array();
+    for (const KvFootprint& f : d.footprint)
+        json.object(Layout::inline_).key("layout").string(f.layout).key("kv_heads").integer(f.kv_heads)
+            .key("numbers_per_token").integer(f.numbers_per_token).key("bytes_per_token").integer(f.bytes_per_token)
+            .key("bytes").integer(f.bytes).key("this_run").boolean(f.this_run).end();
+    json.end();
+    json.end();
+}
+
 // One document, an object: `body` writes its members (and may flush the buffer as it goes).
 template <typename Body>
 void write_document(std::ostream& os, Body&& body) {
@@ -274,41 +340,39 @@ void write_document(std::ostream& os, Body&& body) {
     flush(out, os);
 }
 
-class JsonRenderer final : public Renderer {
+class JsonRenderer final : public Renderer,
+                           public ShowsTrace,
+                           public ShowsSummary,
+                           public ShowsSimilarity,
+                           public ShowsComparison,
+                           public ShowsCheck,
+                           public ShowsDecode,
+                           public ShowsAnswers,
+                           public ShowsQuiz,
+                           public ShowsBench {
 public:
+    // Measured on the project's machine, one thread: a full trace of 1000 tokens (4 n×n stages, 4
+    // million numbers) took 145 ns of CPU time a number, a decode (1000 tokens of 8 numbers) 150,
+    // similarity (two tables of 1500 words) 170; the rates leave a quarter to a third more.
+    // The text is written into a buffer that may be twice what it holds (it grows by
+    // doubling): up to 24 characters a number and a separator (of similarity, measured: 88
+    // bytes a pair), and every label of a stage written in full, rows and columns.
+    RenderCost cost(const RenderOptions&) const override {
+        RenderCost c;
+        c.cell_bytes = 2 * 26;
+        c.label_copies = 4;
+        c.written_label_copies = 2;
+        c.seconds_per_number = 200e-9;
+        c.decode = DecodeLayout::stream;
+        c.decode_seconds_per_number = 250e-9;
+        c.similarity_pair_bytes = 16 + 2 * 2 * 24;
+        c.similarity_number_chars = 24;
+        c.similarity_seconds_per_number = 0.25e-6;
+        return c;
+    }
+
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& os) const override {
-        write_document(os, [&](JsonWriter& json, fmt::memory_buffer& out) {
-            write_header(json, trace, "attntrace.trace/1");
-            if (mode_spec(trace.mode).reads_pair) {
-                json.key("score").string(to_string(trace.score));
-                json.key("source_tokens").strings(trace.source_tokens);
-                json.key("target_tokens").strings(trace.target_tokens);
-            } else {
-                json.key("tokens").strings(trace.tokens);
-            }
-            write_dims(json, trace);
-            const std::vector<Shown> shown = shown_stages(trace, options);
-            if (std::any_of(shown.begin(), shown.end(), [](const Shown& item) { return !item.stage; })) {
-                json.key("parameters").object();
-                for (const auto& p : trace.parameters) {  // as given: exact, a vector as a vector
-                    json.key(p.name);
-                    if (p.vector) json.numbers(p.data.row(0), Dtype::float64);
-                    else json.matrix(p.data, Dtype::float64);
-                }
-                json.end();
-            }
-            json.key("stages").array();
-            for (const Shown& item : shown) {
-                if (!item.stage) continue;  // the "parameters" object above
-                write_stage(json, trace, *item.stage, options);
-                flush(out, os);  // stage by stage: a large trace never holds two copies of its text
-            }
-            json.end();
-            if (trace.worked) {
-                json.key("worked");
-                write_worked(json, *trace.worked, trace.dtype);
-            }
-        });
+        write_trace_document(trace, options, os, {});
     }
 
     void summary(const Summary& s, const RenderOptions&, std::ostream& os) const override {
@@ -321,17 +385,9 @@ public:
             const auto write_queries = [&](const HeadSummary& h) {
                 json.key("queries").array();
                 for (std::size_t i = 0; i < h.queries.size(); ++i) {
-                    const QuerySummary& q = h.queries[i];
                     json.object(Layout::inline_).key("index").integer(static_cast<std::int64_t>(i)).key("token").string(s.tokens[i]);
-                    json.key("top").array(Layout::inline_);
-                    for (const auto& key : q.top)
-                        json.object(Layout::inline_)
-                            .key("index").integer(key.index)
-                            .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
-                            .key("weight").number(key.weight, s.dtype)
-                            .end();
+                    write_query(json, s, h.queries[i]);
                     json.end();
-                    json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype).end();
                     if (out.size() > (1 << 16)) flush(out, os);  // stream long lists instead of holding them
                 }
                 json.end();
@@ -393,63 +449,13 @@ public:
             json.key("max_difference").number(d.max_difference, Dtype::float64);
             json.key("steps").array();
             for (const DecodeStep& s : d.steps) {
-                json.object();
-                json.key("position").integer(s.position).key("token").string(s.token);
-                json.key("x").numbers(s.x, d.dtype);
-                json.key("cache_tokens").integer(s.cache_tokens);
-                json.key("cache_numbers").integer(s.cache_numbers);
-                json.key("cache_bytes").integer(s.cache_bytes);
-                // the new token's key and value, appended to each key/value head's cache
-                const auto kv_row = [&](const Matrix& m) { return std::vector<double>(m.row(s.position - 1).begin(), m.row(s.position - 1).end()); };
-                const auto write_head = [&](const DecodeHead& h) {
-                    json.key("q").numbers(h.q, d.dtype);
-                    json.key("scores").numbers(h.scores, d.dtype);
-                    json.key("scaled").numbers(h.scaled, d.dtype);
-                    json.key("weights").numbers(h.weights, d.dtype);
-                    json.key("context").numbers(h.context, d.dtype);
-                };
-                if (d.caches.size() == 1 && d.caches.front().kv_head == 0) {
-                    json.key("k").numbers(kv_row(d.caches.front().keys), d.dtype);
-                    json.key("v").numbers(kv_row(d.caches.front().values), d.dtype);
-                } else {
-                    json.key("kv_heads").array();
-                    for (const KvCache& c : d.caches)
-                        json.object(Layout::inline_).key("kv_head").integer(c.kv_head)
-                            .key("k").numbers(kv_row(c.keys), d.dtype).key("v").numbers(kv_row(c.values), d.dtype).end();
-                    json.end();
-                }
-                if (s.heads.size() == 1 && s.heads.front().head == 0) {
-                    write_head(s.heads.front());
-                } else {
-                    json.key("heads").array();
-                    for (const DecodeHead& h : s.heads) {
-                        json.object().key("head").integer(h.head).key("kv_head").integer(h.kv_head);
-                        write_head(h);
-                        json.end();
-                    }
-                    json.end();
-                }
-                json.key("matches_full_trace").boolean(s.matches_full_trace);
-                json.key("max_difference").number(s.max_difference, Dtype::float64);
-                json.key("dot_products").object(Layout::inline_).key("cached").integer(s.position)
-                    .key("recomputed").integer(s.position * s.position).end();
-                json.end();
+                write_decode_step(json, d, s);
                 if (out.size() > (1 << 16)) flush(out, os);
             }
             json.end();
             json.key("dot_products").object(Layout::inline_).key("per_head").boolean(true)
                 .key("cached").integer(d.dots_cached / d.heads).key("recomputed").integer(d.dots_recomputed / d.heads).end();
-            json.key("kv_cache").object();
-            json.key("layers").integer(1).key("bytes_per_number").integer(d.bytes_per_number);
-            json.key("d_head").integer(d.d_head).key("d_v").integer(d.d_v);
-            json.key("context_tokens").integer(d.context_tokens);
-            json.key("layouts").array();
-            for (const KvFootprint& f : d.footprint)
-                json.object(Layout::inline_).key("layout").string(f.layout).key("kv_heads").integer(f.kv_heads)
-                    .key("numbers_per_token").integer(f.numbers_per_token).key("bytes_per_token").integer(f.bytes_per_token)
-                    .key("bytes").integer(f.bytes).key("this_run").boolean(f.this_run).end();
-            json.end();
-            json.end();
+            write_kv_footprint(json, d);
         });
     }
 
@@ -468,9 +474,75 @@ public:
             else json.null();
         });
     }
+
+    void answers(const AnswerReport& report, const RenderOptions&, std::ostream& os) const override {
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) { write_answers_json(json, report); });
+    }
+
+    // The whole quiz, once it has ended; nothing as it goes.
+    void quiz(const QuizEvent& event, const RenderOptions&, std::ostream& os) const override {
+        if (event.step != QuizEvent::Step::end) return;
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) { write_quiz_json(json, event.quiz); });
+    }
+
+    void bench(const BenchReport& report, const RenderOptions&, std::ostream& os) const override {
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) { write_bench_json(json, report); });
+    }
 };
 
 }  // namespace
+
+void write_trace_document(const Trace& trace, const RenderOptions& options, std::ostream& os, const JsonMembers& more) {
+    write_document(os, [&](JsonWriter& json, fmt::memory_buffer& out) {
+        write_header(json, trace, "attntrace.trace/1");
+        if (mode_spec(trace.mode).reads_pair) {
+            json.key("score").string(to_string(trace.score));
+            json.key("source_tokens").strings(trace.source_tokens);
+            json.key("target_tokens").strings(trace.target_tokens);
+        } else {
+            json.key("tokens").strings(trace.tokens);
+        }
+        write_dims(json, trace);
+        const std::vector<Shown> shown = shown_stages(trace, options);
+        if (std::any_of(shown.begin(), shown.end(), [](const Shown& item) { return !item.stage; })) {
+            json.key("parameters").object();
+            for (const auto& p : trace.parameters) {  // as given: exact, a vector as a vector
+                json.key(p.name);
+                if (p.vector) json.numbers(p.data.row(0), Dtype::float64);
+                else json.matrix(p.data, Dtype::float64);
+            }
+            json.end();
+        }
+        json.key("stages").array();
+        for (const Shown& item : shown) {
+            if (!item.stage) continue;  // the "parameters" object above
+            write_stage(json, trace, *item.stage, options);
+            flush(out, os);  // stage by stage: a large trace never holds two copies of its text
+        }
+        json.end();
+        if (trace.worked) {
+            json.key("worked");
+            write_worked(json, *trace.worked, trace.dtype);
+        }
+        if (more) more(json, out);
+    });
+}
+
+void write_json_stage(JsonWriter& json, const Trace& trace, const Stage& stage, const RenderOptions& options) {
+    write_stage(json, trace, stage, options);
+}
+
+void write_query(JsonWriter& json, const Summary& s, const QuerySummary& q) {
+    json.key("top").array(Layout::inline_);
+    for (const auto& key : q.top)
+        json.object(Layout::inline_)
+            .key("index").integer(key.index)
+            .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
+            .key("weight").number(key.weight, s.dtype)
+            .end();
+    json.end();
+    json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype);
+}
 
 const Renderer& json_renderer() {
     static const JsonRenderer renderer;

@@ -4,7 +4,7 @@
 // trip exact (a float32 run's as the shortest text of the float); a number that is not finite
 // in the run's type (a masked −∞; in float32, anything beyond ±3.4e38) is null: JSON has no
 // infinity. Text goes into a buffer that the caller writes
-// out as it grows, so a large trace streams.
+// out as it grows, so a large trace streams. Every product's JSON is written with it.
 #pragma once
 
 #include "core/stage.hpp"
@@ -62,7 +62,17 @@ public:
         else out_.append(std::string_view("null"));
         return *this;
     }
+    // A double as check-answers' and the quiz's documents have written theirs since their
+    // first version, in nlohmann_json's way: the shortest digits its Grisu2 finds that read back
+    // as the same double, always with a point or an exponent (1.0, 0.25, 5e-05, 1e+16).
+    // Finite values only.
+    JsonWriter& real(double value);
     JsonWriter& integer(std::int64_t value) {
+        item();
+        fmt::format_to(std::back_inserter(out_), "{}", value);
+        return *this;
+    }
+    JsonWriter& unsigned_integer(std::uint64_t value) {
         item();
         fmt::format_to(std::back_inserter(out_), "{}", value);
         return *this;

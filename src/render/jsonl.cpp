@@ -1,9 +1,8 @@
 // JSON Lines (docs/output-formats.md): the summary of a long input as one JSON object per
 // query, each on its own line with its schema (attntrace.summary-line/1), so that a consumer
-// can read each line as it comes. The streaming path hands the lines over as it finishes
-// them (write_summary_lines); rendering a whole summary writes the same lines at once. Only
-// the summary has a line per item: a trace, --check, similarity, compare and decode are refused.
-#include "core/error.hpp"
+// can read each line as it comes. The streaming path hands the lines over as it finishes them
+// (write_summary_lines); rendering a whole summary writes the same lines at once. Only the
+// summary has a line per item: the table of render.cpp refuses the other products here.
 #include "render/formats.hpp"
 #include "render/json_writer.hpp"
 
@@ -13,12 +12,6 @@ namespace attntrace {
 namespace {
 
 using Layout = JsonWriter::Layout;
-
-[[noreturn]] void refuse(std::string_view what) {
-    throw UsageError(fmt::format("--format jsonl writes the lines of --summary, one per query; {} is one document: "
-                                 "use --format json",
-                                 what));
-}
 
 // Whether a query's line holds only finite numbers.
 bool finite(const SummaryRows& rows, std::size_t i) {
@@ -31,33 +24,14 @@ bool finite(const SummaryRows& rows, std::size_t i) {
     return !rows.context || rows.context->row(static_cast<Eigen::Index>(i - rows.first)).allFinite();
 }
 
-// One query's strongest keys, largest weight and entropy, as members of the object being written.
-void write_query(JsonWriter& json, const Summary& s, const QuerySummary& q) {
-    json.key("top").array(Layout::inline_);
-    for (const auto& key : q.top)
-        json.object(Layout::inline_)
-            .key("index").integer(key.index)
-            .key("token").string(s.tokens[static_cast<std::size_t>(key.index)])
-            .key("weight").number(key.weight, s.dtype)
-            .end();
-    json.end();
-    json.key("max_weight").number(q.max_weight, s.dtype).key("entropy").number(q.entropy, s.dtype);
-}
-
-class JsonlRenderer final : public Renderer {
+class JsonlRenderer final : public Renderer, public ShowsSummary {
 public:
-    void trace(const Trace&, const RenderOptions&, std::ostream&) const override { refuse("a trace"); }
+    // Only summaries, whose estimates do not depend on the format (commands/guards'
+    // summary_bytes and summary_seconds): the other figures are JSON's, each line a JSON object.
+    RenderCost cost(const RenderOptions& options) const override { return json_renderer().cost(options); }
     void summary(const Summary& s, const RenderOptions&, std::ostream& out) const override {
         write_summary_lines(s, summary_rows(s), out);
     }
-    void similarity(const Similarity&, const RenderOptions&, std::ostream&) const override {
-        refuse("the similarity tables");
-    }
-    void comparison(const Comparison&, const RenderOptions&, std::ostream&) const override { refuse("a comparison"); }
-    void check(const Trace&, const CheckReport&, const RenderOptions&, std::ostream&) const override {
-        refuse("the report of --check");
-    }
-    void decode(const Decode&, const RenderOptions&, std::ostream&) const override { refuse("a decode"); }
 };
 
 }  // namespace

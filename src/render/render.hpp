@@ -1,8 +1,10 @@
 // render: a product → text. One file per format (render/<format>.cpp), each a Renderer that
-// renders every product — a trace, a summary, similarity tables, a comparison — so that the
-// compiler sees to it that a new format covers them all. Renderers format what they are
-// given and never compute attention themselves. (The SVG heatmap, a picture of a trace's
-// weights rather than a format of every product, is render/svg.hpp.)
+// shows the products the table of render.cpp gives it — a trace, a summary, similarity
+// tables, a comparison, --check's report, a decode, check-answers' verdicts, a quiz, a
+// benchmark — each through its interface below (a test checks that the renderers and the
+// table agree). Renderers format what they are given and never compute attention themselves.
+// (The SVG heatmap, a picture of a trace's weights rather than a format of every product, is
+// render/svg.hpp.)
 #pragma once
 
 #include "attention/check.hpp"
@@ -14,6 +16,7 @@
 
 #include <cstddef>
 #include <ostream>
+#include <string>
 #include <vector>
 
 namespace attntrace {
@@ -49,29 +52,132 @@ struct RenderOptions {
     bool tidy = false;             // csv: one line per number (stage, head, row, col, …, value, masked)
 };
 
+// The products a format may show: which format shows which is the table of render.cpp.
+enum class Product { trace, summary, similarity, comparison, check, decode, answers, quiz, bench };
+
+// How a format writes a decode, for the estimates of commands/guards.
+enum class DecodeLayout {
+    reports,      // every step's report (its tables and their labels) is made before the first is written
+    cache_lines,  // a line per step, head and cached key, written as it goes
+    stream,       // each step's numbers written as it goes
+};
+
+// What writing costs in a format, for the estimates of commands/guards (decide, before any
+// work, whether a request fits --max-memory and --max-time): each renderer's own figures,
+// measured on the project's machine (docs/robustness.md).
+struct RenderCost {
+    // A trace: the bytes one number of the widest stage takes while that stage is written, and
+    // how many times its labels are held meanwhile (times their bytes).
+    double cell_bytes = 0;
+    double label_copies = 2;
+    // The labels each stage writes in full into the output (times their bytes, and the stages).
+    double written_label_copies = 0;
+    double seconds_per_number = 0;  // a trace's, on one thread
+    // A decode: how it is written, its seconds per number written (and per line written, for
+    // a line per cached key).
+    DecodeLayout decode = DecodeLayout::stream;
+    double decode_seconds_per_number = 0;
+    double decode_seconds_per_line = 0;
+    // Similarity: the bytes a (word, word) pair holds while both tables are written (the two
+    // numbers in the result and in the report, and their text), the characters of a number
+    // written, and the seconds per number.
+    double similarity_pair_bytes = 0;
+    double similarity_number_chars = 0;
+    double similarity_seconds_per_number = 0;
+};
+
+// A format. The products it shows are the interfaces below that its renderer implements.
 class Renderer {
 public:
     virtual ~Renderer() = default;
+    virtual RenderCost cost(const RenderOptions& options) const = 0;
+};
+
+struct AnswerReport;  // practice/verdicts.hpp
+struct QuizEvent;     // practice/quiz.hpp
+struct BenchReport;   // core/bench.hpp
+
+// One interface per product.
+class ShowsTrace {
+public:
     virtual void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const = 0;
+protected:
+    ~ShowsTrace() = default;
+};
+class ShowsSummary {
+public:
     virtual void summary(const Summary& summary, const RenderOptions& options, std::ostream& out) const = 0;
+protected:
+    ~ShowsSummary() = default;
+};
+class ShowsSimilarity {
+public:
     virtual void similarity(const Similarity& similarity, const RenderOptions& options, std::ostream& out) const = 0;
+protected:
+    ~ShowsSimilarity() = default;
+};
+class ShowsComparison {
+public:
     virtual void comparison(const Comparison& comparison, const RenderOptions& options, std::ostream& out) const = 0;
-    // --check's verdict on a trace that passed: each invariant with its measured figure.
+protected:
+    ~ShowsComparison() = default;
+};
+// --check's verdict on a trace that passed: each invariant with its measured figure.
+class ShowsCheck {
+public:
     virtual void check(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out) const = 0;
-    // `attntrace decode`: the steps of generation with a KV cache (options.explain: why it works).
+protected:
+    ~ShowsCheck() = default;
+};
+// `attntrace decode`: the steps of generation with a KV cache (options.explain: why it works).
+class ShowsDecode {
+public:
     virtual void decode(const Decode& decode, const RenderOptions& options, std::ostream& out) const = 0;
+protected:
+    ~ShowsDecode() = default;
+};
+// check-answers: each given stage's verdict.
+class ShowsAnswers {
+public:
+    virtual void answers(const AnswerReport& report, const RenderOptions& options, std::ostream& out) const = 0;
+protected:
+    ~ShowsAnswers() = default;
+};
+// The quiz as it goes: each of its steps (a format may show some only, JSON the whole quiz at its end).
+class ShowsQuiz {
+public:
+    virtual void quiz(const QuizEvent& event, const RenderOptions& options, std::ostream& out) const = 0;
+protected:
+    ~ShowsQuiz() = default;
+};
+// `attntrace bench`: the timings of the grid.
+class ShowsBench {
+public:
+    virtual void bench(const BenchReport& report, const RenderOptions& options, std::ostream& out) const = 0;
+protected:
+    ~ShowsBench() = default;
 };
 
 // The registry: the renderer of each format.
 const Renderer& renderer(Format format);
 
-// Shorthands: the renderer of options.format.
+// Whether `format` shows `product` (the table of render.cpp).
+bool shows(Format format, Product product);
+// Throws UsageError, saying which formats do, unless `format` shows `product`.
+void require_format(Format format, Product product);
+// The names of the formats that show `product`, in the table's order (a command's choices).
+std::vector<std::string> formats_showing(Product product);
+
+// Each product in the format of options.format, refused (require_format) where it does not show it.
 void render(const Trace& trace, const RenderOptions& options, std::ostream& out);
 void render(const Summary& summary, const RenderOptions& options, std::ostream& out);
 void render(const Similarity& similarity, const RenderOptions& options, std::ostream& out);
 void render(const Comparison& comparison, const RenderOptions& options, std::ostream& out);
 void render(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out);
 void render(const Decode& decode, const RenderOptions& options, std::ostream& out);
+void render(const AnswerReport& report, const RenderOptions& options, std::ostream& out);
+void render(const QuizEvent& event, const RenderOptions& options, std::ostream& out);
+void render(const BenchReport& report, const RenderOptions& options, std::ostream& out);
 
 // JSON Lines of a summary (render/jsonl.cpp): one whole JSON object a query, for the queries
 // of `rows`, as the streaming path finishes them. Returns how many of them were written:

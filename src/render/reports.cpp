@@ -101,7 +101,8 @@ Stage parameter_table(const Parameter& p) {
 
 Report similarity_report(const Similarity& s, int digits) {
     Report report;
-    report.title = fmt::format("attntrace similarity · {} words · d = {} · {}", s.words.size(), s.dimension, s.origin);
+    report.title = fmt::format("attntrace similarity · {} word{} · d = {} · {}", s.words.size(),
+                               s.words.size() == 1 ? "" : "s", s.dimension, s.origin);
     if (!s.description.empty()) report.preamble.push_back(s.description);
     for (const auto& note : s.notes) report.preamble.push_back("note: " + note);
     const Labels words(s.words);

@@ -47,7 +47,13 @@ std::vector<std::string> decode_explanation(const Decode& decode);
 
 // A format that shows similarity and comparisons as a Report (table, markdown, CSV): it
 // renders the report, the rest is done here.
-class TextRenderer : public Renderer {
+class TextRenderer : public Renderer,
+                     public ShowsTrace,
+                     public ShowsSummary,
+                     public ShowsSimilarity,
+                     public ShowsComparison,
+                     public ShowsCheck,
+                     public ShowsDecode {
 public:
     void similarity(const Similarity& similarity, const RenderOptions& options, std::ostream& out) const final {
         report(similarity_report(similarity, options.digits), options, out);
@@ -67,6 +73,16 @@ public:
 
 protected:
     virtual void report(const Report& report, const RenderOptions& options, std::ostream& out) const = 0;
+
+    // A cell of `digits` decimals held as a string (sign, integer part, point, decimals): 32
+    // bytes, and a heap block beyond 15 characters.
+    static double cell_string_bytes(int digits) {
+        const double length = digits + 8;
+        return 32 + (length > 15 ? length + 17 : 0);
+    }
+    // A pair of similarity's words: both tables' numbers in the result and in the report, and
+    // each cell's text (measured: 107 bytes a pair in table, markdown and CSV).
+    static double similarity_pair_bytes(int digits) { return 2 * (2 * 8 + 8 + cell_string_bytes(digits)) + 16; }
 };
 
 }  // namespace attntrace

@@ -58,8 +58,16 @@ constexpr std::array<StagePicture, 4> stage_pictures{{
     {StageId::weights, "Attention weights", "weight", "masked (weight 0)"},
 }};
 
-const StagePicture& picture_of(StageId id) {
-    for (const auto& picture : stage_pictures)
+// A gradient of the backward pass (--svg-stage d_weights): signed, with no range of its own.
+constexpr std::array<StagePicture, 4> gradient_pictures{{
+    {StageId::scores, "Gradient of the scores", "dL/dS", "masked"},
+    {StageId::scaled, "Gradient of the scaled scores", "dL/dS'", "masked"},
+    {StageId::masked, "Gradient of the masked scores", "dL/dS''", "masked"},
+    {StageId::weights, "Gradient of the attention weights", "dL/dA", "masked"},
+}};
+
+const StagePicture& picture_of(StageId id, Direction direction = Direction::forward) {
+    for (const auto& picture : direction == Direction::forward ? stage_pictures : gradient_pictures)
         if (picture.id == id) return picture;
     throw std::invalid_argument(fmt::format("render_svg: no picture of the {} stage", to_string(id)));
 }
@@ -142,7 +150,9 @@ Shading shading_of(const Stage& stage, Shade shade) {
     Shading s;
     s.shade = shade;
     s.per_row = shade == Shade::row;
-    s.fixed = shade == Shade::absolute && stage.id == StageId::weights;
+    const bool gradient = stage.direction == Direction::backward;
+    s.fixed = shade == Shade::absolute && stage.id == StageId::weights && !gradient;
+    s.diverging = gradient;  // a gradient is signed: centred on 0 whatever its numbers
     double table = 0;
     for (Eigen::Index r = 0; r < stage.row_count(); ++r) {
         double row = 0;
@@ -202,12 +212,13 @@ std::vector<std::string> cut_labels(const std::vector<std::string>& labels) {
 }
 
 Content content_of(const Trace& trace, const Stage& stage, const Shading& shading) {
-    const StagePicture& picture = picture_of(stage.id);
+    const StagePicture& picture = picture_of(stage.id, stage.direction);
+    const bool gradient = stage.direction == Direction::backward;
     const bool bahdanau = mode_spec(trace.mode).reads_pair;
     const std::string largest = shading.diverging ? fmt::format("|{}|", picture.noun) : std::string(picture.noun);
     Content content;
     content.title = fmt::format("{} · {} · {}", picture.title, mode_text(trace), trace.origin);
-    content.subtitle = fmt::format("{}{} · {}×{} · {}", stage.name(),
+    content.subtitle = fmt::format("{}{}{} · {}×{} · {}", gradient ? "d_" : "", stage.name(),
                                    stage.head > 0 ? fmt::format(" · head {} of {}", stage.head, trace.heads) : "",
                                    stage.row_count(), stage.col_count(), stage.formula);
     if (!stage.applied) content.subtitle += fmt::format(" · not applied: {}", stage.reason);
@@ -216,6 +227,11 @@ Content content_of(const Trace& trace, const Stage& stage, const Shading& shadin
         content.shading_note = fmt::format("Shaded per row: {} the row's largest {}{}", colours, largest,
                                            stage.id == StageId::weights ? " (a flat row looks as dark as a peaked one)" : "");
         content.caption = fmt::format("share of the row's largest {}", largest);
+    } else if (gradient) {
+        content.shading_note = fmt::format("Gradients are signed: red below 0, blue above, white at 0, darkest at the "
+                                           "table's largest {} (one scale for the whole table)",
+                                           largest);
+        content.caption = fmt::format("{}, one scale for the table", picture.noun);
     } else if (shading.fixed && shading.table_reach == 1) {
         content.shading_note = fmt::format("Shaded on the weights' own scale: {}, the same in every row",
                                            shading.diverging ? "red below 0, blue above, darkest at −1 and 1" : "from 0 to 1");
@@ -420,7 +436,7 @@ void write_cells(Buffer& out, const Trace& trace, const Stage& stage, const Shad
             append_escaped(out, stage.cols[static_cast<std::size_t>(c)]);
             out.append(std::string_view(": "));
             if (masked) out.append(std::string_view("masked"));
-            else append_exact(out, stage.data(r, c), trace.dtype);
+            else append_exact(out, stage.data(r, c), stage.direction == Direction::backward ? Dtype::float64 : trace.dtype);
             out.append(std::string_view("</title></rect>\n"));
         }
     out.append(std::string_view("</g>\n"));
@@ -489,17 +505,22 @@ void render_svg(const Trace& trace, const SvgOptions& options, std::ostream& out
     const Stage* stage = trace.find(options.stage, options.head);
     if (!stage)
         throw std::invalid_argument(fmt::format("render_svg: the trace has no {} stage", to_string(options.stage)));
-    const Shading shading = shading_of(*stage, options.shade);
-    const Content content = content_of(trace, *stage, shading);
-    const HeatmapLayout layout = plan(*stage, content);
+    render_svg(trace, *stage, options, out);
+}
+
+void render_svg(const Trace& trace, const Stage& stage, const SvgOptions& options, std::ostream& out) {
+    (void)picture_of(stage.id, stage.direction);
+    const Shading shading = shading_of(stage, options.shade);
+    const Content content = content_of(trace, stage, shading);
+    const HeatmapLayout layout = plan(stage, content);
 
     Buffer svg;
     svg::open_document(svg, layout.width, layout.height);
     write_defs(svg, shading);
     write_titles(svg, content, layout);
     write_labels(svg, content, layout);
-    write_cells(svg, trace, *stage, shading, layout);
-    if (layout.numbered) write_values(svg, *stage, shading, layout);
+    write_cells(svg, trace, stage, shading, layout);
+    if (layout.numbered) write_values(svg, stage, shading, layout);
     write_legend(svg, content, layout);
     svg::close_document(svg, out);
 }

@@ -31,6 +31,10 @@ struct SvgOptions {
 // trace and options always give the same bytes. Throws std::invalid_argument when the stage
 // is not one of svg_stages or the trace lacks it (every trace that `trace` returns has them).
 void render_svg(const Trace& trace, const SvgOptions& options, std::ostream& out);
+// The same picture of `stage`, a stage of `trace` or the gradient of one (a backward stage of
+// one of svg_stages, drawn on a diverging scale centred on 0 since gradients are signed;
+// options.stage is not read).
+void render_svg(const Trace& trace, const Stage& stage, const SvgOptions& options, std::ostream& out);
 
 // Writes one standalone SVG 1.1 document drawing each word of `plane` as an arrow from the
 // origin to its point, labelled with the word, on axes of one scale; its heading says how the

@@ -1,5 +1,5 @@
 // A learner's attention with one classic mistake made, in plain loops written for the tests
-// (never attntrace's attention/mistakes.cpp): every stage from the projections to the output,
+// (never attntrace's practice/mistakes.cpp): every stage from the projections to the output,
 // each head the same way, so that the tests can hand check-answers and the quiz the numbers
 // such a learner gets and see that mistake, and nothing else, named.
 #pragma once

@@ -1,4 +1,4 @@
-#include "input/answers.hpp"
+#include "practice/answers.hpp"
 
 #include "core/error.hpp"
 #include "input/json_text.hpp"
@@ -510,6 +510,87 @@ std::vector<std::string> csv_fields(std::string_view line) {
     return fields;
 }
 
+// Refuses a line of ill-formed UTF-8.
+void require_utf8(std::string_view line, const std::string& origin, const std::string& where) {
+    for (std::size_t at = 0; at < line.size();) {
+        const std::size_t length = utf8_sequence_length(line.substr(at));
+        if (length == 0)
+            throw DataError(fmt::format("{}: {}: ill-formed UTF-8 byte 0x{:02x} (byte {} of the line)", origin, where,
+                                        static_cast<unsigned>(static_cast<unsigned char>(line[at])), at + 1));
+        at += length;
+    }
+}
+
+// The header's columns by name, which must include those of --format csv --tidy.
+std::map<std::string, std::size_t> csv_columns(const std::vector<std::string>& fields, const std::string& origin) {
+    std::map<std::string, std::size_t> column;
+    for (std::size_t i = 0; i < fields.size(); ++i) column[fields[i]] = i;
+    for (const char* name : {"stage", "head", "row", "col", "value"})
+        if (!column.contains(name))
+            throw DataError(fmt::format("{}: line 1: the header has no column {} (stage,head,row,col,value as "
+                                        "--format csv --tidy writes them)", origin, name));
+    return column;
+}
+
+// A line's value: a finite number, or (empty, "-inf" or "masked") hidden.
+GivenNumber csv_value(const std::string& value, const std::string& origin, const std::string& where) {
+    GivenNumber n;
+    if (value.empty() || value == "-inf" || value == "masked") {
+        n.masked = true;
+        n.value = -std::numeric_limits<double>::infinity();
+        n.text = value.empty() ? "(empty)" : value;
+        return n;
+    }
+    // The whole field, as a finite number: "0.5x" and "1e309" are not numbers here.
+    const char* stop = value.data() + value.size();
+    const auto [end_of_number, error] = std::from_chars(value.data(), stop, n.value);
+    if (error == std::errc::result_out_of_range && end_of_number == stop)
+        n.value = std::strtod(value.c_str(), nullptr);  // below the smallest double: 0; beyond the largest: inf
+    else if (error != std::errc() || end_of_number != stop)
+        n.value = std::numeric_limits<double>::quiet_NaN();
+    if (!std::isfinite(n.value))
+        throw DataError(fmt::format("{}: {}: value {} is not a finite number", origin, where, printable(value)));
+    n.text = value;
+    n.decimals = decimals_of(value);
+    return n;
+}
+
+// One line's number of a stage: its stage and head, and the number at its row and column.
+struct CsvCell {
+    StageId id;
+    int head = 0;
+    GivenNumber number;
+};
+
+// The line's number, or none for a line that is no answer (a parameter such as W_q).
+std::optional<CsvCell> csv_cell(const std::vector<std::string>& fields, const std::map<std::string, std::size_t>& column,
+                                const std::string& origin, const std::string& where) {
+    auto field = [&](const char* name) -> const std::string& {
+        const std::size_t i = column.at(name);
+        if (i >= fields.size()) throw DataError(fmt::format("{}: {}: no {} field", origin, where, name));
+        return fields[i];
+    };
+    const auto id = parse_enum<StageId>(field("stage"));
+    if (!id || *id == StageId::parameters || *id == StageId::dot || *id == StageId::cosine) return std::nullopt;  // W_q …: not answers
+    int head = 0;
+    long long row = -1, col = -1;
+    const auto whole = [](const std::string& s, auto& v) {
+        const auto [stop, error] = std::from_chars(s.data(), s.data() + s.size(), v);
+        return error == std::errc() && stop == s.data() + s.size() && !s.empty();
+    };
+    if (!field("head").empty() && (!whole(field("head"), head) || head < 1 || head > max_heads))
+        throw DataError(fmt::format("{}: {}: head {} is not a head's number (from 1 to {})", origin, where,
+                                    printable(field("head")), max_heads));
+    // Within 32 bits, as the JSON reader's indices: no trace has more rows, and the
+    // messages count from 1 (row + 1 must not overflow).
+    constexpr long long largest = std::numeric_limits<std::int32_t>::max() - 1;
+    if (!whole(field("row"), row) || !whole(field("col"), col) || row < 0 || col < 0 || row > largest || col > largest)
+        throw DataError(fmt::format("{}: {}: row and col are whole numbers from 0 to {}", origin, where, largest));
+    GivenNumber n = csv_value(field("value"), origin, where);
+    n.row = row, n.col = col;
+    return CsvCell{*id, head, std::move(n)};
+}
+
 // The tidy CSV of `--format csv --tidy`: rows and columns from 0, an empty value where hidden.
 std::vector<GivenStage> read_csv(std::string_view text, const std::string& origin, MemoryBudget* budget) {
     std::vector<GivenStage> out;
@@ -526,69 +607,20 @@ std::vector<GivenStage> read_csv(std::string_view text, const std::string& origi
         ++line_no;
         if (line.empty() || line == "\r") continue;
         const std::string where = fmt::format("line {}", line_no);
-        for (std::size_t at = 0; at < line.size();) {
-            const std::size_t length = utf8_sequence_length(line.substr(at));
-            if (length == 0)
-                throw DataError(fmt::format("{}: {}: ill-formed UTF-8 byte 0x{:02x} (byte {} of the line)", origin, where,
-                                            static_cast<unsigned>(static_cast<unsigned char>(line[at])), at + 1));
-            at += length;
-        }
+        require_utf8(line, origin, where);
         const auto fields = csv_fields(line);
         if (column.empty()) {
-            for (std::size_t i = 0; i < fields.size(); ++i) column[fields[i]] = i;
-            for (const char* name : {"stage", "head", "row", "col", "value"})
-                if (!column.contains(name))
-                    throw DataError(fmt::format("{}: line 1: the header has no column {} (stage,head,row,col,value as "
-                                                "--format csv --tidy writes them)", origin, name));
+            column = csv_columns(fields, origin);
             continue;
         }
-        auto field = [&](const char* name) -> const std::string& {
-            const std::size_t i = column.at(name);
-            if (i >= fields.size()) throw DataError(fmt::format("{}: {}: no {} field", origin, where, name));
-            return fields[i];
-        };
-        const auto id = parse_enum<StageId>(field("stage"));
-        if (!id || *id == StageId::parameters || *id == StageId::dot || *id == StageId::cosine) continue;  // W_q …: not answers
-        int head = 0;
-        long long row = -1, col = -1;
-        const auto whole = [](const std::string& s, auto& v) {
-            const auto [stop, error] = std::from_chars(s.data(), s.data() + s.size(), v);
-            return error == std::errc() && stop == s.data() + s.size() && !s.empty();
-        };
-        if (!field("head").empty() && (!whole(field("head"), head) || head < 1 || head > max_heads))
-            throw DataError(fmt::format("{}: {}: head {} is not a head's number (from 1 to {})", origin, where,
-                                        printable(field("head")), max_heads));
-        // Within 32 bits, as the JSON reader's indices: no trace has more rows, and the
-        // messages count from 1 (row + 1 must not overflow).
-        constexpr long long largest = std::numeric_limits<std::int32_t>::max() - 1;
-        if (!whole(field("row"), row) || !whole(field("col"), col) || row < 0 || col < 0 || row > largest || col > largest)
-            throw DataError(fmt::format("{}: {}: row and col are whole numbers from 0 to {}", origin, where, largest));
-        GivenNumber n;
-        n.row = row, n.col = col;
-        const std::string& value = field("value");
-        if (value.empty() || value == "-inf" || value == "masked") {
-            n.masked = true;
-            n.value = -std::numeric_limits<double>::infinity();
-            n.text = value.empty() ? "(empty)" : value;
-        } else {
-            // The whole field, as a finite number: "0.5x" and "1e309" are not numbers here.
-            const char* stop = value.data() + value.size();
-            const auto [end_of_number, error] = std::from_chars(value.data(), stop, n.value);
-            if (error == std::errc::result_out_of_range && end_of_number == stop)
-                n.value = std::strtod(value.c_str(), nullptr);  // below the smallest double: 0; beyond the largest: inf
-            else if (error != std::errc() || end_of_number != stop)
-                n.value = std::numeric_limits<double>::quiet_NaN();
-            if (!std::isfinite(n.value))
-                throw DataError(fmt::format("{}: {}: value {} is not a finite number", origin, where, printable(value)));
-            n.text = value;
-            n.decimals = decimals_of(value);
-        }
-        const auto key = std::pair{*id, head};
+        std::optional<CsvCell> cell = csv_cell(fields, column, origin, where);
+        if (!cell) continue;
+        const auto key = std::pair{cell->id, cell->head};
         if (!index.contains(key)) {
             index[key] = out.size();
             charge(sizeof(GivenStage) + 64 + origin.size());
-            out.push_back({*id, head, fmt::format("{}: {} (from {})", origin, to_string(*id), where), std::nullopt,
-                           std::nullopt, {}});
+            out.push_back({cell->id, cell->head, fmt::format("{}: {} (from {})", origin, to_string(cell->id), where),
+                           std::nullopt, std::nullopt, {}});
         }
         auto& numbers = out[index[key]].numbers;
         if (numbers.size() == numbers.capacity()) {  // charged as it grows, as the JSON reader charges it
@@ -596,8 +628,8 @@ std::vector<GivenStage> read_csv(std::string_view text, const std::string& origi
             charge(grown * sizeof(GivenNumber));
             numbers.reserve(grown);
         }
-        charge(n.text.size() > 15 ? n.text.size() + 17 : 0);
-        numbers.push_back(std::move(n));
+        charge(cell->number.text.size() > 15 ? cell->number.text.size() + 17 : 0);
+        numbers.push_back(std::move(cell->number));
     }
     if (out.empty()) throw DataError(fmt::format("{}: no stages given", origin));
     return out;
