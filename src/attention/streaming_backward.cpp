@@ -8,6 +8,7 @@
 #include "attention/heads.hpp"
 #include "attention/isa.hpp"
 #include "attention/kernels.hpp"
+#include "attention/masks.hpp"
 #include "attention/modes.hpp"
 #include "attention/positions.hpp"
 #include "attention/single.hpp"
@@ -586,29 +587,38 @@ private:
             sums.add(block_index(first), std::move(parts));
         });
         d_queries_.resize(0, 0);
-        const auto add = [&](std::string name, Matrix data) {
+        // Each gradient with its formula, labelled as the trace labels the parameter (attention/single.cpp).
+        const auto add = [&](std::string name, Matrix data, std::string formula, std::string rows, std::string cols,
+                             bool vector) {
             if (!all_finite(data))
                 throw DataError(
                     fmt::format("{}: the backward pass overflows: dL/d{} is not a finite number; the input "
                                 "numbers are too large",
                                 origin_, name));
-            g.parameters.push_back({std::move(name), std::move(data)});
+            g.parameters.push_back(
+                {std::move(name), std::move(data), std::move(formula), std::move(rows), std::move(cols), vector});
+        };
+        const std::string input = ln ? "LN(X)" : "X", row = ln ? "n" : "x";
+        const auto projection = [&](const char* w, const char* b, const char* y, const char* cols, Part dw, Part db,
+                                    bool bias) {
+            add(w, std::move(sums.total(dw)), fmt::format("d{} = {}ᵀ·d{}", w, input, y), row, cols, false);
+            if (bias) add(b, std::move(sums.total(db)), fmt::format("d{} = column sums of d{}", b, y), "", cols, true);
         };
         if (learned) {
-            add("W_q", std::move(sums.total(dw_q)));
-            if (w_->query_bias) add("b_q", std::move(sums.total(db_q)));
-            add("W_k", std::move(sums.total(dw_k)));
-            if (w_->key_bias) add("b_k", std::move(sums.total(db_k)));
-            add("W_v", std::move(sums.total(dw_v)));
-            if (w_->value_bias) add("b_v", std::move(sums.total(db_v)));
+            projection("W_q", "b_q", "Q", "q", dw_q, db_q, w_->query_bias.has_value());
+            projection("W_k", "b_k", "K", "k", dw_k, db_k, w_->key_bias.has_value());
+            projection("W_v", "b_v", "V", "v", dw_v, db_v, w_->value_bias.has_value());
             if (w_->output) {
-                add("W_o", std::move(w_o_grad_));
-                if (w_->output_bias) add("b_o", std::move(b_o_grad_));
+                const bool several = layout_.several();
+                add("W_o", std::move(w_o_grad_), fmt::format("dW_o = {}ᵀ·d(output)", several ? "concat" : "Z"),
+                    several ? "c" : "z", "o", false);
+                if (w_->output_bias) add("b_o", std::move(b_o_grad_), "db_o = column sums of d(output)", "", "o", true);
             }
         }
         if (ln) {
-            add("gamma", std::move(sums.total(d_gamma)));
-            add("beta", std::move(sums.total(d_beta)));
+            add("gamma", std::move(sums.total(d_gamma)), "dγ = Σ over the rows of d(LN(X)) ⊙ x̂, x̂ = (x − mean(x)) / σ",
+                "", "n", true);
+            add("beta", std::move(sums.total(d_beta)), "dβ = column sums of d(LN(X))", "", "n", true);
         }
         if (!std::isfinite(g.value))
             throw DataError(
@@ -657,6 +667,51 @@ private:
     Matrix context_, queries_, keys_, values_;  // StreamBackwardOptions::stages
 };
 
+// The run's header, as the summary's (attention/summary.cpp), and the loss's title and formula
+// as the full backward pass's (attention/backward.cpp).
+void describe(StreamGradients& g, const Problem& problem, const SingleSetup& setup, const TraceOptions& o) {
+    const ModeSpec& mode = mode_spec(o.mode);
+    g.mode = o.mode;
+    g.origin = problem.origin;
+    g.tokens = setup.sequence->tokens;
+    g.weights = setup.weights.origin;
+    g.seed = o.seed;
+    g.notes = setup.weights.notes;
+    if (auto note = padding_note(setup.mask, g.tokens)) g.notes.push_back(std::move(*note));
+    const auto& w = setup.weights.projections;
+    const HeadLayout& layout = setup.weights.layout;
+    const Eigen::Index d_in = setup.sequence->vectors.cols();
+    g.dims = dims_of(layout, d_in, w ? w->query.cols() : d_in, w ? w->value.cols() : d_in);
+    g.heads = layout.heads;
+    g.kv_heads = layout.kv_heads;
+    g.positions = setup.positions.scheme;
+    g.first_position = setup.positions.first;
+    g.scale_rule = o.scale.value_or(mode.default_scale());
+    g.scale = scale_divisor(g.scale_rule, o.scale_value, layout.several() ? layout.d_head : w ? w->query.cols() : d_in);
+    g.temperature = o.temperature;
+    describe_run(g, problem, o);
+    const bool output = w && w->output;
+    const std::string result = output ? "output" : "context";
+    switch (g.loss.kind) {
+    case LossKind::focus: {
+        const std::string& q = g.tokens[static_cast<std::size_t>(g.loss.query)];
+        const std::string& k = g.tokens[static_cast<std::size_t>(g.loss.key)];
+        g.title = fmt::format("Loss: the cross-entropy that asks \"{}\" to put its weight on \"{}\"{}", q, k,
+                              g.loss.head > 0 ? fmt::format(" in head {}", g.loss.head) : "");
+        g.formula = fmt::format("L = −log {}[{}, {}]", g.loss.head > 0 ? fmt::format("A_{}", g.loss.head) : "A", q, k);
+        return;
+    }
+    case LossKind::target:
+        g.title = fmt::format("Loss: half the squared distance of the {} from the target", result);
+        g.formula = fmt::format("L = ½‖{} − T‖²", output ? "output" : "Z");
+        return;
+    case LossKind::sum:
+        g.title = fmt::format("Loss: every number of the {} summed", result);
+        g.formula = fmt::format("L = Σ {}", output ? "output" : "Z");
+        return;
+    }
+}
+
 }  // namespace
 
 StreamGradients stream_backward(const Problem& problem, const TraceOptions& trace_options, const Loss& loss,
@@ -676,9 +731,11 @@ StreamGradients stream_backward(const Problem& problem, const TraceOptions& trac
         throw UsageError(
             "--mask-fill and --mask-after-softmax show a wrong way of masking in the full tables; the "
             "streaming backward pass masks the right way only");
-    if (trace_options.dtype == Dtype::float32)
-        return Backward<float>(problem, setup, trace_options, loss, options).run();
-    return Backward<double>(problem, setup, trace_options, loss, options).run();
+    StreamGradients g = trace_options.dtype == Dtype::float32
+                            ? Backward<float>(problem, setup, trace_options, loss, options).run()
+                            : Backward<double>(problem, setup, trace_options, loss, options).run();
+    describe(g, problem, setup, trace_options);
+    return g;
 }
 
 }  // namespace attntrace

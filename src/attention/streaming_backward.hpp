@@ -32,6 +32,7 @@
 #include "core/gradients.hpp"
 #include "core/matrix.hpp"
 #include "core/problem.hpp"
+#include "core/stage.hpp"
 
 #include <cstddef>
 #include <functional>
@@ -138,16 +139,24 @@ struct StreamBackwardOptions {
 
 inline constexpr std::size_t made_queries_from = std::size_t{8} << 20;  // 8 MiB
 
-// One parameter's gradient, named as the trace names the parameter ("W_q", "b_q", "gamma").
+// One parameter's gradient, named as the trace names the parameter ("W_q", "b_q", "gamma"),
+// its rows and columns labelled as the trace labels the parameter (rows "x1" …, columns "q1"
+// …; a vector's one row by its name).
 struct ParameterGradient {
     std::string name;
     Matrix data;  // the parameter's shape (a bias: 1 × d)
+    std::string formula;  // "dW_q = Xᵀ·dQ"
+    std::string row_prefix, col_prefix;
+    bool vector = false;
 };
 
-struct StreamGradients {
+// The run's header (its mode, dtype, dims, notes …) as a summary's, then the loss and the gradients.
+struct StreamGradients : RunHeader {
+    Labels tokens;
     Loss loss;
-    double value = 0;  // L
-    Dtype dtype = Dtype::float64;
+    double value = 0;      // L
+    std::string title;     // "Loss: every number of the context summed"
+    std::string formula;   // "L = Σ Z"
     // In the trace's order of parameters: W_q, b_q, W_k, b_k, W_v, b_v, W_o, b_o, gamma, beta
     // (those the run has).
     std::vector<ParameterGradient> parameters;
