@@ -51,6 +51,7 @@ ATTNTRACE_BACKWARD_KERNELS
 namespace isa_avx2 {
 ATTNTRACE_BACKWARD_KERNELS
 }
+#ifndef ATTNTRACE_NO_AVX512_COPY
 namespace isa_avx512 {
 ATTNTRACE_BACKWARD_KERNELS
 }
@@ -58,6 +59,9 @@ ATTNTRACE_BACKWARD_KERNELS
     (std::strcmp(kernel_isa(), "avx512") == 0 ? isa_avx512::call \
      : std::strcmp(kernel_isa(), "avx2") == 0 ? isa_avx2::call   \
                                               : isa_baseline::call)
+#else  // a sanitizer build on a CPU without AVX-512 (CMakeLists.txt): no such copy
+#define ATTNTRACE_BACKWARD_CALL(call) (std::strcmp(kernel_isa(), "avx2") == 0 ? isa_avx2::call : isa_baseline::call)
+#endif
 #else
 #define ATTNTRACE_BACKWARD_CALL(call) isa_baseline::call
 #endif
