@@ -192,7 +192,7 @@ TEST_CASE("the help groups the options, names what each takes, and ends with exa
     }
 }
 
-TEST_CASE("every example in the help of every command runs as shown", "[cli][help]") {
+TEST_CASE("every example in the help of every command runs as shown", "[cli][help][words]") {
     // Run by sh in a folder with the files the examples name, attntrace found on PATH.
     const cli::TempDir folder;
     std::ofstream(folder / "my_sentence.json") << R"({"sentence": "the cat sat", "embeddings": {"the": [1, 0], "cat": [0, 1], "sat": [1, 1]}})";
