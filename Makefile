@@ -86,7 +86,10 @@ clang-deps:
 # in unity groups, as the Release build does; the ASan build also compiles each source file
 # alone, syntax only (ATTNTRACE_INCLUDE_CHECK), so that a file missing an #include of its own
 # fails there.
-CHECK_FLAGS := -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DATTNTRACE_UNITY=ON
+# They hold the kernels' AVX-512 copy only when this CPU can run it.
+CPU_AVX512  := $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo ON || echo OFF)
+CHECK_FLAGS := -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DATTNTRACE_UNITY=ON \
+               -DATTNTRACE_AVX512_COPY=$(CPU_AVX512)
 
 # One clang build serves `sanitize` and `fuzz`: ASan + UBSan on every target, libFuzzer's
 # coverage added.
@@ -99,16 +102,14 @@ sanitize: build-asan
 	tests/check_test_count.sh build-asan
 
 # libgomp is not instrumented for TSan; LLVM's libomp with its Archer tool tells TSan what
-# OpenMP synchronises. The tests that run threads (kernels, streaming, parser, CLI) run here,
-# from a test binary of only their files (build-asan already compiles each file alone). The
-# schema tests are left out: what they check (a document's shape, by Python's jsonschema) does
-# not depend on threads.
-# The test cases run in two processes at once (most of them run one thread at a time, and the
-# machine has two cores): those tagged [threads] or [streaming], and the rest.
+# OpenMP synchronises. The test cases that start threads, tagged [threads] or [streaming]
+# (kernels, streaming, parser, CLI), run here, from a test binary of only their files
+# (tests/CMakeLists.txt). They run in two processes at once, since the machine has two cores:
+# those tagged [threads], and the [streaming] ones left.
 TSAN_TESTS   := ./build-tsan/tests/attntrace_tests
 TSAN_ENV     := OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1"
-TSAN_FIRST   := [threads],[streaming]
-TSAN_SECOND  := [modes]~[threads]~[streaming],[bahdanau]~[threads]~[streaming],[json]~[schema]~[threads]~[streaming]
+TSAN_FIRST   := [threads]
+TSAN_SECOND  := [streaming]~[threads]
 tsan: deps clang-deps
 	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CHECK_FLAGS) -DATTNTRACE_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)

@@ -399,7 +399,7 @@ TEST_CASE("every description an example prints is one a test checks", "[examples
     CHECK(described == claims().size());
 }
 
-TEST_CASE("each description holds in its mode, at other temperatures, scales, normalisations and precisions", "[examples][descriptions]") {
+TEST_CASE("each description holds in its mode, at other temperatures, scales, normalisations and precisions", "[examples][descriptions][words]") {
     for (const auto& [key, described] : claims()) {
         const std::string example = key.substr(0, key.find('/')), mode = key.substr(key.find('/') + 1);
         for (const auto& options : variants(mode, described.any_score)) {

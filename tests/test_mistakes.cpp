@@ -366,7 +366,7 @@ std::map<std::string, std::set<std::string>> where_they_show() {
 
 }  // namespace
 
-TEST_CASE("check-answers names each mistake of the catalogue, alone, at every stage it reaches", "[check-answers][mistakes]") {
+TEST_CASE("check-answers names each mistake of the catalogue, alone, at every stage it reaches", "[check-answers][mistakes][words]") {
     Coverage covered;
     // One head, causal: the projections (square), the scores, the scaling, the mask.
     check_every_mistake(single("one head", {}), covered);
@@ -535,7 +535,7 @@ std::vector<std::pair<std::string, std::string>> quiz_runs() {
 }  // namespace
 
 TEST_CASE("the quiz names each mistake of the catalogue from one number, alone, at every kind of question it reaches",
-          "[quiz][mistakes]") {
+          "[quiz][mistakes][words]") {
     Coverage covered;
     for (const auto& [example, mode] : quiz_runs()) {
         const Model m = quiz_model(example, mode);

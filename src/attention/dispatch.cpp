@@ -26,9 +26,14 @@ ATTNTRACE_HOT_FUNCTIONS
 namespace isa_avx2 {
 ATTNTRACE_HOT_FUNCTIONS
 }
+#ifndef ATTNTRACE_NO_AVX512_COPY
 namespace isa_avx512 {
 ATTNTRACE_HOT_FUNCTIONS
 }
+constexpr bool avx512_copy = true;
+#else
+constexpr bool avx512_copy = false;  // a sanitizer build on a CPU without AVX-512 (CMakeLists.txt)
+#endif
 
 namespace {
 enum class Isa { baseline, avx2, avx512 };
@@ -49,9 +54,12 @@ std::optional<Isa> requested() {
     return std::nullopt;
 }
 
+// The widest copy this CPU can run, of those the build holds.
+Isa best_copy() { return avx512_copy && has_avx512() ? Isa::avx512 : has_avx2() ? Isa::avx2 : Isa::baseline; }
+
 Isa chosen() {
     static const Isa isa = [] {
-        const Isa best = has_avx512() ? Isa::avx512 : has_avx2() ? Isa::avx2 : Isa::baseline;
+        const Isa best = best_copy();
         const auto asked = requested();
         return asked && *asked < best ? *asked : best;
     }();
@@ -69,23 +77,28 @@ const char* kernel_isa() {
 }
 
 std::string kernel_description() {
-    const Isa best = has_avx512() ? Isa::avx512 : has_avx2() ? Isa::avx2 : Isa::baseline;
+    const Isa best = best_copy();
     const char* names[] = {"any x86-64 CPU", "AVX2 with FMA", "AVX-512"};
     const std::string copy = names[static_cast<int>(chosen())];
     if (chosen() != best)
         return fmt::format("{}, as ATTNTRACE_KERNELS={} asks (this CPU could run {})", copy, kernel_isa(),
                            names[static_cast<int>(best)]);
-    const char* why = best == Isa::avx512 ? "the widest this CPU has"
-                      : best == Isa::avx2 ? "this CPU lacks AVX-512"
-                                          : "this CPU lacks AVX2 or FMA";
-    return fmt::format("{}, chosen at run time: {} (the build holds kernels for any x86-64, AVX2 and AVX-512)", copy,
-                       why);
+    const char* why = best == Isa::avx512                ? "the widest this CPU has"
+                      : best == Isa::avx2 && !has_avx512() ? "this CPU lacks AVX-512"
+                      : best == Isa::avx2                  ? "the widest copy this build holds"
+                                                           : "this CPU lacks AVX2 or FMA";
+    return fmt::format("{}, chosen at run time: {} (the build holds kernels for any x86-64, AVX2{})", copy, why,
+                       avx512_copy ? " and AVX-512" : "");
 }
 
+#ifndef ATTNTRACE_NO_AVX512_COPY
 #define ATTNTRACE_CALL(call)                                                 \
     (chosen() == Isa::avx512 ? isa_avx512::call                              \
      : chosen() == Isa::avx2 ? isa_avx2::call                                \
                              : isa_baseline::call)
+#else
+#define ATTNTRACE_CALL(call) (chosen() == Isa::avx2 ? isa_avx2::call : isa_baseline::call)
+#endif
 #else
 const char* kernel_isa() { return "baseline"; }
 std::string kernel_description() {

@@ -12,8 +12,6 @@
 namespace attntrace {
 namespace {
 
-bool is_ascii_digit(char c) { return c >= '0' && c <= '9'; }
-
 bool is_word_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 
 // 'journey' → write "journey": the text up to the closing single quote on the same line.

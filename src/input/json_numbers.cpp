@@ -9,8 +9,6 @@
 namespace attntrace {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
 // A number's text, checked against the grammar, with its digits as one integer m and a power
 // of ten e (m·10^e, the digits beyond the 19th dropped but counted).
 struct ScannedNumber {
@@ -26,7 +24,7 @@ bool scan(std::string_view text, std::size_t& at, ScannedNumber& n) {
     const auto peek = [&] { return at < text.size() ? text[at] : '\0'; };
     const auto digits = [&](bool fraction) {
         const std::size_t from = at;
-        for (; at < text.size() && is_digit(text[at]); ++at) {
+        for (; at < text.size() && is_ascii_digit(text[at]); ++at) {
             if (n.mantissa == 0 && text[at] == '0') {
                 n.exponent -= fraction;
                 continue;
@@ -53,10 +51,10 @@ bool scan(std::string_view text, std::size_t& at, ScannedNumber& n) {
         ++at;
         if (peek() == '+' || peek() == '-') ++at;
         const std::size_t from = at;
-        while (at < text.size() && is_digit(text[at])) ++at;
+        while (at < text.size() && is_ascii_digit(text[at])) ++at;
         if (at == from) return false;
     }
-    return !is_digit(peek());  // "01"
+    return !is_ascii_digit(peek());  // "01"
 }
 
 }  // namespace
@@ -91,7 +89,7 @@ NumberRead read_number(std::string_view text, std::size_t& at, double& out) {
 }
 
 bool is_json_number(std::string_view text) {
-    if (text.empty() || !(text[0] == '-' || is_digit(text[0]))) return false;
+    if (text.empty() || !(text[0] == '-' || is_ascii_digit(text[0]))) return false;
     std::size_t at = 0;
     double value = 0;
     return read_number(text, at, value) == NumberRead::ok && at == text.size();

@@ -9,6 +9,9 @@
 
 namespace attntrace {
 
+// An ASCII digit (std::isdigit depends on the locale and takes an int).
+inline bool is_ascii_digit(char c) { return c >= '0' && c <= '9'; }
+
 inline constexpr double powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                            1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                            1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};

@@ -15,13 +15,13 @@ namespace {
 
 std::string number(double value) { return fmt::format("{:.4g}", value); }
 
-std::string quoted(const std::string& label) { return fmt::format("\"{}\"", label); }
+std::string in_quotes(const std::string& label) { return fmt::format("\"{}\"", label); }
 
 // The loss's focus pair as a phrase: "the weight \"smiled\" puts on \"teacher\"".
 std::string focus_phrase(const Trace& trace, const Loss& loss) {
     const Stage& w = trace.at(StageId::weights, loss.head);
-    return fmt::format("the weight {} puts on {}", quoted(w.rows[static_cast<std::size_t>(loss.query)]),
-                       quoted(w.cols[static_cast<std::size_t>(loss.key)]));
+    return fmt::format("the weight {} puts on {}", in_quotes(w.rows[static_cast<std::size_t>(loss.query)]),
+                       in_quotes(w.cols[static_cast<std::size_t>(loss.key)]));
 }
 
 // "the context", "the output": what the sum and target losses read.
@@ -67,7 +67,7 @@ std::string largest_row(const Stage& d, std::string_view symbol) {
     Matrix norms(d.row_count(), 1);
     for (Eigen::Index r = 0; r < d.row_count(); ++r) norms(r, 0) = d.data.row(r).norm();
     const Extreme e = extreme(norms, true);
-    return fmt::format("{} (‖{}‖ = {}{})", quoted(d.rows[static_cast<std::size_t>(e.row)]), symbol, number(e.value),
+    return fmt::format("{} (‖{}‖ = {}{})", in_quotes(d.rows[static_cast<std::size_t>(e.row)]), symbol, number(e.value),
                        tied(e.others, "row", "rows"));
 }
 
@@ -90,7 +90,7 @@ std::vector<std::string> result_lines(const Trace& trace, const Gradients& g, co
         if (gap.row(r).norm() > gap.row(far).norm()) far = r;
     return {fmt::format("dL/d{0} = {0} − T: each entry is how far that number stands from its target, with its sign. The "
                         "row farthest from its target is {1} (‖y − t‖ = {2}).",
-                        what == "output" ? "(output)" : "Z", quoted(d.rows[static_cast<std::size_t>(far)]),
+                        what == "output" ? "(output)" : "Z", in_quotes(d.rows[static_cast<std::size_t>(far)]),
                         number(gap.row(far).norm()))};
 }
 
@@ -103,8 +103,8 @@ std::vector<std::string> weights_lines(const Trace& trace, const Gradients& g, c
                             focus_phrase(trace, g.loss), number(a), number(-1 / a))};
     }
     const auto pair = [&](const Extreme& e) {
-        return fmt::format("the weight {} puts on {} (dA = {}{})", quoted(d.rows[static_cast<std::size_t>(e.row)]),
-                           quoted(d.cols[static_cast<std::size_t>(e.col)]), number(e.value), tied(e.others, "weight", "weights"));
+        return fmt::format("the weight {} puts on {} (dA = {}{})", in_quotes(d.rows[static_cast<std::size_t>(e.row)]),
+                           in_quotes(d.cols[static_cast<std::size_t>(e.col)]), number(e.value), tied(e.others, "weight", "weights"));
     };
     return {fmt::format("dA_ij = dZ_i·v_j: a weight's gradient is how far its key's value points along its query's context "
                         "gradient. Taken alone, L grows fastest with {} and falls fastest with {}.",
@@ -132,8 +132,8 @@ std::vector<std::string> masked_lines(const Trace& trace, const Gradients& g, co
         lines.push_back(fmt::format("In the row of {} this is (a − e_k){}: the score of {} gets ({} − 1){} = {}, so raising "
                                     "it lowers L; the score of every other key the row sees gets that key's weight{}, so "
                                     "raising it raises L. The other rows get 0.",
-                                    quoted(d.rows[static_cast<std::size_t>(q)]), over_t(trace),
-                                    quoted(d.cols[static_cast<std::size_t>(k)]), number(a), over_t(trace),
+                                    in_quotes(d.rows[static_cast<std::size_t>(q)]), over_t(trace),
+                                    in_quotes(d.cols[static_cast<std::size_t>(k)]), number(a), over_t(trace),
                                     number((a - 1) / trace.temperature), over_t(trace)));
     }
     return lines;
@@ -157,7 +157,7 @@ std::vector<std::string> projection_lines(const Trace& trace, const Gradients& g
         if (focus)
             return {fmt::format("dQ = dS·K{}: each query's gradient mixes the keys by its row of dS. Only {}'s query has a "
                                 "gradient other than 0: the loss reads its row alone.",
-                                rope ? ", turned back by −φ" : "", quoted(d.rows[static_cast<std::size_t>(g.loss.query)]))};
+                                rope ? ", turned back by −φ" : "", in_quotes(d.rows[static_cast<std::size_t>(g.loss.query)]))};
         return {fmt::format("dQ = dS·K{}: each query's gradient mixes the keys by its row of dS. The largest is {}.",
                             rope ? ", turned back by −φ" : "", largest_row(d, "dq"))};
     case StageId::keys:
@@ -183,9 +183,9 @@ std::optional<std::string> direct_path(const Trace& trace, const Gradients& g, c
     const Stage& w = trace.at(StageId::weights, g.loss.head);
     return fmt::format("{} stands {} position{} from {}, and the gradient reaches its vector in one attention step, "
                        "through its key (‖dx‖ = {}): the connection is direct, however far apart the two are.",
-                       quoted(w.cols[static_cast<std::size_t>(g.loss.key)]), std::abs(g.loss.query - g.loss.key),
+                       in_quotes(w.cols[static_cast<std::size_t>(g.loss.key)]), std::abs(g.loss.query - g.loss.key),
                        std::abs(g.loss.query - g.loss.key) == 1 ? "" : "s",
-                       quoted(w.rows[static_cast<std::size_t>(g.loss.query)]), number(size));
+                       in_quotes(w.rows[static_cast<std::size_t>(g.loss.query)]), number(size));
 }
 
 std::vector<std::string> input_lines(const Trace& trace, const Gradients& g, const Stage& d) {

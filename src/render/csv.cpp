@@ -18,7 +18,7 @@ namespace attntrace {
 namespace {
 
 // Quoted as RFC 4180 says when it holds a comma, a quote or a line break.
-std::string quoted(std::string_view text) {
+std::string csv_quoted(std::string_view text) {
     if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
     std::string out = "\"";
     for (const char c : text) {
@@ -33,10 +33,10 @@ std::string quoted(std::string_view text) {
 // so that a spreadsheet shows it instead of running it as a formula (the OWASP advice on CSV
 // injection). Numbers are written as they are.
 std::string csv_text(std::string_view text) {
-    if (text.empty() || std::string_view("=+-@\t\r").find(text.front()) == std::string_view::npos) return quoted(text);
+    if (text.empty() || std::string_view("=+-@\t\r").find(text.front()) == std::string_view::npos) return csv_quoted(text);
     std::string prefixed(1, '\'');
     prefixed.append(text);
-    return quoted(prefixed);
+    return csv_quoted(prefixed);
 }
 
 void write_row(std::ostream& out, std::string_view first, const std::vector<std::string>& rest) {
