@@ -102,14 +102,14 @@ sanitize: build-asan
 	tests/check_test_count.sh build-asan
 
 # libgomp is not instrumented for TSan; LLVM's libomp with its Archer tool tells TSan what
-# OpenMP synchronises. The test cases that start threads, tagged [threads] or [streaming]
-# (kernels, streaming, parser, CLI), run here, from a test binary of only their files
-# (tests/CMakeLists.txt). They run in two processes at once, since the machine has two cores:
-# those tagged [threads], and the [streaming] ones left.
+# OpenMP synchronises. The test cases that start threads, tagged [threads], [streaming] or
+# [streaming_backward] (kernels, streaming, the backward pass in tiles, parser, CLI), run here,
+# from a test binary of only their files (tests/CMakeLists.txt). They run in two processes at
+# once, since the machine has two cores: those tagged [threads], and the others left.
 TSAN_TESTS   := ./build-tsan/tests/attntrace_tests
 TSAN_ENV     := OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1"
 TSAN_FIRST   := [threads]
-TSAN_SECOND  := [streaming]~[threads]
+TSAN_SECOND  := [streaming]~[threads],[streaming_backward]~[threads]
 tsan: deps clang-deps
 	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CHECK_FLAGS) -DATTNTRACE_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)

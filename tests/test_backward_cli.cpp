@@ -432,7 +432,9 @@ TEST_CASE("the backward pass refuses bad losses and options with one error line 
         {{"-m", "self", "--backward", "sum", "--step-size", "-1"}, 2, "expected a positive number such as 0.1, found -1"},
         {{"--backward", "sum", "--step-size", "0.1"}, 2, "--step-size: plain mode has no weights to learn"},
         {{"example:teacher_smiled_fr", "--score", "dot", "--backward", "sum", "--step-size", "0.1"}, 2, "--step-size: Luong's dot score has no weights to learn"},
-        {{"--backward", "sum", "--summary"}, 2, "--backward needs the full trace, which --summary does not build"},
+        // --summary --backward is the streaming backward pass (test_stream_backward_cli.cpp); what needs the full trace is refused
+        {{"--backward", "sum", "--summary", "--step-size", "0.1"}, 2, "--step-size needs the full trace, which --summary does not build"},
+        {{"--backward", "sum", "--summary", "-s", "d_weights"}, 2, "a gradient stage needs the full trace (leave out --summary)"},
         {{"-s", "d_weights"}, 2, "--stage d_weights: a gradient needs --backward LOSS"},
         {{"--backward", "sum", "-s", "d_wieghts"}, 2, "--stage: no gradient named \"d_wieghts\" (did you mean d_weights?)"},
         {{"-m", "self", "--backward", "focus:journey=starts", "-s", "d_values"}, 2, "--stage: this run has no gradient d_values (its loss reaches d_weights,"},

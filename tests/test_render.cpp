@@ -383,15 +383,16 @@ TEST_CASE("each format's renderer shows exactly the products the table of format
         case Product::comparison: return dynamic_cast<const ShowsComparison*>(&r) != nullptr;
         case Product::check: return dynamic_cast<const ShowsCheck*>(&r) != nullptr;
         case Product::decode: return dynamic_cast<const ShowsDecode*>(&r) != nullptr;
+        case Product::gradients: return dynamic_cast<const ShowsGradients*>(&r) != nullptr;
         case Product::answers: return dynamic_cast<const ShowsAnswers*>(&r) != nullptr;
         case Product::quiz: return dynamic_cast<const ShowsQuiz*>(&r) != nullptr;
         case Product::bench: return dynamic_cast<const ShowsBench*>(&r) != nullptr;
         }
         return false;
     };
-    constexpr Product products[] = {Product::trace,      Product::summary, Product::similarity,
-                                    Product::comparison, Product::check,   Product::decode,
-                                    Product::answers,    Product::quiz,    Product::bench};
+    constexpr Product products[] = {Product::trace,     Product::summary, Product::similarity, Product::comparison,
+                                    Product::check,     Product::decode,  Product::gradients,  Product::answers,
+                                    Product::quiz,      Product::bench};
     for (const auto& [format, name] : format_names)
         for (const Product product : products) {
             INFO(fmt::format("{}, product {}", name, static_cast<int>(product)));
@@ -401,7 +402,7 @@ TEST_CASE("each format's renderer shows exactly the products the table of format
     // and bench are text (table) or JSON; JSON Lines writes only a summary's lines.
     for (const Format format : {Format::table, Format::json, Format::markdown, Format::csv})
         for (const Product product : {Product::trace, Product::summary, Product::similarity, Product::comparison,
-                                      Product::check, Product::decode})
+                                      Product::check, Product::decode, Product::gradients})
             CHECK(shows(format, product));
     for (const Product product : {Product::answers, Product::quiz, Product::bench}) {
         CHECK(shows(Format::table, product));

@@ -123,6 +123,15 @@ TEST_CASE("every JSON document attntrace writes validates against its schema in 
     batch.run({"example:teacher_smiled_fr", "--backward", "sum", "--step-size", "0.1", "-f", "json"}, "trace");
     batch.run({"-m", "causal", "--backward", "focus:step=Your", "--check", "-f", "json"}, "gradient-check");
     batch.run({"example:padded_cat_fr", "--backward", "sum", "--check", "-f", "json"}, "gradient-check");
+    // The streaming backward pass (--summary --backward): every loss, heads, float32, ln_1 and W_o.
+    batch.run({"-m", "causal", "--heads", "2", "--kv-heads", "1", "--dim", "4", "--summary", "--backward", "sum", "-f",
+               "json"}, "stream-gradients");
+    batch.run({"-m", "self", "--dim", "2", "--summary", "--backward", "focus:journey=starts", "--dtype", "float32", "-f",
+               "json"}, "stream-gradients");
+    batch.run({"-m", "self", "--dim", "2", "--summary", "--backward", "target:" + target.path(), "-f", "json"},
+              "stream-gradients");
+    batch.run({std::string(ATTNTRACE_SOURCE_DIR) + "/data/arrays/toy_gpt2.safetensors", "--from", "gpt2", "--layer", "1",
+               "--summary", "--backward", "sum", "-f", "json"}, "stream-gradients");
     // decode.
     batch.run({"decode", "-f", "json"}, "decode");
     batch.run({"decode", "--dim", "8", "--heads", "4", "--kv-heads", "2", "--explain", "--step", "3", "-f", "json"}, "decode");
@@ -191,6 +200,9 @@ TEST_CASE("the schemas refuse what attntrace would not write or read", "[schema]
     std::string summary = cli::run({"--summary", "-f", "json"}).out;
     summary.replace(summary.find("\"top\": 3"), 8, "\"top\": 0");
     batch.add(summary, "summary");
+    std::string gradients = cli::run({"-m", "self", "--dim", "2", "--summary", "--backward", "sum", "-f", "json"}).out;
+    gradients.replace(gradients.find("\"kind\": \"sum\""), 13, "\"kind\": \"all\"");
+    batch.add(gradients, "stream-gradients");
     std::string quiz = cli::run({"quiz", "-f", "json", "--answers", "/dev/null"}).out;
     quiz.replace(quiz.find("\"verdict\": \"unanswered\""), 23, "\"verdict\": \"unknown\"");
     batch.add(quiz, "quiz");

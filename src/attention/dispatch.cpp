@@ -1,5 +1,5 @@
 // The public names of the hot kernels (attention/hot_functions.hpp: the projections of
-// kernels.hpp and the streaming path), each forwarding to the copy compiled for this CPU:
+// kernels.hpp, the streaming path and its backward pass), each forwarding to the copy compiled for this CPU:
 // attention/isa.hpp says why there are three.
 #include "attention/hot_functions.hpp"
 #include "attention/isa.hpp"
@@ -16,7 +16,8 @@ namespace attntrace {
 // What each copy defines, in its own namespace (attention/hot_functions.hpp's lists).
 #define ATTNTRACE_HOT_FUNCTIONS                        \
     ATTNTRACE_PROJECTION_FUNCTIONS(ATTNTRACE_DECLARE, T) \
-    ATTNTRACE_STREAMING_FUNCTIONS(ATTNTRACE_DECLARE, T)
+    ATTNTRACE_STREAMING_FUNCTIONS(ATTNTRACE_DECLARE, T) \
+    ATTNTRACE_STREAMING_BACKWARD_FUNCTIONS(ATTNTRACE_DECLARE, T)
 
 namespace isa_baseline {
 ATTNTRACE_HOT_FUNCTIONS
@@ -119,10 +120,13 @@ std::string kernel_description() {
     }
 ATTNTRACE_PROJECTION_FUNCTIONS(ATTNTRACE_FORWARD, T)
 ATTNTRACE_STREAMING_FUNCTIONS(ATTNTRACE_FORWARD, T)
+ATTNTRACE_STREAMING_BACKWARD_FUNCTIONS(ATTNTRACE_FORWARD, T)
 
 ATTNTRACE_PROJECTION_FUNCTIONS(ATTNTRACE_INSTANTIATE, float)
 ATTNTRACE_PROJECTION_FUNCTIONS(ATTNTRACE_INSTANTIATE, double)
 ATTNTRACE_STREAMING_FUNCTIONS(ATTNTRACE_INSTANTIATE, float)
 ATTNTRACE_STREAMING_FUNCTIONS(ATTNTRACE_INSTANTIATE, double)
+ATTNTRACE_STREAMING_BACKWARD_FUNCTIONS(ATTNTRACE_INSTANTIATE, float)
+ATTNTRACE_STREAMING_BACKWARD_FUNCTIONS(ATTNTRACE_INSTANTIATE, double)
 
 }  // namespace attntrace

@@ -4,6 +4,7 @@
 #include "attention/gradient_check.hpp"
 #include "attention/learning.hpp"
 #include "attention/modes.hpp"
+#include "attention/streaming_backward.hpp"
 #include "attention/worked.hpp"
 #include "commands/guards.hpp"
 #include "core/error.hpp"
@@ -219,7 +220,43 @@ std::vector<StageId> after_stages(const TraceRequest& request, const Trace& t) {
     return {StageId::weights, result_of(t).id};
 }
 
+// The loss of --summary --backward: the focus pair found among the tokens (of --head's head,
+// head 1 without it, with several heads), the target read.
+Loss resolve_stream_loss(const TraceRequest& request, const Problem& problem, int heads) {
+    const LossText& text = request.backward->loss;
+    switch (text.kind) {
+    case LossKind::sum: return Loss::sum();
+    case LossKind::target: return Loss::towards(read_target(text.file, request.max_input));
+    case LossKind::focus: break;
+    }
+    const std::vector<std::string>& tokens = std::get<SingleSequenceInput>(problem.input).sequence.tokens;
+    const Eigen::Index query = find_query_row(tokens, text.query, "--backward focus (the query)");
+    const Eigen::Index key = find_query_row(tokens, text.key, "--backward focus (the key)");
+    return Loss::focus(query, key, heads > 1 ? std::max(request.render.head, 1) : 0);
+}
+
 }  // namespace
+
+void run_stream_backward(const Problem& problem, const TraceRequest& request, std::ostream& out,
+                         const std::function<void()>& read_again) {
+    if (!std::holds_alternative<SingleSequenceInput>(problem.input))
+        throw UsageError(fmt::format("--summary --backward is for one sequence (plain, self and causal modes); {} mode "
+                                     "has its own full backward pass: leave out --summary",
+                                     to_string(request.trace.mode)));
+    const WorkShape shape = work_shape(problem, request.trace);
+    const bool target = request.backward->loss.kind == LossKind::target;
+    require_memory(stream_backward_bytes(shape, request.trace.dtype, target), request.max_memory, problem.origin,
+                   "the streaming backward pass of this input", "");
+    require_time(stream_backward_seconds(shape), request.max_seconds, problem.origin,
+                 fmt::format("the streaming backward pass of {} tokens", shape.rows), "");
+    if (request.render.head > shape.heads)
+        throw UsageError(fmt::format("--head {}: this run has {} head{}", request.render.head, shape.heads,
+                                     shape.heads == 1 ? "" : "s"));
+    const Loss loss = resolve_stream_loss(request, problem, static_cast<int>(shape.heads));
+    const StreamGradients g = stream_backward(problem, request.trace, loss);
+    read_again();
+    render(g, request.render, out);
+}
 
 void run_backward(const Problem& problem, const TraceRequest& request, const Trace& t, std::ostream& out,
                   std::ostream* svg) {

@@ -7,6 +7,7 @@
 #include "core/problem.hpp"
 #include "core/stage.hpp"
 
+#include <functional>
 #include <ostream>
 
 namespace attntrace {
@@ -21,6 +22,14 @@ void take_gradient_stages(TraceRequest& request);
 // or DataError before writing anything.
 void run_backward(const Problem& problem, const TraceRequest& request, const Trace& trace, std::ostream& out,
                   std::ostream* svg);
+
+// --summary --backward LOSS: the streaming backward pass of a single-sequence run (plain,
+// self, causal), guarded by --max-memory and --max-time, its loss, parameter gradients and
+// per-token ‖dL/dx_i‖ written to `out` once `read_again` (called when the gradients are
+// computed, before anything is written) has returned. Throws UsageError for what the
+// streaming backward pass does not take, DataError for the rest, before writing anything.
+void run_stream_backward(const Problem& problem, const TraceRequest& request, std::ostream& out,
+                         const std::function<void()>& read_again);
 
 // --check moves every parameter and input entry four times and traces each time: refused
 // above this many entries.

@@ -41,6 +41,11 @@ std::uint64_t trace_bytes(const WorkShape& shape, Dtype dtype, const RenderOptio
 // labels, and one block of scratch per thread.
 std::uint64_t summary_bytes(const WorkShape& shape, Dtype dtype, bool context, std::size_t top);
 
+// The streaming backward pass (--summary --backward): X, Q, K, V, dQ, the rows' log-sum-exp
+// and D, a target and its dZ, each thread's tiles, the weights and their gradients, the labels
+// and the norms' text.
+std::uint64_t stream_backward_bytes(const WorkShape& shape, Dtype dtype, bool target);
+
 // The full trace as it is held once computed, before anything is rendered: its stages, the
 // working copies, the masks, the weights and the labels (trace_bytes less the text).
 std::uint64_t trace_held_bytes(const WorkShape& shape, Dtype dtype);
@@ -68,6 +73,7 @@ std::uint64_t plane_bytes(std::size_t words, double d);
 // docs/robustness.md), shared out over the OpenMP threads where it runs in parallel.
 double trace_seconds(const WorkShape& shape, Format format);
 double summary_seconds(const WorkShape& shape);
+double stream_backward_seconds(const WorkShape& shape);
 double decode_seconds(const WorkShape& shape, Format format, const DecodeSteps& steps);
 double similarity_seconds(std::size_t words, double d, Format format);
 double plane_seconds(std::size_t words, double d);

@@ -96,7 +96,8 @@ StageId svg_stage_id(const std::string& name) {
 
 // The first option asked for that needs the full matrices, which the summary does not build.
 std::optional<std::string_view> full_trace_option(const TraceRequest& request) {
-    if (request.backward) return "--backward";
+    if (request.backward && !request.summary) return "--backward";  // --summary has a streaming backward pass
+    if (request.backward && request.backward->step_size) return "--step-size";
     if (request.trace.query) return "--query";
     if (request.render.explain) return "--explain";
     if (request.check) return "--check";
@@ -109,6 +110,18 @@ std::optional<std::string_view> full_trace_option(const TraceRequest& request) {
 void check_summary_request(const TraceRequest& request) {
     if (const auto option = full_trace_option(request))
         throw UsageError(fmt::format("{} needs the full trace, which --summary does not build", *option));
+    if (request.backward) {
+        require_format(request.render.format, Product::gradients);
+        if (!request.backward->stages.empty())
+            throw UsageError(fmt::format("--stage {}: --summary --backward shows the loss, the parameters' gradients and "
+                                         "each token's ‖dL/dx‖; a gradient stage needs the full trace (leave out "
+                                         "--summary)",
+                                         request.backward->stages.front()));
+        if (!request.render.stages.empty())
+            throw UsageError(fmt::format("--summary --backward shows the loss and the gradients, no forward stage; --stage "
+                                         "{} needs --summary without --backward",
+                                         to_string(request.render.stages.front())));
+    }
     for (const StageId id : request.render.stages)
         if (id != StageId::context)
             throw UsageError(fmt::format("--summary shows one line per query; --stage can add only \"context\", not \"{}\"",
@@ -264,6 +277,10 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     const auto summary_of = [&](std::string note) {
         run_summary(problem, request, outputs, std::move(note), [&] { input.require_unchanged(); });
     };
+    if (request.summary && request.backward) {
+        run_stream_backward(problem, request, outputs.main(), [&] { input.require_unchanged(); });
+        return said();
+    }
     if (request.summary) {
         summary_of("");
         return said();

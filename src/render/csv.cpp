@@ -120,7 +120,12 @@ void write_tidy(const Trace& trace, const RenderOptions& options, std::ostream& 
     }
 }
 
-class CsvRenderer final : public TextRenderer {
+class CsvRenderer final : public TextRenderer, public ShowsGradients {
+public:
+    void gradients(const StreamGradients& g, const RenderOptions& options, std::ostream& out) const override {
+        write_gradients_csv(g, options, out);
+    }
+
 public:
     // Measured on the project's machine, one thread: a full trace of 1000 tokens took 265 ns of
     // CPU time a number, a decode 1.5 µs a line (one per step, head and cached key), similarity

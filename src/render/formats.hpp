@@ -29,6 +29,12 @@ void write_answers_json(JsonWriter& json, const AnswerReport& report);
 void write_quiz_text(const QuizEvent& event, const RenderOptions& options, std::ostream& out);
 void write_quiz_json(JsonWriter& json, const Quiz& quiz);
 
+// The streaming backward pass (render/gradients_report.cpp): its text in the table, markdown
+// and CSV formats (its JSON is json.cpp's).
+void write_gradients_table(const StreamGradients& gradients, const RenderOptions& options, std::ostream& out);
+void write_gradients_markdown(const StreamGradients& gradients, const RenderOptions& options, std::ostream& out);
+void write_gradients_csv(const StreamGradients& gradients, const RenderOptions& options, std::ostream& out);
+
 // bench (render/bench_report.cpp): its table, and the members of its JSON document.
 void write_bench_text(const BenchReport& report, std::ostream& out);
 void write_bench_json(JsonWriter& json, const BenchReport& report);

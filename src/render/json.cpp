@@ -7,6 +7,8 @@
 #include "attention/masks.hpp"
 #include "attention/modes.hpp"
 #include "render/explain.hpp"
+#include "attention/stage_builder.hpp"
+#include "attention/streaming_backward.hpp"
 #include "render/formats.hpp"
 #include "render/json_writer.hpp"
 #include "practice/quiz.hpp"
@@ -347,6 +349,7 @@ class JsonRenderer final : public Renderer,
                            public ShowsComparison,
                            public ShowsCheck,
                            public ShowsDecode,
+                           public ShowsGradients,
                            public ShowsAnswers,
                            public ShowsQuiz,
                            public ShowsBench {
@@ -483,6 +486,51 @@ public:
     void quiz(const QuizEvent& event, const RenderOptions&, std::ostream& os) const override {
         if (event.step != QuizEvent::Step::end) return;
         write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) { write_quiz_json(json, event.quiz); });
+    }
+
+    // docs/json-output.md ("--summary --backward --format json"): the summary's header, "loss" and
+    // "gradients" named as the full backward pass names them (one member per parameter, keyed
+    // by its name), and each token's ‖dL/dx_i‖ in "input_gradient_norms".
+    void gradients(const StreamGradients& g, const RenderOptions&, std::ostream& os) const override {
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer& out) {
+            write_header(json, g, "attntrace.stream-gradients/1");
+            json.key("n").integer(static_cast<std::int64_t>(g.tokens.size()));
+            write_dims(json, g);
+            json.key("loss").object();
+            json.key("kind").string(to_string(g.loss.kind));
+            json.key("value").number(g.value, g.dtype);
+            json.key("title").string(g.title);
+            json.key("formula").string(g.formula);
+            if (g.loss.kind == LossKind::focus) {
+                json.key("query").string(g.tokens[static_cast<std::size_t>(g.loss.query)]);
+                json.key("query_position").integer(g.loss.query + 1);
+                json.key("key").string(g.tokens[static_cast<std::size_t>(g.loss.key)]);
+                json.key("key_position").integer(g.loss.key + 1);
+                if (g.loss.head > 0) json.key("head").integer(g.loss.head);
+            }
+            json.end();
+            json.key("gradients").object();
+            for (const ParameterGradient& p : g.parameters) {
+                json.key(p.name).object();
+                json.key("name").string("d_" + p.name);
+                json.key("formula").string(p.formula);
+                json.key("shape").array(Layout::inline_).integer(p.data.rows()).integer(p.data.cols()).end();
+                if (p.vector) json.key("rows").strings(std::vector<std::string>{p.name});
+                else json.key("rows").strings(numbered(p.row_prefix, p.data.rows()));
+                json.key("cols").strings(numbered(p.col_prefix, p.data.cols()));
+                json.key("data").matrix(p.data, g.dtype);
+                json.end();
+            }
+            json.end();
+            json.key("tokens").strings(g.tokens);
+            flush(out, os);
+            json.key("input_gradient_norms").array();
+            for (const double norm : g.input_norms) {
+                json.number(norm, g.dtype);
+                if (out.size() > (1 << 16)) flush(out, os);
+            }
+            json.end();
+        });
     }
 
     void bench(const BenchReport& report, const RenderOptions&, std::ostream& os) const override {

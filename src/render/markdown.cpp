@@ -119,7 +119,12 @@ void write_parameters(const Trace& trace, const RenderOptions& options, std::ost
     }
 }
 
-class MarkdownRenderer final : public TextRenderer {
+class MarkdownRenderer final : public TextRenderer, public ShowsGradients {
+public:
+    void gradients(const StreamGradients& g, const RenderOptions& options, std::ostream& out) const override {
+        write_gradients_markdown(g, options, out);
+    }
+
 public:
     // Measured on the project's machine, one thread: a full trace of 1000 tokens took 300 ns of
     // CPU time a number, a decode 400 (each step's report and its cells made first),

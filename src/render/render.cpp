@@ -38,6 +38,7 @@ constexpr ProductEntry product_table[] = {
     {Product::comparison, "a comparison", ""},
     {Product::check, "the report of --check", ""},
     {Product::decode, "a decode", ""},
+    {Product::gradients, "the gradients of --summary --backward", ""},
     {Product::answers, "the report of check-answers", "check-answers writes table (text) or json"},
     {Product::quiz, "a quiz", "quiz writes table (a transcript) or json"},
     {Product::bench, "the report of bench", "bench writes table or json"},
@@ -51,11 +52,11 @@ struct FormatEntry {
     Products shows;
     std::string_view refusal;
 };
-constexpr Products documents{Product::trace,      Product::summary, Product::similarity,
-                             Product::comparison, Product::check,   Product::decode};
-constexpr Products everything{Product::trace,      Product::summary, Product::similarity,
-                              Product::comparison, Product::check,   Product::decode,
-                              Product::answers,    Product::quiz,    Product::bench};
+constexpr Products documents{Product::trace, Product::summary, Product::similarity, Product::comparison,
+                             Product::check, Product::decode,  Product::gradients};
+constexpr Products everything{Product::trace,     Product::summary, Product::similarity, Product::comparison,
+                              Product::check,     Product::decode,  Product::gradients,  Product::answers,
+                              Product::quiz,      Product::bench};
 constexpr FormatEntry format_table[] = {
     {Format::table, table_renderer, everything, ""},
     {Format::json, json_renderer, everything, ""},
@@ -118,6 +119,9 @@ void render(const Trace& trace, const CheckReport& report, const RenderOptions& 
 }
 void render(const Decode& decode, const RenderOptions& options, std::ostream& out) {
     shown_by<ShowsDecode>(options.format, Product::decode).decode(decode, options, out);
+}
+void render(const StreamGradients& gradients, const RenderOptions& options, std::ostream& out) {
+    shown_by<ShowsGradients>(options.format, Product::gradients).gradients(gradients, options, out);
 }
 void render(const AnswerReport& report, const RenderOptions& options, std::ostream& out) {
     shown_by<ShowsAnswers>(options.format, Product::answers).answers(report, options, out);

@@ -1,7 +1,7 @@
 // render: a product → text. One file per format (render/<format>.cpp), each a Renderer that
 // shows the products the table of render.cpp gives it — a trace, a summary, similarity
-// tables, a comparison, --check's report, a decode, check-answers' verdicts, a quiz, a
-// benchmark — each through its interface below (a test checks that the renderers and the
+// tables, a comparison, --check's report, a decode, the gradients of the streaming backward
+// pass, check-answers' verdicts, a quiz, a benchmark — each through its interface below (a test checks that the renderers and the
 // table agree). Renderers format what they are given and never compute attention themselves.
 // (The SVG heatmap, a picture of a trace's weights rather than a format of every product, is
 // render/svg.hpp.)
@@ -53,7 +53,7 @@ struct RenderOptions {
 };
 
 // The products a format may show: which format shows which is the table of render.cpp.
-enum class Product { trace, summary, similarity, comparison, check, decode, answers, quiz, bench };
+enum class Product { trace, summary, similarity, comparison, check, decode, gradients, answers, quiz, bench };
 
 // How a format writes a decode, for the estimates of commands/guards.
 enum class DecodeLayout {
@@ -93,7 +93,8 @@ public:
     virtual RenderCost cost(const RenderOptions& options) const = 0;
 };
 
-struct AnswerReport;  // practice/verdicts.hpp
+struct StreamGradients;  // attention/streaming_backward.hpp
+struct AnswerReport;     // practice/verdicts.hpp
 struct QuizEvent;     // practice/quiz.hpp
 struct BenchReport;   // core/bench.hpp
 
@@ -136,6 +137,14 @@ public:
 protected:
     ~ShowsDecode() = default;
 };
+// --summary --backward: the streaming backward pass's loss, its parameters' gradients and the
+// length of each token's gradient ‖dL/dx_i‖.
+class ShowsGradients {
+public:
+    virtual void gradients(const StreamGradients& gradients, const RenderOptions& options, std::ostream& out) const = 0;
+protected:
+    ~ShowsGradients() = default;
+};
 // check-answers: each given stage's verdict.
 class ShowsAnswers {
 public:
@@ -175,6 +184,7 @@ void render(const Similarity& similarity, const RenderOptions& options, std::ost
 void render(const Comparison& comparison, const RenderOptions& options, std::ostream& out);
 void render(const Trace& trace, const CheckReport& report, const RenderOptions& options, std::ostream& out);
 void render(const Decode& decode, const RenderOptions& options, std::ostream& out);
+void render(const StreamGradients& gradients, const RenderOptions& options, std::ostream& out);
 void render(const AnswerReport& report, const RenderOptions& options, std::ostream& out);
 void render(const QuizEvent& event, const RenderOptions& options, std::ostream& out);
 void render(const BenchReport& report, const RenderOptions& options, std::ostream& out);

@@ -368,7 +368,12 @@ void write_parameters(const Trace& trace, const RenderOptions& options, std::ost
     }
 }
 
-class TableRenderer final : public TextRenderer, public ShowsAnswers, public ShowsQuiz, public ShowsBench {
+class TableRenderer final : public TextRenderer, public ShowsGradients, public ShowsAnswers, public ShowsQuiz, public ShowsBench {
+public:
+    void gradients(const StreamGradients& g, const RenderOptions& options, std::ostream& out) const override {
+        write_gradients_table(g, options, out);
+    }
+
 public:
     // Measured on the project's machine, one thread: a full trace of 1000 tokens (4 n×n stages,
     // 4 million numbers) took 350 ns of CPU time a number, a decode (1000 tokens of 8 numbers)

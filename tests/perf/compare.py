@@ -31,6 +31,28 @@ Then, with --round2 (issue 18's report, docs/performance.md), in the same run:
   - the full trace as JSON, n = 2048 causal: time, size and MB/s, against the same trace with
     only the context written (the computing and a little formatting);
 and checks issue 18's thresholds (exit status 1 when one is missed, each named).
+
+With --backward (issue 31), instead, the streaming backward pass through the test tool
+build/tests/attntrace_stream_backward (the command line has no --backward yet) against
+PyTorch's autograd (tests/perf/backward_baseline.py), 2 threads unless --threads says
+otherwise (its largest count is taken):
+  - agreement on toy inputs: attntrace in float64 (every gradient and dX whole) against
+    PyTorch in float64, self and causal, loss sum and target, tiles of 256 and of 8;
+  - n = --tokens, d = --dim, float32, self and causal, loss sum and target: the whole
+    attntrace process (reading the JSON file included) against PyTorch's forward and backward
+    pass (compute only: the input already in tensors), wall and CPU seconds, best of
+    --repeats rounds in which the two sides take turns; peak memory (attntrace's whole
+    process by /usr/bin/time; PyTorch's whole process, and what one pass adds to it); the
+    gradients of both held to PyTorch's float64 ones;
+  - the bound: the products' work at this machine's GEMM rate (numpy's BLAS, 2048³, best of
+    6, on one thread and on all, measured again each round and the best kept) and the
+    exponentials at the fastest exp measured, against attntrace's CPU seconds (one thread's
+    rates) and wall seconds (all threads');
+  - n = --memory-tokens causal, loss sum, float32, from a float32 safetensors file: peak
+    memory against the file's size + 64 MiB; and the time per doubling of n from n = --tokens.
+Debian's numpy and torch use the libblas.so.3 that update-alternatives chooses; when that is
+the reference BLAS and OpenBLAS is installed (libopenblas0-pthread), the Python children
+here are pointed at OpenBLAS (LD_LIBRARY_PATH), which the report says.
 Prints a markdown report on stdout.
 """
 import argparse
@@ -87,7 +109,7 @@ def attntrace_summary(binary, path, mode, dtype, threads):
 def baseline(path, mode, dtype, threads, warmup, repeats):
     command = [sys.executable, os.path.join(HERE, "baseline.py"), path, "--mode", mode, "--dtype", dtype,
                "--threads", str(threads), "--warmup", str(warmup), "--repeats", str(repeats), "--format", "json"]
-    return json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+    return json.loads(subprocess.run(command, check=True, capture_output=True, text=True, env=python_env(threads)).stdout)
 
 
 def agreement(summary, base, dtype):
@@ -142,9 +164,41 @@ for name, dt, tdt in (("float32", np.float32, torch.float32), ("float64", np.flo
     out[name] = {"gemm_gflops": 2 * 2048 ** 3 / best / 1e9, "numpy_exp": numpy_rate, "torch_exp": torch_rate}
 print(json.dumps(out))
 """
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     return json.loads(subprocess.run(["/usr/bin/python3", "-c", script, str(threads)], check=True, capture_output=True,
-                                     text=True, env=env).stdout)
+                                     text=True, env=python_env(threads)).stdout)
+
+
+def float32_rates(threads):
+    """machine_rates' float32 figures alone, for measuring them again between the runs."""
+    script = """
+import json, sys, threading, time, numpy as np, torch
+threads = int(sys.argv[1])
+torch.set_num_threads(threads)
+a = np.random.rand(2048, 2048).astype(np.float32); b = np.random.rand(2048, 2048).astype(np.float32)
+best = 1e9
+for _ in range(6):
+    t = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t)
+size, reps = 1 << 16, 256
+def numpy_exp(times):
+    x = (-20 * np.random.rand(size)).astype(np.float32); y = np.empty_like(x); np.exp(x, out=y)
+    t = time.perf_counter()
+    for _ in range(reps): np.exp(x, out=y)
+    times.append(time.perf_counter() - t)
+numpy_rate = 0
+for _ in range(3):
+    times = []; workers = [threading.Thread(target=numpy_exp, args=(times,)) for _ in range(threads)]
+    t = time.perf_counter(); [w.start() for w in workers]; [w.join() for w in workers]
+    numpy_rate = max(numpy_rate, threads * size * reps / (time.perf_counter() - t))
+x = -20 * torch.rand(size); y = torch.empty_like(x); torch.exp(x, out=y)
+torch_rate = 0
+for _ in range(3):
+    t = time.perf_counter()
+    for _ in range(reps): torch.exp(x, out=y)
+    torch_rate = max(torch_rate, size * reps / (time.perf_counter() - t))
+print(json.dumps({"gemm_gflops": 2 * 2048 ** 3 / best / 1e9, "numpy_exp": numpy_rate, "torch_exp": torch_rate}))
+"""
+    return json.loads(subprocess.run(["/usr/bin/python3", "-c", script, str(threads)], check=True, capture_output=True,
+                                     text=True, env=python_env(threads)).stdout)
 
 
 def bound_seconds(gemm_gflops, exp_per_s, n, d, heads, mode):
@@ -213,7 +267,8 @@ def round2(binary, folder, threads, small_runs):
                     command = [sys.executable, os.path.join(HERE, "baseline.py"), path, "--mode", mode, "--dtype", dtype,
                                "--threads", str(threads), "--warmup", "1", "--repeats", "3", "--backend", "torch",
                                "--format", "json"]
-                    base = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+                    base = json.loads(subprocess.run(command, check=True, capture_output=True, text=True,
+                                                     env=python_env(threads)).stdout)
                     torch_s = base["backends"]["torch"]["median_s"]
                     torch_cells = f"{torch_s:.4f} | {bound / torch_s:.0%}"
                 lines.append(f"| {n} | {d} | {heads} | {mode} | {dtype} | {projections:.4f} | {products:.4f} | {exps:.4f} | "
@@ -250,6 +305,249 @@ def round2(binary, folder, threads, small_runs):
     return lines, misses
 
 
+OPENBLAS_DIR = "/usr/lib/x86_64-linux-gnu/openblas-pthread"
+
+
+def python_env(threads):
+    """The environment of a Python child: its BLAS threads, and OpenBLAS when the system's
+    libblas.so.3 is the reference one but OpenBLAS is installed beside it."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    system = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+    if "openblas" not in system and os.path.exists(os.path.join(OPENBLAS_DIR, "libblas.so.3")):
+        env["LD_LIBRARY_PATH"] = OPENBLAS_DIR + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    return env
+
+
+def run_measured(command):
+    """Wall seconds and CPU seconds (user + system, every thread) of one child process."""
+    with open(os.devnull, "wb") as null:
+        start = time.perf_counter()
+        pid = os.posix_spawn(command[0], command, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, null.fileno(), 1)])
+        _, status, usage = os.wait4(pid, 0)
+        wall = time.perf_counter() - start
+    if status != 0:
+        sys.exit(f"compare.py: {' '.join(command)} failed")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def torch_backward(path, mode, dtype, threads, loss, target, repeats=1, warmup=1, reference=False):
+    command = ["/usr/bin/python3", os.path.join(HERE, "backward_baseline.py"), path, "--mode", mode, "--dtype", dtype,
+               "--threads", str(threads), "--loss", loss, "--repeats", str(repeats), "--warmup", str(warmup)]
+    if target:
+        command += ["--target", target]
+    if reference:
+        command.append("--reference")
+    return json.loads(subprocess.run(command, check=True, capture_output=True, text=True,
+                                     env=python_env(threads)).stdout)
+
+
+def ours_backward(tool, path, mode, dtype, threads, loss, target, extra=()):
+    spec = "sum" if loss == "sum" else f"target:{target}"
+    command = [tool, path, f"mode={mode}", f"dtype={dtype}", f"threads={threads}", f"loss={spec}"] + list(extra)
+    return command, lambda: json.loads(run_output(command))
+
+
+def relative(mine, theirs):
+    """max |mine − theirs| over max(1, max |theirs|), of two nested lists of numbers."""
+    import numpy as np
+    a, b = np.asarray(mine, dtype=np.float64), np.asarray(theirs, dtype=np.float64)
+    if a.shape != b.shape:
+        sys.exit(f"compare.py: shapes {a.shape} and {b.shape} differ")
+    return float(np.abs(a - b).max() / max(1.0, float(np.abs(b).max())))
+
+
+def worst_difference(ours, torch_out, whole_inputs):
+    """The largest relative difference over the loss, dW_q, dW_k, dW_v and ‖dL/dx_i‖ (and dX
+    whole when both have it)."""
+    worst = {"loss": abs(ours["loss"] - torch_out["loss"]) / max(1.0, abs(torch_out["loss"]))}
+    for name in ("W_q", "W_k", "W_v"):
+        worst[name] = relative(ours["parameters"][name], torch_out["gradients"][name])
+    worst["‖dx_i‖"] = relative(ours["input_norms"], torch_out["input_norms"])
+    if whole_inputs:
+        worst["dX"] = relative(ours["inputs"], torch_out["inputs"])
+    return worst
+
+
+def write_target(path, rows, cols, seed):
+    import numpy as np
+    np.save(path, np.random.default_rng(seed).uniform(-1, 1, size=(rows, cols)))
+
+
+def backward_work(n, d, mode, loss):
+    """(the products' operations, exps) of one streaming forward and backward pass, n tokens of
+    d_in = d_k = d_v = d: the forward's Q·Kᵀ and P·V; the backward's recomputed Q·Kᵀ, dP = dZ·Vᵀ,
+    dV = Pᵀ·dZ, dK = dSᵀ·Q, dQ = dS·K (2.5 times the forward's) — a sum's dZ is one row, so its
+    dP and dV are no products (1.5 times); 2·n²·d operations each, half of them causal; the
+    projections, dW = Xᵀ·d… and dX = d…·Wᵀ, 18·n·d²; an exp per pair a query sees, twice."""
+    half = 0.5 if mode == "causal" else 1.0
+    products = 2 + (3 if loss == "sum" else 5)
+    return products * 2 * n * n * d * half + 18 * n * d * d, 2 * n * n * half
+
+
+def backward_report(args, binary, folder):
+    """Issue 31's report: markdown lines and the thresholds missed."""
+    tool = os.path.abspath(args.stream_backward)
+    threads = max(int(t) for t in args.threads.split(","))
+    lines, misses = [], []
+
+    # agreement on toy inputs, float64
+    toy = os.path.join(folder, "toy.json")
+    subprocess.run([binary, "generate", "--tokens", "37", "--dim", "8", "--seed", "3", "-o", toy], check=True)
+    toy_target = os.path.join(folder, "toy_target.npy")
+    write_target(toy_target, 37, 8, 4)
+    lines += ["### Agreement with PyTorch in float64, toy inputs", "",
+              "`attntrace generate --tokens 37 --dim 8 --seed 3`; attntrace in float64 with tiles of 256 keys and of 8, "
+              "PyTorch's autograd in float64; the largest difference relative to max(1, PyTorch's largest entry):", "",
+              "| mode | loss | tile | L | dW_q | dW_k | dW_v | dX |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for mode in ("self", "causal"):
+        for loss in ("sum", "target"):
+            reference = torch_backward(toy, mode, "float64", threads, loss, toy_target, reference=True)
+            for tile in (256, 8):
+                _, run = ours_backward(tool, toy, mode, "float64", threads, loss, toy_target,
+                                       [f"tile={tile}", "inputs=1", "norms=1"])
+                w = worst_difference(run(), reference, True)
+                lines.append(f"| {mode} | {loss} | {tile} | {w['loss']:.1e} | {w['W_q']:.1e} | {w['W_k']:.1e} | "
+                             f"{w['W_v']:.1e} | {w['dX']:.1e} |")
+                if max(w.values()) > 1e-12:
+                    misses.append(f"toy {mode} {loss} tile {tile}: {max(w.values()):.1e} from PyTorch float64 > 1e-12")
+
+    # n = --tokens: time, memory and agreement
+    n, d = args.tokens, args.dim
+    path = os.path.join(folder, "long.json")
+    subprocess.run([binary, "generate", "--tokens", str(n), "--dim", str(d), "--seed", "1", "-o", path], check=True)
+    target = os.path.join(folder, "long_target.npy")
+    write_target(target, n, d, 2)
+    configs = [(mode, loss) for mode in ("self", "causal") for loss in ("sum", "target")]
+    ours_times = {c: [] for c in configs}
+    torch_runs = {c: [] for c in configs}
+    counts = sorted({1, threads})
+    rate = {t: {"gemm_gflops": 0.0, "numpy_exp": 0.0, "torch_exp": 0.0} for t in counts}
+    for _ in range(args.repeats):  # the two sides and the machine's rates take turns, each a round
+        for c in configs:
+            command, _ = ours_backward(tool, path, c[0], "float32", threads, c[1], target)
+            ours_times[c].append(run_measured(command))
+        for c in configs:
+            torch_runs[c].append(torch_backward(path, c[0], "float32", threads, c[1], target, repeats=1, warmup=1))
+        for t in counts:  # the best of the rounds: a busy machine only ever lowers them
+            measured = float32_rates(t)
+            rate[t] = {k: max(rate[t][k], measured[k]) for k in rate[t]}
+    rows = {}
+    for c in configs:
+        command, run = ours_backward(tool, path, c[0], "float32", threads, c[1], target, ["norms=1"])
+        _, peak = small.time_and_peak(command)
+        ours = run()
+        reference = torch_backward(path, c[0], "float64", threads, c[1], target, reference=True)
+        t32 = torch_runs[c][-1]
+        rows[c] = {"wall": min(w for w, _ in ours_times[c]), "cpu": min(u for _, u in ours_times[c]), "peak": peak,
+                   "torch_wall": min(r["wall_s"][0] for r in torch_runs[c]),
+                   "torch_cpu": min(r["cpu_s"][0] for r in torch_runs[c]),
+                   "torch_peak": max(r["process_peak_mib"] for r in torch_runs[c]),
+                   "torch_added": max(r["pass_added_mib"] for r in torch_runs[c]),
+                   "ours_error": worst_difference(ours, reference, False),
+                   "torch_error": worst_difference({"loss": t32["loss"], "parameters": t32["gradients"],
+                                                    "input_norms": t32["input_norms"]}, reference, False),
+                   "blas": t32["blas"], "torch_version": t32["torch"]}
+    blas = rows[configs[0]]["blas"]
+    lines += ["", f"### n = {n}, d = {d}, float32, {threads} threads", "",
+              f"Input: `attntrace generate --tokens {n} --dim {d} --seed 1` (JSON, "
+              f"{os.path.getsize(path) / 1e6:.1f} MB), the target of the target loss a float64 .npy of numbers of "
+              f"[-1, 1) from numpy's generator (seed 2). attntrace: the whole process "
+              f"(`attntrace_stream_backward FILE mode=M dtype=float32 threads={threads} loss=…`, reading included). "
+              f"PyTorch {rows[configs[0]]['torch_version']} ({', '.join(os.path.basename(p) for p in blas['libraries'])}"
+              f"{', ' + str(blas['openblas_threads']) + ' threads' if blas['openblas_threads'] else ''}): "
+              "autograd's forward and backward pass of the same loss, the tensors already loaded, one warm-up pass. "
+              f"Best of {args.repeats} rounds, the two sides taking turns.", "",
+              "| mode | loss | attntrace wall (s) | CPU (s) | PyTorch wall (s) | CPU (s) | PyTorch ÷ attntrace, wall | CPU "
+              "| attntrace peak (MiB) | PyTorch peak (MiB) | one pass adds (MiB) |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in configs:
+        r = rows[c]
+        lines.append(f"| {c[0]} | {c[1]} | {r['wall']:.3f} | {r['cpu']:.3f} | {r['torch_wall']:.3f} | {r['torch_cpu']:.3f} "
+                     f"| {r['torch_wall'] / r['wall']:.2f}× | {r['torch_cpu'] / r['cpu']:.2f}× | {r['peak']:.0f} | "
+                     f"{r['torch_peak']:.0f} | {r['torch_added']:.0f} |")
+        if r["torch_wall"] / r["wall"] < 3:
+            misses.append(f"n = {n} {c[0]} {c[1]}: PyTorch / attntrace wall {r['torch_wall'] / r['wall']:.2f} < 3")
+        if r["torch_cpu"] / r["cpu"] < 3:
+            misses.append(f"n = {n} {c[0]} {c[1]}: PyTorch / attntrace CPU {r['torch_cpu'] / r['cpu']:.2f} < 3")
+        if r["peak"] > r["torch_added"] / 10:
+            misses.append(f"n = {n} {c[0]} {c[1]}: attntrace's peak {r['peak']:.0f} MiB > a tenth of the "
+                          f"{r['torch_added']:.0f} MiB PyTorch's pass adds")
+    lines += ["", "Each side's float32 gradients against PyTorch's float64 ones (the largest difference relative to "
+              "max(1, the largest entry)):", "",
+              "| mode | loss | attntrace: L | dW_q | dW_k | dW_v | ‖dx_i‖ | PyTorch float32: L | dW_q | dW_k | dW_v | ‖dx_i‖ |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    names = ("loss", "W_q", "W_k", "W_v", "‖dx_i‖")
+    for c in configs:
+        e, t = rows[c]["ours_error"], rows[c]["torch_error"]
+        lines.append(f"| {c[0]} | {c[1]} | " + " | ".join(f"{e[k]:.1e}" for k in names) + " | "
+                     + " | ".join(f"{t[k]:.1e}" for k in names) + " |")
+        if max(e.values()) > 1e-4:
+            misses.append(f"n = {n} {c[0]} {c[1]}: float32 gradients {max(e.values()):.1e} from PyTorch float64 > 1e-4")
+
+    # the bound
+    own = {}
+    for t in counts:
+        bench = json.loads(run_output([binary, "bench", "--sizes", "256", "--dim", "16", "--modes", "self", "--dtypes",
+                                       "float32", "--threads", str(t), "--paths", "streaming", "--repeats", "1",
+                                       "--max-time", "0", "-f", "json"]))
+        own[t] = max(e["g_per_s"] * 1e9 for e in bench["exp"] if e["dtype"] == "float32" and e["threads"] == t)
+    exp_rate = {t: max(rate[t]["numpy_exp"], rate[t]["torch_exp"], own[t]) for t in (1, threads)}
+    lines += ["", "### The bound", "",
+              f"This machine's rates in this run, float32, each the best of the {args.repeats} rounds above: GEMM "
+              "(numpy on the BLAS named above, 2048³, best of 6) "
+              f"{rate[1]['gemm_gflops']:.1f} GFLOP/s on one thread, {rate[threads]['gemm_gflops']:.1f} on {threads}; "
+              f"exp in cache (the fastest of numpy's, torch's and attntrace's own) {exp_rate[1] / 1e9:.2f}·10⁹/s on one "
+              f"thread, {exp_rate[threads] / 1e9:.2f}·10⁹/s on {threads}. The work of one pass (docstring of "
+              "backward_work): the products of the forward (Q·Kᵀ, P·V), of the backward (the recomputed Q·Kᵀ, dZ·Vᵀ, "
+              "Pᵀ·dZ, dSᵀ·Q, dS·K: 2.5 times the forward's; a sum's dZ is one row, which leaves three, 1.5 times), "
+              "the projections and the weights' gradients, and two exps per pair a query sees. The bound is that work "
+              "at those rates; \"of the bound\" is the bound over attntrace's time (CPU seconds against one "
+              "thread's rates, wall seconds against all threads'). For a sum the bound of the general case (2.5 "
+              "times) is shown too.", "",
+              "| mode | loss | work (GFLOP) | exps (10⁹) | bound, one thread (CPU s) | attntrace CPU (s) | of the bound "
+              f"| bound, {threads} threads (s) | attntrace wall (s) | of the bound | of the 2.5× bound (CPU) |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in configs:
+        r = rows[c]
+        flops, exps = backward_work(n, d, c[0], c[1])
+        general, _ = backward_work(n, d, c[0], "target")
+        bound = {t: flops / (rate[t]["gemm_gflops"] * 1e9) + exps / exp_rate[t] for t in (1, threads)}
+        bound_general = general / (rate[1]["gemm_gflops"] * 1e9) + exps / exp_rate[1]
+        lines.append(f"| {c[0]} | {c[1]} | {flops / 1e9:.1f} | {exps / 1e9:.3f} | {bound[1]:.3f} | {r['cpu']:.3f} | "
+                     f"{bound[1] / r['cpu']:.0%} | {bound[threads]:.3f} | {r['wall']:.3f} | {bound[threads] / r['wall']:.0%} "
+                     f"| {bound_general / r['cpu']:.0%} |")
+        if bound[1] / r["cpu"] < 0.7:
+            misses.append(f"n = {n} {c[0]} {c[1]}: {bound[1] / r['cpu']:.0%} of the bound (CPU) < 70%")
+
+    # long inputs: memory and the time per doubling
+    lines += ["", f"### Longer inputs: causal, loss sum, float32, {threads} threads", "",
+              "From float32 safetensors files (`attntrace generate -f safetensors --dtype float32`), which the pass reads "
+              "where they are mapped; one run each, /usr/bin/time.", "",
+              "| n | file (MiB) | wall (s) | CPU (s) | ÷ the previous n | peak (MiB) | peak − file (MiB) |",
+              "|---:|---:|---:|---:|---:|---:|---:|"]
+    previous = None
+    sizes = []
+    m = n
+    while m <= args.memory_tokens:
+        sizes.append(m)
+        m *= 2
+    for m in sizes:
+        long_path = os.path.join(folder, f"long_{m}.safetensors")
+        subprocess.run([binary, "generate", "--tokens", str(m), "--dim", str(d), "--seed", "1", "-f", "safetensors",
+                        "--dtype", "float32", "-o", long_path], check=True)
+        command, _ = ours_backward(tool, long_path, "causal", "float32", threads, "sum", None)
+        wall, cpu = run_measured(command)
+        _, peak = small.time_and_peak(command)
+        size = os.path.getsize(long_path) / 2**20
+        os.remove(long_path)
+        ratio = f"{cpu / previous:.2f}×" if previous else "—"
+        previous = cpu
+        lines.append(f"| {m} | {size:.1f} | {wall:.2f} | {cpu:.2f} | {ratio} | {peak:.0f} | {peak - size:.0f} |")
+        if m == args.memory_tokens and peak > size + 64:
+            misses.append(f"n = {m} causal: peak {peak:.0f} MiB > the file's {size:.0f} MiB + 64")
+    return lines, misses
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--attntrace", default=os.path.join(HERE, "..", "..", "build", "attntrace"))
@@ -262,8 +560,17 @@ def main():
     p.add_argument("--memory-tokens", type=int, default=65536)
     p.add_argument("--round2", action="store_true", help="issue 18's report and thresholds as well")
     p.add_argument("--small-runs", type=int, default=300)
+    p.add_argument("--backward", action="store_true", help="issue 31's report: the streaming backward pass instead")
+    p.add_argument("--stream-backward", default=os.path.join(HERE, "..", "..", "build", "tests", "attntrace_stream_backward"))
     args = p.parse_args()
     binary = os.path.abspath(args.attntrace)
+
+    if args.backward:
+        with tempfile.TemporaryDirectory() as folder:
+            lines, misses = backward_report(args, binary, folder)
+        print("\n".join(lines))
+        print()
+        return small.verdict(misses)
 
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "input.json")
