@@ -2,7 +2,7 @@
 // engine behind fmt::format_to, detail::vformat_to<char>, is a template defined in the
 // header, so every file that writes into a buffer with format_to compiled and optimised the
 // whole of it (float and integer writers included): about 2.5 CPU-seconds a file, eight files
-// of the core (docs/architecture.md, "Building"). libfmt.so already holds that instance (its
+// of the core (docs/performance.md, "Build time: history and method"). libfmt.so already holds that instance (its
 // format.cc instantiates it); declaring it extern makes the files call the library's copy, the
 // same code. Only for fmt 9 linked as a library: the signature is fmt 9's, and a header-only
 // fmt has no library to call. GCC only:

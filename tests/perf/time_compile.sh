@@ -2,7 +2,7 @@
 # A timing compiler launcher: runs the compiler (or linker) it is given under /usr/bin/time and
 # appends one line per run to $TIMING_LOG (default /tmp/attntrace_compile_times.log):
 #   user-seconds system-seconds wall-seconds peak-kB output-file start-time
-# Used for docs/architecture.md ("Building"):
+# Used for docs/performance.md ("Build time: history and method"):
 #   cmake -S . -B build-timing -DCMAKE_BUILD_TYPE=Release \
 #     -DCMAKE_CXX_COMPILER_LAUNCHER="$PWD/tests/perf/time_compile.sh" \
 #     -DCMAKE_CXX_LINKER_LAUNCHER="$PWD/tests/perf/time_compile.sh"
