@@ -3,7 +3,8 @@
 
     /usr/bin/python3 tests/backward_torch.py [--dump build/tests/attntrace_backward_dump]
 
-Needs Debian's python3-torch; not part of `make test`. For each toy run below the dump tool
+Needs Debian's python3-torch and the dump tool (`cmake --build build --target attntrace_backward_dump`);
+not part of `make test`. For each toy run below the dump tool
 (tests/support/backward_dump.cpp) writes the run's inputs, parameters, loss and every gradient
 attntrace computes; this script builds the same forward pass from those inputs and parameters
 with torch operations of its own, takes the loss's gradients with autograd (retain_grad on every
@@ -13,6 +14,7 @@ difference per run (relative to max(1, |torch's|)); exits 1 if any is above 1e-1
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -179,6 +181,8 @@ def torch_gradient(key, d, leaves, stages):
 
 
 def run(dump, example, mode, loss, extra):
+    if not os.path.exists(dump):
+        sys.exit(f"{dump} is missing: build it with cmake --build build --target attntrace_backward_dump")
     r = subprocess.run([dump, example, mode, loss, *extra], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"attntrace_backward_dump failed: {r.stderr.strip()}")

@@ -33,7 +33,7 @@ Then, with --round2 (issue 18's report, docs/performance.md), in the same run:
 and checks issue 18's thresholds (exit status 1 when one is missed, each named).
 
 With --backward (issue 31), instead, the streaming backward pass through the test tool
-build/tests/attntrace_stream_backward (the command line has no --backward yet) against
+build/tests/attntrace_stream_backward (`cmake --build build --target attntrace_stream_backward`) against
 PyTorch's autograd (tests/perf/backward_baseline.py), 2 threads unless --threads says
 otherwise (its largest count is taken):
   - agreement on toy inputs: attntrace in float64 (every gradient and dX whole) against
@@ -387,6 +387,8 @@ def backward_work(n, d, mode, loss):
 def backward_report(args, binary, folder):
     """Issue 31's report: markdown lines and the thresholds missed."""
     tool = os.path.abspath(args.stream_backward)
+    if not os.path.exists(tool):
+        sys.exit(f"{tool} is missing: build it with cmake --build build --target attntrace_stream_backward")
     threads = max(int(t) for t in args.threads.split(","))
     lines, misses = [], []
 
