@@ -111,11 +111,14 @@ sanitize: build-asan
 # OpenMP synchronises. The test cases that start threads, tagged [threads], [streaming] or
 # [streaming_backward] (kernels, streaming, the backward pass in tiles, parser, CLI), run here,
 # from a test binary of only their files (tests/CMakeLists.txt). They run in two processes at
-# once, since the machine has two cores: those tagged [threads], and the others left.
+# once, since the machine has two cores: those tagged [threads], and the others left. Each
+# leaves out what every sanitizer build leaves out (the build's tests/test_spec.txt: memory
+# measured under limits, which TSan's shadow memory inflates, and the rest).
 TSAN_TESTS   := ./build-tsan/tests/attntrace_tests
 TSAN_ENV     := OMP_TOOL_LIBRARIES=$(ARCHER) TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1"
-TSAN_FIRST   := [threads]
-TSAN_SECOND  := [streaming]~[threads],[streaming_backward]~[threads]
+TSAN_SPEC    := $$(cat build-tsan/tests/test_spec.txt)
+TSAN_FIRST   := [threads]$(TSAN_SPEC)
+TSAN_SECOND  := [streaming]~[threads]$(TSAN_SPEC),[streaming_backward]~[threads]$(TSAN_SPEC)
 tsan: deps clang-deps
 	CC=clang CXX=clang++ cmake -S . -B build-tsan $(CHECK_FLAGS) -DATTNTRACE_SANITIZE=thread
 	cmake --build build-tsan -j $(JOBS)
