@@ -21,6 +21,8 @@
 #include "input/source.hpp"
 #include "util/memory.hpp"
 
+#include "read_timing.hpp"
+
 #include <sys/resource.h>
 
 #include <chrono>
@@ -32,33 +34,12 @@
 
 namespace {
 
-struct Clock {
-    double wall = 0, cpu = 0;
-    static Clock now() {
-        rusage u{};
-        getrusage(RUSAGE_SELF, &u);
-        const auto seconds = [](timeval t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
-        return {std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(),
-                seconds(u.ru_utime) + seconds(u.ru_stime)};
-    }
-};
-
-void print(const char* name, Clock from, Clock to) {
-    std::printf(" %s_wall=%.4f %s_cpu=%.4f", name, to.wall - from.wall, name, to.cpu - from.cpu);
-}
+using perf::Clock;
+using perf::print;
+using perf::hash_bits;
 
 // What the walk produced, so that no phase can be optimised away and both programs can be
-// compared: token count, a checksum of the tokens' lengths and of every number.
-// The bits of every number, in row order (FNV-1a), the same in simdjson_read.cpp.
-std::uint64_t hash_bits(const attntrace::Matrix& m, std::uint64_t h) {
-    for (Eigen::Index i = 0; i < m.size(); ++i) {
-        std::uint64_t bits = 0;
-        std::memcpy(&bits, m.data() + i, sizeof bits);
-        for (int b = 0; b < 8; ++b) h = (h ^ ((bits >> (8 * b)) & 0xFF)) * 0x100000001B3ULL;
-    }
-    return h;
-}
-
+// compared: token count, a checksum of the tokens' lengths and of every number (read_timing.hpp).
 void summary(const attntrace::Problem& problem) {
     const auto& single = std::get<attntrace::SingleSequenceInput>(problem.input);
     std::uint64_t h = hash_bits(single.sequence.vectors, 0xCBF29CE484222325ULL);

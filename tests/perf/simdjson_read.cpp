@@ -32,6 +32,8 @@
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
+#include "read_timing.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -57,20 +59,9 @@ namespace od = simdjson::ondemand;
 // part of the builtin implementation"); builtin_implementation() would name the library's.
 constexpr const char* walk_isa = SIMDJSON_READ_NAME_OF(SIMDJSON_BUILTIN_IMPLEMENTATION);
 
-struct Clock {
-    double wall = 0, cpu = 0;
-    static Clock now() {
-        rusage u{};
-        getrusage(RUSAGE_SELF, &u);
-        const auto seconds = [](timeval t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
-        return {std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(),
-                seconds(u.ru_utime) + seconds(u.ru_stime)};
-    }
-};
-
-void print(const char* name, Clock from, Clock to) {
-    std::printf(" %s_wall=%.4f %s_cpu=%.4f", name, to.wall - from.wall, name, to.cpu - from.cpu);
-}
+using perf::Clock;
+using perf::print;
+using perf::hash_bits;
 
 struct Input {
     std::string description, mode;
@@ -162,14 +153,6 @@ Input walk(od::document& doc) {
     return in;
 }
 
-std::uint64_t hash_bits(const Matrix& m, std::uint64_t h) {  // as read_time.cpp's
-    for (Eigen::Index i = 0; i < m.size(); ++i) {
-        std::uint64_t bits = 0;
-        std::memcpy(&bits, m.data() + i, sizeof bits);
-        for (int b = 0; b < 8; ++b) h = (h ^ ((bits >> (8 * b)) & 0xFF)) * 0x100000001B3ULL;
-    }
-    return h;
-}
 
 void summary(const Input& in) {
     const std::uint64_t h =
