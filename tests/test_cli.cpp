@@ -472,6 +472,16 @@ TEST_CASE("nothing after -- is an option, in any command", "[cli][options]") {
                             "attntrace quiz takes no arguments besides its options: \"-odd.json\" is one too many");
     cli::require_error_line(in_folder({"bench", "--sizes", "8", "--", "-odd.json"}), 2,
                             "attntrace bench takes no arguments besides its options: \"-odd.json\" is one too many");
+    // One argument too many after "--" is named alone (the "--" is no argument), even when it
+    // looks like an option or is a second "--".
+    cli::require_error_line(in_folder({"--", "-odd.json", "extra"}), 2,
+                            "attntrace takes one argument, INPUT: \"extra\" is one too many");
+    cli::require_error_line(in_folder({"--", "-odd.json", "-x"}), 2,
+                            "attntrace takes one argument, INPUT: \"-x\" is one too many");
+    cli::require_error_line(in_folder({"--", "-odd.json", "--"}), 2,
+                            "attntrace takes one argument, INPUT: \"--\" is one too many");
+    cli::require_error_line(in_folder({"compare", "-t", "big", "--", "-a.json", "-b.json", "-odd.json"}), 2,
+                            "attntrace compare takes A and B: \"-odd.json\" is one too many");
     CHECK(folder.names() == before);
 }
 

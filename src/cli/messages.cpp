@@ -63,6 +63,23 @@ std::string positionals_of(const CLI::App& app) {
     return fmt::format("{} and {}", fmt::join(names, ", "), last);
 }
 
+namespace {
+
+// "attntrace compare takes A and B: "x" is one too many" for the arguments `active` was
+// given beyond its own; nothing when there are none.
+std::optional<std::string> arguments_too_many(const CLI::App& active) {
+    std::vector<std::string> extras = active.remaining();
+    if (const auto dashes = std::find(extras.begin(), extras.end(), "--"); dashes != extras.end())
+        extras.erase(dashes);  // CLI11 hands the "--" back among them
+    if (extras.empty()) return std::nullopt;
+    std::vector<std::string> shown;
+    for (std::size_t i = 0; i < extras.size() && i < 4; ++i) shown.push_back(fmt::format("\"{}\"", printable(extras[i], 64)));
+    return fmt::format("{} takes {}: {} {} too many", command_name(active), positionals_of(active),
+                       bounded_join(shown, extras.size()), extras.size() == 1 ? "is one" : "are");
+}
+
+}  // namespace
+
 // CLI11's messages said our way, naming the option as --help shows it and saying what to do
 // ("--output needs a value: --output FILE" for "--output: 1 required TEXT missing"). Each
 // form CLI11 2 has for what a user can type; the messages of our own validators ("--digits:
@@ -96,14 +113,8 @@ std::string said_our_way(const CLI::ParseError& e, const CLI::App& active) {
         if (rest.ends_with("missing") || rest.starts_with("At least"))
             return fmt::format("{} needs a value: {}", name, usage_of(active, name));
     }
-    if (dynamic_cast<const CLI::ExtrasError*>(&e)) {  // "The following argument was not expected: b"
-        const std::vector<std::string> extras = active.remaining();
-        std::vector<std::string> shown;
-        for (std::size_t i = 0; i < extras.size() && i < 4; ++i) shown.push_back(fmt::format("\"{}\"", printable(extras[i], 64)));
-        if (!extras.empty())
-            return fmt::format("{} takes {}: {} {} too many", command, positionals_of(active),
-                               bounded_join(shown, extras.size()), extras.size() == 1 ? "is one" : "are");
-    }
+    if (dynamic_cast<const CLI::ExtrasError*>(&e))  // "The following argument was not expected: b"
+        if (auto too_many = arguments_too_many(active)) return *too_many;
     if (dynamic_cast<const CLI::RequiresError*>(&e)) {  // "--layer requires --from"
         const auto [name, needed] = split(" requires ");
         return fmt::format("{} needs {}", usage_of(active, name), usage_of(active, needed));
@@ -187,7 +198,8 @@ std::string unexpected_argument(const CLI::App& app, const std::vector<Command>&
     const std::vector<std::string> known = option_names(*active);
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
-        if (arg.size() < 2 || arg[0] != '-' || arg == "--") continue;
+        if (arg == "--") break;  // nothing after it is an option
+        if (arg.size() < 2 || arg[0] != '-') continue;
         const std::string name = arg.substr(0, arg.find('='));
         if (std::find(known.begin(), known.end(), name) != known.end()) continue;
         const auto near = name.size() > 2 ? likely_typo(name, known) : std::nullopt;  // "-x": any letter is one away
