@@ -439,3 +439,28 @@ TEST_CASE("an input that names another mode is decoded causally and says so", "[
     REQUIRE(!d["notes"].empty());
     CHECK(d["notes"][0] == "the input's mode self is not used: decode runs causal attention");
 }
+
+TEST_CASE("decode with no INPUT reads what is piped in, as trace does, and an empty pipe is the built-in example, said",
+          "[decode][destination]") {
+    // The pipe's input (teacher_smiled, 12 tokens) is decoded, not the built-in example (6 tokens).
+    const std::string piped = cli::read_file(cli::data_file("teacher_smiled.json"));
+    const auto from_pipe = cli::run({"decode", "--step", "2", "-f", "json"}, piped);
+    REQUIRE(from_pipe.exit_code == 0);
+    const json doc = json::parse(from_pipe.out);
+    CHECK(doc["input"] == "<stdin>");
+    CHECK(doc["tokens"].size() == 12);
+    CHECK(from_pipe.out == cli::run({"decode", "--step", "2", "-f", "json", "-"}, piped).out);
+    // Nothing piped (/dev/null): the built-in example, and no note.
+    const auto example = cli::run({"decode", "--step", "2"});
+    CHECK(example.exit_code == 0);
+    CHECK_THAT(example.out, Contains("example:your_journey"));
+    CHECK(example.err.find("standard input is empty") == std::string::npos);
+    // A notebook kernel's empty pipe: the same output, and the note on stderr after it.
+    const auto empty = cli::run({"decode", "--step", "2"}, "\n");
+    CHECK(empty.exit_code == 0);
+    CHECK(empty.out == example.out);
+    CHECK_THAT(empty.err, Contains("attntrace: note: standard input is empty, so this is the built-in example "
+                                   "your_journey (name an INPUT, or pipe one in, to decode your own)\n"));
+    // A refusal on an empty pipe is its one error line, without the note.
+    cli::require_error_line(cli::run({"decode", "--step", "9"}, "\n"), 2, "--step");
+}

@@ -183,7 +183,8 @@ Runner add_decode(CLI::App* command) {
     auto s = std::make_shared<State<DecodeRequest, TracedFlags>>();
     DecodeOptions& d = s->request.decode;
     describe(command->add_option("INPUT", s->request.input_path,
-                                 "input JSON file, - for stdin, or example:NAME (default: the built-in example your_journey)"),
+                                 "input JSON file, - for stdin, or example:NAME (default: what is piped in, else the "
+                                 "built-in example your_journey)"),
              "Input", "", Completes::input);
     describe(command->add_option("--prefill", d.prefill, "tokens that go in at once before the first step")
                  ->transform(in_range(std::int64_t{1}, static_cast<std::int64_t>(max_tokens)))

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+
 namespace attntrace {
 namespace {
 
@@ -76,8 +78,9 @@ void check_decode_input(const Problem& problem, const TraceOptions& options) {
 
 void run_decode(DecodeRequest request, std::ostream& out) {
     check_decode_request(request);
-    const InputText input = request.input_path ? read_input(*request.input_path, request.max_input)
-                                               : example_input(std::string(default_example));
+    // As trace: no INPUT named is what is piped in, else the built-in example.
+    bool empty_stdin = false;
+    const InputText input = named_piped_or_example(request.input_path, std::nullopt, request.max_input, &empty_stdin);
     const Problem problem = load_input(input, request.max_memory, with_max_input(request.load, request.max_input));
     check_decode_shape(problem);
     request.trace.mode = resolve_mode(problem, Mode::causal);
@@ -97,6 +100,7 @@ void run_decode(DecodeRequest request, std::ostream& out) {
     Decode decode = decode_steps(full, request.decode);
     decode.notes.insert(decode.notes.begin(), notes.begin(), notes.end());
     render(decode, request.render, out);
+    if (empty_stdin) std::fprintf(stderr, "attntrace: note: %s\n", empty_pipe_note("decode").c_str());
 }
 
 }  // namespace attntrace

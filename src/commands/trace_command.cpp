@@ -251,18 +251,11 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     std::ostream* svg = request.svg_path ? &outputs.add(*request.svg_path) : nullptr;
     // No input named: what is piped in, else the built-in example (also for an empty pipe,
     // which is what a notebook's kernel gives: said on stderr once the run has succeeded).
-    std::optional<InputText> piped;
     bool empty_stdin = false;
-    if (!request.input_path && !request.example) piped = piped_input(request.max_input, &empty_stdin);
+    const InputText input = named_piped_or_example(request.input_path, request.example, request.max_input, &empty_stdin);
     const auto said = [&] {
-        if (empty_stdin)
-            std::fprintf(stderr, "attntrace: note: standard input is empty, so this is the built-in example %s (name "
-                                 "an INPUT, or pipe one in, to trace your own)\n",
-                         std::string(default_example).c_str());
+        if (empty_stdin) std::fprintf(stderr, "attntrace: note: %s\n", empty_pipe_note("trace").c_str());
     };
-    const InputText input = request.input_path ? read_input(*request.input_path, request.max_input)
-                            : piped            ? std::move(*piped)
-                                               : example_input(request.example.value_or(std::string(default_example)));
     // A summary in float32 may read a binary input's float32 embeddings where the file has them.
     const bool may_summarise = request.summary || (request.render.format == Format::table &&
                                                    request.render.stages.empty() && !full_trace_option(request));

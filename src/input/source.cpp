@@ -205,4 +205,18 @@ InputText example_input(std::string_view name) {
                                  near ? fmt::format(" (did you mean {}?)", *near) : "", fmt::join(names, ", ")));
 }
 
+InputText named_piped_or_example(const std::optional<std::string>& path, const std::optional<std::string>& example,
+                                 std::uint64_t max_bytes, bool* empty_pipe) {
+    if (path) return read_input(*path, max_bytes);
+    if (example) return example_input(*example);
+    if (auto piped = piped_input(max_bytes, empty_pipe)) return std::move(*piped);
+    return example_input(default_example);
+}
+
+std::string empty_pipe_note(std::string_view verb) {
+    return fmt::format("standard input is empty, so this is the built-in example {} (name an INPUT, or pipe one in, "
+                       "to {} your own)",
+                       default_example, verb);
+}
+
 }  // namespace attntrace

@@ -54,4 +54,16 @@ std::optional<InputText> piped_input(std::uint64_t max_bytes, bool* empty = null
 // A built-in example. Throws UsageError naming the known examples when there is none.
 InputText example_input(std::string_view name);
 
+// What a command whose INPUT may be left out reads (trace, decode): PATH when named; else
+// the built-in example `example` when one was asked for (--example); else what is piped in;
+// else the built-in example your_journey. `*empty_pipe` is set when standard input was an
+// empty pipe (a notebook kernel's), which the command says once its run has succeeded,
+// with empty_pipe_note.
+InputText named_piped_or_example(const std::optional<std::string>& path, const std::optional<std::string>& example,
+                                 std::uint64_t max_bytes, bool* empty_pipe);
+
+// "standard input is empty, so this is the built-in example your_journey (name an INPUT, or
+// pipe one in, to trace your own)", with `verb` for "trace".
+std::string empty_pipe_note(std::string_view verb);
+
 }  // namespace attntrace
