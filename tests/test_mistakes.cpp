@@ -115,6 +115,7 @@ struct Shape {
     std::string layout;  // "out_in": the weights written (out, in)
     bool layout_by_option = false;  // said by --layout rather than the input's "layout"
     std::string positions;
+    std::size_t window = 0;  // --window
 };
 
 Fixture single(const std::string& name, const Shape& s) {
@@ -127,6 +128,7 @@ Fixture single(const std::string& name, const Shape& s) {
     m.heads = s.heads;
     m.causal = s.causal;
     m.sum = s.sum;
+    m.window = s.window;
     m.x = lcg.grid(s.n, s.d_in);
     m.wq = lcg.grid(s.d_in, s.d_out);
     m.wk = lcg.grid(s.d_in, s.d_out);
@@ -150,6 +152,7 @@ Fixture single(const std::string& name, const Shape& s) {
     if (s.sum) f.options.insert(f.options.end(), {"--normalize", "sum"});
     if (!s.positions.empty()) f.options.insert(f.options.end(), {"--positions", s.positions});
     if (s.layout_by_option) f.options.insert(f.options.end(), {"--layout", s.layout});
+    if (s.window) f.options.insert(f.options.end(), {"--window", std::to_string(s.window)});
     f.per_head = {"queries", "keys", "values", "scores", "scaled", "masked", "weights", "context"};
     if (s.positions == "rope") f.per_head.insert(f.per_head.begin() + 3, {"queries_rotated", "keys_rotated"});
     if (s.heads > 1) f.after_heads.push_back("concat");
@@ -394,6 +397,15 @@ TEST_CASE("check-answers names each mistake of the catalogue, alone, at every st
     Shape padded;
     padded.n = 6, padded.pads = {2, 5};
     check_every_mistake(single("causal and padding", padded), covered);
+    // Causal with a window: the causal mask or the window forgotten alone, or the window taken
+    // on both sides as self mode takes it; and all three parts with padding.
+    Shape windowed;
+    windowed.n = 6, windowed.window = 2;
+    check_every_mistake(single("causal, window 2", windowed), covered);
+    windowed.window = 3, windowed.pads = {4};
+    check_every_mistake(single("causal, window 3 and padding", windowed), covered);
+    windowed.causal = false;
+    check_every_mistake(single("self, window 3 and padding", windowed), covered);
     // Scores large enough that e^s overflows float64 unless the row max is subtracted.
     Shape large;
     large.scale = 30, large.seed = 5;
@@ -831,6 +843,29 @@ TEST_CASE("each diagnosis says what is true of its run", "[check-answers][mistak
         const auto w = report("example:your_journey", stage_answer("queries", q), {"-m", "self"});
         CHECK_THAT(w.out, Contains("queries: differs at row 2 (journey), column 1 (q1)"));
         CHECK_THAT(w.out, Contains("No known mistake reproduces these numbers. Row 2 worked through:\n    q_journey = x_journey·W_q\n"));
+    }
+    // Causal with a window of 2, taken on both sides: said so, with the keys it let in, and the
+    // same weights from the causal mask alone are not called that.
+    {
+        Model m = quiz_model("your_journey", "causal");
+        m.window = 2;
+        Way two_sided{"no_mask"};
+        two_sided.forgot = "two_sided";
+        const Grid wrong = learner::run(m, two_sided).heads[0].weights;
+        CHECK(wrong[0][1] > 0);  // the key after the first query took weight
+        const auto c = report("example:your_journey", stage_answer("weights", wrong), {"-m", "causal", "--window", "2"});
+        CHECK(c.exit_code == 1);
+        CHECK_THAT(c.out, Contains("Likely cause (no_mask), reproducing all 36 numbers given: the window of 2 keys was taken "
+                                   "on both sides, |i − j| < 2, as without the causal mask, so queries also weighed the keys "
+                                   "up to 1 position after them: hide every key after its query too (j > i); with the causal "
+                                   "mask a window of 2 keeps a query and at most 1 key before it."));
+        Way causal_forgotten{"no_mask"};
+        causal_forgotten.forgot = "causal";
+        const auto d = report("example:your_journey", stage_answer("weights", learner::run(m, causal_forgotten).heads[0].weights),
+                              {"-m", "causal", "--window", "2"});
+        CHECK_THAT(d.out, Contains("Likely cause (no_mask), reproducing all 36 numbers given: the causal mask was not applied "
+                                   "(the window of 2 keys (--window) was)"));
+        CHECK(d.out.find("both sides") == std::string::npos);
     }
     // A fill that leaves the hidden keys exactly 0 says so; one that leaves them weight says how much.
     {

@@ -225,6 +225,7 @@ bool mask(const Trace& trace, int head, const Variant& variant, Pass& p) {
         if (!allowed || (*allowed)(at(i), at(j)) || after) return false;
         if (!is(variant, Mistake::no_mask)) return true;
         if (variant.forgotten == 0xff || !reasons) return false;
+        if (variant.two_sided && std::abs(at(i) - at(j)) >= trace.window) return true;
         return ((*reasons)(at(i), at(j)) & ~variant.forgotten) != 0;  // hidden for a reason still applied
     };
     p.masked = p.scaled;

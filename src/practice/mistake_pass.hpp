@@ -38,6 +38,7 @@ struct Variant {
     bool raw_scores = false;      // context_from_scores: the scores before scaling
     bool every_key = false;       // context_from_scores: the hidden keys' scores kept too
     std::uint8_t forgotten = 0;   // no_mask: the reasons (MaskReason bits) not applied; 0xff: every one
+    bool two_sided = false;       // no_mask, causal with --window: the window as |i − j| < w, no causal mask
     bool renormalise = false;     // mask after softmax, then divide each row again (no mistake)
 };
 

@@ -30,7 +30,8 @@ constexpr std::array<MistakeInfo, 18> mistake_table{{
     {Mistake::sqrt_d_model, "sqrt_d_model",
      "the scores divided by √d_model (the embeddings' width d_in, or all heads' H·d_head) instead of √d_k"},
     {Mistake::divided_by_d_k, "divided_by_d_k", "the scores divided by d_k instead of √d_k"},
-    {Mistake::no_mask, "no_mask", "the mask (causal, window, padding, or one of them) not applied at all"},
+    {Mistake::no_mask, "no_mask",
+     "the mask (causal, window, padding, or one of them) not applied, or a causal window taken on both sides"},
     {Mistake::finite_fill, "finite_fill", "the hidden scores set to a finite number instead of −∞"},
     {Mistake::mask_after_softmax, "mask_after_softmax",
      "softmax over every key, then the hidden weights set to 0 without dividing again"},
@@ -80,6 +81,9 @@ std::vector<Variant> variants_of(const Trace& trace, int head, Mistake mistake, 
             if (std::popcount(present) > 1)
                 for (const std::uint8_t bit : {reason_causal, reason_window, reason_padding})
                     if (present & bit) out.push_back({mistake, 0, 0, false, false, bit});
+            // Causal with a window of w ≥ 2, the window taken as self mode takes it, on both sides.
+            if ((present & reason_causal) && trace.window >= 2)
+                out.push_back({mistake, 0, 0, false, false, reason_causal, true});
         }
         break;
     }
@@ -261,6 +265,16 @@ std::string sqrt_d_model_text(const Said& s) {
 }
 
 // finite_fill: the fill, and the largest weight a hidden key got under it.
+// no_mask's two-sided variant: causal with a window, the window taken as self mode takes it.
+std::string two_sided_window_text(const Said& s) {
+    const std::int64_t w = s.trace.window;
+    const std::int64_t before = w - 1;
+    return fmt::format("the window of {} keys was taken on both sides, |i − j| < {}, as without the causal mask, so "
+                       "queries also weighed the keys up to {} position{} after them: hide every key after its query too "
+                       "(j > i); with the causal mask a window of {} keeps a query and at most {} key{} before it.",
+                       w, w, before, before == 1 ? "" : "s", w, before, before == 1 ? "" : "s");
+}
+
 std::string finite_fill_text(const Said& s) {
     const Trace& trace = s.trace;
     const int head = s.head;
@@ -446,6 +460,7 @@ std::string explanation(const Trace& trace, int head, Mistake mistake, const Var
         return fmt::format("the scores were divided by {} = {} itself: divide by its square root, {}.", d_k, run.d_head,
                            root_text(static_cast<double>(run.d_head)));
     case Mistake::no_mask:
+        if (variant.two_sided) return two_sided_window_text(s);
         return forgotten_mask_text(trace, trace.at(StageId::masked, head), variant.forgotten) +
                ": set the scores the mask hides to −∞ before the softmax, so that their weights are exactly 0.";
     case Mistake::finite_fill: return finite_fill_text(s);

@@ -25,7 +25,7 @@ enum class Mistake {
     no_scaling,              // the scores not divided at all
     sqrt_d_model,            // divided by √ of a model width (d_in, or all heads' H·d_head) instead of √d_k
     divided_by_d_k,          // divided by d_k instead of √d_k
-    no_mask,                 // the mask (or one of its parts: causal, window, padding) not applied at all
+    no_mask,                 // the mask (or one part of it) not applied, or a causal window taken on both sides
     finite_fill,             // hidden scores set to a finite number instead of −∞
     mask_after_softmax,      // softmax over every key, hidden weights zeroed, rows not divided again
     softmax_over_columns,    // each column normalised instead of each row

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
@@ -30,6 +31,7 @@ struct Model {
     std::optional<Grid> wo;
     int heads = 1;
     bool causal = false;
+    std::size_t window = 0;  // --window w: causal, i − j ≥ w hidden; else |i − j| ≥ w (0: none)
     std::vector<bool> pad;  // per token: hidden from every query
     bool sum = false;       // --normalize sum
     std::optional<Grid> angles;  // RoPE: n × d_head/2, the angle of each pair of each position
@@ -44,7 +46,12 @@ struct Model {
     bool any_pad() const { return std::find(pad.begin(), pad.end(), true) != pad.end(); }
     bool masks() const {
         if (pair) return std::find(visible.begin(), visible.end(), false) != visible.end();
-        return causal || any_pad();
+        return causal || window > 0 || any_pad();
+    }
+    // Does the window hide (i, j), as the run applies it, or, `two_sided`, as self mode does?
+    bool outside_window(std::size_t i, std::size_t j, bool two_sided = false) const {
+        const auto gap = static_cast<long>(i) - static_cast<long>(j);
+        return window > 0 && (causal && !two_sided ? gap >= static_cast<long>(window) : std::labs(gap) >= static_cast<long>(window));
     }
 };
 
@@ -53,7 +60,9 @@ struct Way {
     std::string mistake;
     double fill = 0;             // finite_fill
     double width = 0;            // sqrt_d_model
-    std::string forgot = "all";  // no_mask: "all", "causal" or "padding"
+    // no_mask: "all", "causal", "window" or "padding"; or "two_sided": causal with a window,
+    // the window taken on both sides (|i − j| < w) and no causal mask
+    std::string forgot = "all";
     bool raw = false, every = false;  // context_from_scores: unscaled scores; the hidden keys' too
 };
 
@@ -97,15 +106,18 @@ struct Stages {
 
 inline bool hidden(const Model& m, std::size_t i, std::size_t j) {
     if (m.pair) return !m.visible[j];
-    return (m.causal && j > i) || (!m.pad.empty() && m.pad[j]);
+    return (m.causal && j > i) || m.outside_window(i, j) || (!m.pad.empty() && m.pad[j]);
 }
 
 // Is (i, j) hidden before the softmax by what the learner applied?
 inline bool hidden_by_learner(const Model& m, const Way& w, std::size_t i, std::size_t j) {
     if (!hidden(m, i, j) || w.mistake == "mask_after_softmax") return false;
     if (w.mistake != "no_mask") return true;
-    if (w.forgot == "causal") return !m.pad.empty() && m.pad[j];
-    if (w.forgot == "padding") return m.causal && j > i;
+    const bool pad = !m.pad.empty() && m.pad[j];
+    if (w.forgot == "causal") return pad || m.outside_window(i, j);
+    if (w.forgot == "window") return pad || (m.causal && j > i);
+    if (w.forgot == "padding") return (m.causal && j > i) || m.outside_window(i, j);
+    if (w.forgot == "two_sided") return pad || m.outside_window(i, j, true);
     return false;
 }
 
@@ -255,12 +267,26 @@ inline std::vector<Way> ways(const Model& m, const std::string& mistake) {
     }
     if (mistake == "no_mask" && m.masks()) {
         out.push_back({mistake});
-        if (single && m.causal && m.any_pad())
-            for (const char* part : {"causal", "padding"}) {
+        // Where two parts of a mask hide something, each forgotten alone.
+        const std::size_t n = m.x.size();
+        bool window_hides = false;
+        for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t j = 0; j < n; ++j) window_hides = window_hides || m.outside_window(i, j);
+        std::vector<std::string> parts;
+        if (m.causal && n > 1) parts.push_back("causal");
+        if (window_hides) parts.push_back("window");
+        if (m.any_pad()) parts.push_back("padding");
+        if (single && parts.size() > 1)
+            for (const std::string& part : parts) {
                 Way w{mistake};
                 w.forgot = part;
                 out.push_back(w);
             }
+        if (single && m.causal && m.window >= 2) {
+            Way w{mistake};
+            w.forgot = "two_sided";
+            out.push_back(w);
+        }
     }
     if (mistake == "finite_fill" && m.masks())
         for (const double fill : usual_fills()) {
