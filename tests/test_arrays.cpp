@@ -4,6 +4,7 @@
 // its trap, JSON inputs naming .npy files, `generate --format`, and GPT-2's own layer against
 // an implementation written here in plain loops.
 #include "support/cli.hpp"
+#include "support/error_line.hpp"
 #include "support/limited.hpp"
 #include "support/naive.hpp"
 #include "support/trace_json.hpp"
@@ -619,6 +620,13 @@ TEST_CASE("metadata numbers are read whole or refused", "[arrays][gpt2]") {
         CHECK(r.exit_code == 1);
         CHECK(r.out.empty());
         CHECK_THAT(r.err, Contains("is not a whole number of heads"));
+    }
+    // Whole numbers that are no count of heads for d = 4, the largest beyond 64 bits: said so.
+    for (const std::string& heads : {"3", "16", "2147483649", "18446744073709551617"}) {
+        INFO("n_head = \"" << heads << "\"");
+        const auto r = run({{"n_head", heads}});
+        cli::require_error_line(r, 1, heads.size() > 19 ? "\"" + heads + "\" is more heads than d = 4 has numbers"
+                                                         : "\"" + heads + "\" does not split d = 4 into heads");
     }
     for (const char* epsilon : {"0.5junk", "1e-5 ", "nan", "1e-5.0", ""}) {
         INFO("layer_norm_epsilon = \"" << epsilon << "\"");

@@ -149,6 +149,9 @@ TEST_CASE("an answer written with an exponent of -2147483647 is held to its prec
         INFO(r.out << r.err);
         CHECK(r.exit_code == 1);
         CHECK_THAT(r.out, Contains("weights: differs at row 1") && Contains("verdict: fail"));
+        // Half a unit of the 330th decimal is below every double, and is said as it is, not as ±0.
+        CHECK_THAT(r.out, Contains("330 decimals alone would allow ±5e-331)"));
+        CHECK(r.out.find("±0)") == std::string::npos);
     }
     // The same cell written as the trace has it agrees.
     cli::TempFile right(fmt::format(R"({{"weights": {{"cell": [1, 1], "value": {:.6f}}}}})", expected), "right.json");

@@ -844,6 +844,19 @@ TEST_CASE("each diagnosis says what is true of its run", "[check-answers][mistak
         CHECK_THAT(w.out, Contains("queries: differs at row 2 (journey), column 1 (q1)"));
         CHECK_THAT(w.out, Contains("No known mistake reproduces these numbers. Row 2 worked through:\n    q_journey = x_journey·W_q\n"));
     }
+    // Several heads: W_q is as wide as all heads' queries side by side, d_in × (H·d_k).
+    {
+        const Model m = quiz_model("two_heads", "self");
+        REQUIRE(m.heads == 2);
+        const learner::Stages s = learner::run(m, {"transposed_w_q"});
+        const auto c = report("example:two_heads",
+                              fmt::format(R"({{"heads": {{"1": {{"queries": {}}}, "2": {{"queries": {}}}}}}})",
+                                          answer_grid(s.heads[0].q), answer_grid(s.heads[1].q)),
+                              {"-m", "self"});
+        CHECK_THAT(c.out, Contains("Q was computed as X·W_qᵀ, with W_q transposed: the input's W_q is d_in × (H·d_k) = "
+                                   "6 × 6, to be used as it stands"));
+        CHECK(c.out.find("d_in × d_k = 6 × 6") == std::string::npos);
+    }
     // Causal with a window of 2, taken on both sides: said so, with the keys it let in, and the
     // same weights from the causal mask alone are not called that.
     {

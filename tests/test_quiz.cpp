@@ -338,6 +338,17 @@ TEST_CASE("quiz checks an answer to the decimals it is written with, and wants a
     CHECK(grade("abc")["verdict"] == "wrong");
     CHECK(grade("nan")["verdict"] == "wrong");
     CHECK(grade(fmt::format("+{:.4f}", value))["verdict"] == "right");
+    // A number beyond a double is a number still, said so; one below the smallest is as good as 0.
+    for (const char* huge : {"1e309", "-1e309"}) {
+        CHECK(grade(huge)["verdict"] == "wrong");
+        const auto said = quiz_with(options, {huge});
+        CHECK_THAT(said.out, Contains(fmt::format("wrong: {} is beyond the numbers a double holds (up to about ±1.8e308)", huge)));
+        CHECK(said.out.find("is not a number") == std::string::npos);
+    }
+    REQUIRE(std::fabs(value) > 0.01);
+    const auto tiny = quiz_with(options, {"1e-400"});
+    CHECK_THAT(tiny.out, Contains("not 1e-400 (") && Contains("330 decimals alone would allow ±5e-331)"));
+    CHECK(tiny.out.find("is not a number") == std::string::npos);
 }
 
 TEST_CASE("quiz is the same for the same seed, says the seed, and differs for another", "[quiz]") {

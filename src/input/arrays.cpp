@@ -368,17 +368,22 @@ int gpt2_heads(const TensorFile& file, std::size_t d) {
                                      "metadata gives no n_head: say how many heads with --heads",
                                      file.origin, d));
     }
-    int heads = 0;
+    std::uint64_t heads = 0;
     const std::string& text = it->second;
     const char* end = text.data() + text.size();
-    // The whole text, or nothing: "1e3" and "12 heads" are not 1 and 12.
-    if (const auto [stop, error] = std::from_chars(text.data(), end, heads); error != std::errc() || stop != end)
+    // The whole text, or nothing: "1e3" and "12 heads" are not 1 and 12; a whole number too
+    // large to count in is more heads than d has numbers.
+    const auto [stop, error] = std::from_chars(text.data(), end, heads);
+    if (error == std::errc::result_out_of_range && stop == end)
+        throw DataError(fmt::format("{}: metadata n_head = \"{}\" is more heads than d = {} has numbers", file.origin,
+                                    printable(text), d));
+    if (error != std::errc() || stop != end)
         throw DataError(fmt::format("{}: metadata n_head = \"{}\" is not a whole number of heads", file.origin,
                                     printable(text)));
-    if (heads < 1 || d % static_cast<std::size_t>(heads) != 0)
+    if (heads < 1 || d % heads != 0)
         throw DataError(fmt::format("{}: metadata n_head = \"{}\" does not split d = {} into heads", file.origin,
                                     printable(it->second), d));
-    return heads;
+    return static_cast<int>(heads);  // a divisor of d, which is far below INT_MAX
 }
 
 // c_attn split into W_q, W_k and W_v with their biases, c_proj as W_o: put in the document

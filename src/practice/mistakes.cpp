@@ -231,7 +231,13 @@ std::string transposed_text(const Said& s, Mistake mistake) {
     const char* letter = mistake == Mistake::transposed_w_q ? "Q" : mistake == Mistake::transposed_w_k ? "K" : "V";
     const char* weight = mistake == Mistake::transposed_w_q ? "W_q" : mistake == Mistake::transposed_w_k ? "W_k" : "W_v";
     const std::size_t d = static_cast<std::size_t>(trace.parameter(weight).data.cols());
-    const std::string out_name = mistake == Mistake::transposed_w_v ? "d_v" : "d_k";
+    // Its columns: one head's width, or the heads' side by side (H·d_k; H_kv·d_k for keys and
+    // values shared by groups of heads).
+    const std::string per_head = mistake == Mistake::transposed_w_v ? "d_v" : "d_k";
+    const std::size_t shared_by = mistake == Mistake::transposed_w_q ? run.heads : run.kv_heads;
+    const std::string out_name = shared_by <= 1                                         ? per_head
+                                 : mistake == Mistake::transposed_w_q || run.kv_heads == run.heads ? "(H·" + per_head + ")"
+                                                                                                   : "(H_kv·" + per_head + ")";
     if (context.layout == WeightLayout::out_in && trace.weights == WeightsOrigin::file)
         return fmt::format("{0} was computed as {1}·{2}ᵀ: the input stores {2} as nn.Linear keeps a weight, (out, in) "
                            "= {3} × {4}, and it was multiplied as stored; turn it first, {0} = {1}·{2} with {2} of "

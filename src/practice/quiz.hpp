@@ -84,6 +84,7 @@ struct QuizAnswer {
     std::string text;  // as written, trimmed
     double value = 0;
     int decimals = 0;
+    bool beyond_double = false;  // unreadable: a number, but larger than a double holds ("1e309")
 };
 
 enum class QuizVerdict { right, wrong, skipped, unanswered };

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace attntrace {
@@ -73,7 +74,13 @@ Answer read_answer(std::string_view line) {
     const bool digits = text.find_first_of("0123456789") != std::string::npos;
     const bool plain = text.find_first_not_of("0123456789.eE+-") == std::string::npos;
     const char* end = text.data() + text.size();
-    const auto [stop, error] = std::from_chars(text.data(), end, a.value);
+    auto [stop, error] = std::from_chars(text.data(), end, a.value);
+    if (error == std::errc::result_out_of_range && stop == end && digits && plain) {
+        // Beyond a double: too small is as good as 0 (or the nearest subnormal), too large is no number to grade.
+        a.value = std::strtod(text.c_str(), nullptr);
+        a.beyond_double = !std::isfinite(a.value);
+        if (!a.beyond_double) error = std::errc();
+    }
     if (!digits || !plain || error != std::errc() || stop != end || !std::isfinite(a.value)) {
         a.form = Answer::Form::unreadable;
         return a;

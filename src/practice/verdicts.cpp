@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace attntrace {
@@ -156,8 +157,11 @@ std::string tolerance_text(int decimals, double expected, Dtype dtype) {
     const double tolerance = tolerance_for(decimals, expected, dtype);
     const std::string places = fmt::format("{} decimal{}", decimals, decimals == 1 ? "" : "s");
     if (tolerance == written) return fmt::format(" (±{:g} for {})", tolerance, places);
-    return fmt::format(" (±{:g}, the rounding a {} run allows here; {} alone would allow ±{:g})", tolerance,
-                       to_string(dtype), places, written);
+    // Half a unit of the last decimal, 5e-(decimals + 1), written out where a double cannot hold it.
+    const std::string half_unit =
+        written >= std::numeric_limits<double>::min() ? fmt::format("{:g}", written) : fmt::format("5e-{}", decimals + 1);
+    return fmt::format(" (±{:g}, the rounding a {} run allows here; {} alone would allow ±{})", tolerance,
+                       to_string(dtype), places, half_unit);
 }
 
 std::vector<StageVerdict> check_answers(const Trace& trace, const std::vector<GivenStage>& given, WeightLayout layout) {

@@ -64,7 +64,8 @@ void write_feedback(const Trace& trace, const Question& q, const Result& r, cons
                     std::ostream& out) {
     const std::size_t width = render.width;
     const Answer& a = r.answer;
-    const int decimals = std::max(a.form == Answer::Form::number ? a.decimals : 0, render.digits);
+    // As many decimals as the learner typed, up to the 17 that tell any two doubles apart.
+    const int decimals = std::max(a.form == Answer::Form::number ? std::min(a.decimals, 17) : 0, render.digits);
     const std::string value = value_text(q, decimals);
     const std::string within =
         a.form == Answer::Form::number && !q.expected_masked ? tolerance_text(a.decimals, q.expected, trace.dtype) : "";
@@ -74,7 +75,12 @@ void write_feedback(const Trace& trace, const Question& q, const Result& r, cons
         return;
     case Verdict::skipped: put_wrapped(out, fmt::format("skipped: the value is {}", value), width); break;
     case Verdict::wrong:
-        if (a.form == Answer::Form::unreadable)
+        if (a.form == Answer::Form::unreadable && a.beyond_double)
+            put_wrapped(out, fmt::format("wrong: {} is beyond the numbers a double holds (up to about ±1.8e308); the "
+                                         "value is {}",
+                                         printable(a.text, 40), value),
+                        width);
+        else if (a.form == Answer::Form::unreadable)
             put_wrapped(out, fmt::format("wrong: \"{}\" is not a number; the value is {}", printable(a.text, 40), value), width);
         else if (r.too_coarse)
             put_wrapped(out, fmt::format("wrong: the value is {}; {} is it rounded to {} decimal{}, but an answer needs at "
@@ -161,9 +167,11 @@ void write_quiz_text(const QuizEvent& event, const RenderOptions& render, std::o
         }
         break;
     case Step::unreadable:
-        put_wrapped(out, fmt::format("\"{}\" is not a number: type one such as 0.25, -inf for a masked score, or "
-                                     "? to skip",
-                                     printable(event.answer->text, 40)),
+        put_wrapped(out, fmt::format("{}: type one such as 0.25, -inf for a masked score, or ? to skip",
+                                     event.answer->beyond_double
+                                         ? fmt::format("{} is beyond the numbers a double holds (up to about ±1.8e308)",
+                                                       printable(event.answer->text, 40))
+                                         : fmt::format("\"{}\" is not a number", printable(event.answer->text, 40))),
                     width);
         break;
     case Step::stopped:
