@@ -350,6 +350,12 @@ const std::vector<BadAnswers> answer_cases = {
      "answers.json: /heads/3/scores: this run has 1 head, so there is no head 3"},
     {"a cell outside the stage", R"({"weights": {"cell": [99, 1], "value": 0.5}})", "answers.json",
      "answers.json: /weights: row 99, column 1 is outside the weights stage of this run (12×12)"},
+    {"a head the run does not have, named beside the stages", R"({"weights": [[1]], "head": 3})", "answers.json",
+     "answers.json: /head: this run has 1 head, so there is no head 3 (for /weights)"},
+    {"a cell outside the stage in the tidy CSV, which counts from 0", "stage,head,row,col,value\nweights,,12,0,0.5\n",
+     "answers.csv",
+     "answers.csv: weights (from line 2): row 12, col 0 is outside the weights stage of this run (12×12: row and col "
+     "count from 0 in the tidy CSV, up to 11 and 11)"},
 };
 
 }  // namespace

@@ -52,7 +52,10 @@ public:
         if (at_ < text_.size()) syntax("text after the end of the JSON document");
         // "head" may come after the stages it names: it applies to every stage outside "heads".
         if (head)
-            for (const std::size_t i : top_level_) out_[i].head = *head;
+            for (const std::size_t i : top_level_) {
+                out_[i].head = *head;
+                out_[i].head_where = fmt::format("{}: /head", origin_);
+            }
         if (out_.empty()) shape("", "no stages given: name at least one, such as \"weights\"");
         return std::move(out_);
     }
@@ -620,7 +623,7 @@ std::vector<GivenStage> read_csv(std::string_view text, const std::string& origi
             index[key] = out.size();
             charge(sizeof(GivenStage) + 64 + origin.size());
             out.push_back({cell->id, cell->head, fmt::format("{}: {} (from {})", origin, to_string(cell->id), where),
-                           std::nullopt, std::nullopt, {}});
+                           std::nullopt, std::nullopt, {}, true});
         }
         auto& numbers = out[index[key]].numbers;
         if (numbers.size() == numbers.capacity()) {  // charged as it grows, as the JSON reader charges it

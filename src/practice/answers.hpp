@@ -29,6 +29,8 @@ struct GivenStage {
     std::string where;                 // "answers.json: /heads/1/weights": for messages
     std::optional<Eigen::Index> rows, cols;  // a whole matrix: its shape
     std::vector<GivenNumber> numbers;  // in the order written
+    bool counted_from_zero = false;    // written with rows and columns from 0 (the tidy CSV), said so
+    std::string head_where;            // where the head was named apart from the stage ("answers.json: /head")
 };
 
 // The most decimals a number counts as written with: beyond 324 its precision, 0.5·10^-d, is

@@ -43,8 +43,12 @@ const Stage& stage_for(const Trace& trace, const GivenStage& given) {
     const Stage* stage = trace.find(given.id, given.head);
     if (!stage) {
         if (given.head > 0 && trace.find(given.id))
-            throw DataError(fmt::format("{}: this run has {} head{}, so there is no head {}", given.where, trace.heads,
-                                        trace.heads == 1 ? "" : "s", given.head));
+            throw DataError(fmt::format("{}: this run has {} head{}, so there is no head {}{}",
+                                        given.head_where.empty() ? given.where : given.head_where, trace.heads,
+                                        trace.heads == 1 ? "" : "s", given.head,
+                                        given.head_where.empty()
+                                            ? ""
+                                            : fmt::format(" (for {})", given.where.substr(given.where.rfind(": ") + 2))));
         throw DataError(fmt::format("{}: a {}-mode trace has no {} stage", given.where, to_string(trace.mode),
                                     to_string(given.id)));
     }
@@ -56,10 +60,16 @@ const Stage& stage_for(const Trace& trace, const GivenStage& given) {
         throw DataError(fmt::format("{}: a {}×{} matrix, but the {} stage of this run is {}×{}", given.where, *given.rows,
                                     *given.cols, to_string(given.id), stage->row_count(), stage->col_count()));
     for (const GivenNumber& n : given.numbers)
-        if (n.row >= stage->row_count() || n.col >= stage->col_count())
-            throw DataError(fmt::format("{}: row {}, column {} is outside the {} stage of this run ({}×{})", given.where,
-                                        n.row + 1, n.col + 1, to_string(given.id), stage->row_count(),
-                                        stage->col_count()));
+        if (n.row >= stage->row_count() || n.col >= stage->col_count()) {
+            const std::string size = fmt::format("{}×{}", stage->row_count(), stage->col_count());
+            if (given.counted_from_zero)
+                throw DataError(fmt::format("{}: row {}, col {} is outside the {} stage of this run ({}: row and col "
+                                            "count from 0 in the tidy CSV, up to {} and {})",
+                                            given.where, n.row, n.col, to_string(given.id), size,
+                                            stage->row_count() - 1, stage->col_count() - 1));
+            throw DataError(fmt::format("{}: row {}, column {} is outside the {} stage of this run ({})", given.where,
+                                        n.row + 1, n.col + 1, to_string(given.id), size));
+        }
     return *stage;
 }
 
