@@ -416,6 +416,22 @@ TEST_CASE("bench counts the operations of attention exactly", "[claims][bench]")
                                    "was not checked\n"));
     CHECK_THAT(table.out, Contains("\neach time is one timed run after a warm-up\n"));
     CHECK_THAT(table.out, !Contains("median") && !Contains("1 of the 1"));
+    // The counts named are those of the modes timed, and only theirs.
+    CHECK_THAT(table.out, Contains("multiply-adds: n²·2d for self (a score and a share of a value per visible pair)") &&
+                              Contains("exactly (4 for self);") && !Contains("causal") && !Contains("plain"));
+    const auto bench_of = [&](const char* modes) {
+        const auto b = cli::run({"bench", "--sizes", "16", "--dim", "4", "--dtypes", "float64", "--threads", "1",
+                                 "--repeats", "1", "--paths", "trace", "--modes", modes});
+        REQUIRE(b.exit_code == 0);
+        return b.out;
+    };
+    const std::string plain = bench_of("plain");
+    CHECK_THAT(plain, Contains("multiply-adds: n²·2d for plain (a score") && Contains("exactly (4 for plain);"));
+    CHECK_THAT(plain, !Contains("self") && !Contains("causal") && !Contains("projections"));
+    const std::string causal_only = bench_of("causal");
+    CHECK_THAT(causal_only, Contains("multiply-adds: n(n+1)/2·2d for causal (a score") && Contains("exactly; ×time"));
+    CHECK_THAT(causal_only, !Contains("n²·2d") && !Contains("(4 for"));
+    CHECK_THAT(bench_of("plain,self,causal"), Contains("multiply-adds: n²·2d for plain and self, n(n+1)/2·2d for causal ("));
 }
 
 TEST_CASE("bench repeats a configuration until its runs agree, or says the machine was busy", "[claims][bench]") {

@@ -5,6 +5,7 @@
 #include "render/json_writer.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <string>
@@ -86,11 +87,23 @@ void write_bench_text(const BenchReport& report, std::ostream& out) {
     out << "exp rate (the streaming path's vectorised exp, 4096 numbers per thread in cache):";
     for (const auto& [key, rate] : report.exp) out << fmt::format("  {} ×{}: {:.2f}", key.first, key.second, rate);
     out << " G/s\n";
-    out << "multiply-adds: n²·2d for self, n(n+1)/2·2d for causal (a score and a share of a value per visible pair), "
-           "exps: one per visible pair, both exact (the projections' 3·n·d² are not counted); GFLOP/s = 2·multiply-adds / "
-           "seconds\n";
-    out << "×ops = multiply-adds(n) / multiply-adds(n/2), exactly (4 for self); ×time = time(n) / time(n/2), the "
-           "measured counterpart\n";
+    // The counts of the modes timed: every pair visible (plain, self), or the causal triangle.
+    std::vector<std::string> full, counts;
+    bool causal = false, projected = false;
+    for (const BenchRun& r : runs) {
+        const std::string name(to_string(r.mode));
+        projected = projected || r.mode != Mode::plain;
+        if (r.mode == Mode::causal) causal = true;
+        else if (std::find(full.begin(), full.end(), name) == full.end()) full.push_back(name);
+    }
+    if (!full.empty()) counts.push_back(fmt::format("n²·2d for {}", fmt::join(full, " and ")));
+    if (causal) counts.push_back("n(n+1)/2·2d for causal");
+    out << fmt::format("multiply-adds: {} (a score and a share of a value per visible pair), exps: one per visible pair, "
+                       "both exact{}; GFLOP/s = 2·multiply-adds / seconds\n",
+                       fmt::join(counts, ", "), projected ? " (the projections' 3·n·d² are not counted)" : "");
+    out << fmt::format("×ops = multiply-adds(n) / multiply-adds(n/2), exactly{}; ×time = time(n) / time(n/2), the "
+                       "measured counterpart\n",
+                       full.empty() ? "" : fmt::format(" (4 for {})", fmt::join(full, " and ")));
     // As bench times them: one run alone is compared with nothing; a long warm-up asks 2 to agree.
     if (report.repeats == 1)
         out << "each time is one timed run after a warm-up\n\n";
