@@ -218,6 +218,23 @@ TEST_CASE("with every key hidden, −∞ gives weights 0 and a finite fill sprea
     CHECK(said);
 }
 
+TEST_CASE("a row whose every key is hidden is named by its position when its token is not the only one so spelled",
+          "[masks]") {
+    // journey_padded: six words, then <pad> at positions 7 and 8. Causal with a window of 2,
+    // position 7 still sees position 6 ("step"); position 8 sees only 7 and 8, both padding.
+    const auto note_of = [](const std::string& window) {
+        const json doc = run_json({"example:journey_padded", "-m", "causal", "--window", window, "-s", "weights"});
+        for (const auto& note : doc["notes"])
+            if (note.get<std::string>().starts_with("every key is masked for ")) return note.get<std::string>();
+        return std::string();
+    };
+    CHECK(note_of("2") == "every key is masked for <pad> (position 8): its weights are all 0 (a softmax over no keys "
+                          "would be 0/0) and its context vector 0");
+    // A window of 1: each of them sees only itself, padding.
+    CHECK(note_of("1") == "every key is masked for <pad> (position 7), <pad> (position 8): their weights are all 0 (a "
+                          "softmax over no keys would be 0/0) and their context vectors 0");
+}
+
 TEST_CASE("zeroing after softmax without dividing again leaves rows that sum to less than 1", "[masks]") {
     // Row a of plain scores is [1, 0, 1]; softmax gives e/(2e + 1), 1/(2e + 1), e/(2e + 1); the
     // window of 1 keeps only the first, so the row sums to e/(2e + 1) ≈ 0.4223.

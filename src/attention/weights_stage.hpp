@@ -111,7 +111,11 @@ void record_weights(StageBuilder& stages, Trace& trace, Normalized<T> normalized
         if (mask && !mask->row(r).any()) {
             stage.strongest.push_back(-1);
             stage.tied.push_back(0);
-            (stage.data.row(r).isZero(0) ? blind : filled).push_back(stage.rows[static_cast<std::size_t>(r)]);
+            // A label that more than one row has (two <pad>s) is told apart by its position.
+            const std::string& label = stage.rows[static_cast<std::size_t>(r)];
+            const bool shared = std::count(stage.rows.begin(), stage.rows.end(), label) > 1;
+            (stage.data.row(r).isZero(0) ? blind : filled)
+                .push_back(shared ? fmt::format("{} (position {})", label, r + 1) : label);
             continue;
         }
         if (!softmax && stage.data.row(r).isZero(0)) {  // a padding row the sum could not divide: no strongest key
