@@ -1013,4 +1013,25 @@ TEST_CASE("the quiz hints at a mistake only for the number that mistake gives", 
                                               "not applied",
                                               unmasked)));
     CHECK(text.out.find("finite_fill") == std::string::npos);
+    // A weight of the row asked, from a fill of 0: the hint quotes that row's leak, not the run's.
+    std::vector<std::string> w{"quiz", "-f", "json", "--answers", "/dev/null", "--mode", "causal", "--stage", "weights",
+                               "--example", "your_journey", "--rounds", "1", "--seed", "2"};
+    const json wq = json::parse(cli::run(w).out)["questions"][0];
+    const auto wrow = wq["row"].get<std::size_t>() - 1, wcol = wq["col"].get<std::size_t>() - 1;
+    Way zero{"finite_fill"};
+    const Grid leaky = learner::run(m, zero).heads[0].weights;
+    double in_row = 0, in_run = 0;
+    for (std::size_t i = 0; i < leaky.size(); ++i)
+        for (std::size_t j = i + 1; j < leaky[i].size(); ++j) {
+            in_run = std::max(in_run, leaky[i][j]);
+            if (i == wrow) in_row = std::max(in_row, leaky[i][j]);
+        }
+    REQUIRE(in_row > 0);
+    REQUIRE(fmt::format("{:.4g}", in_row) != fmt::format("{:.4g}", in_run));  // the two figures tell apart
+    std::vector<std::string> wt(w.begin(), w.end());
+    wt.erase(wt.begin() + 1, wt.begin() + 5);  // the text quiz, answering on stdin
+    const auto leak = cli::run(wt, fmt::format("{:.4f}\n", leaky[wrow][wcol]), {{"NO_COLOR", "1"}, {"COLUMNS", ""}});
+    CHECK_THAT(leak.out, Contains(fmt::format("(in row {} ({}) a hidden key gets a weight of {:.4g})", wrow + 1,
+                                              wq["row_token"].get<std::string>(), in_row)));
+    CHECK(leak.out.find("in this run a hidden key") == std::string::npos);
 }

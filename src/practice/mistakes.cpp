@@ -289,12 +289,21 @@ std::string finite_fill_text(const Said& s) {
     const Words& w = s.w;
     const bool several = s.several;
     // The largest weight a hidden key got under this fill (by magnitude: a sum may be negative).
-    double leaked = 0;
+    // In the learner's row when there is one and a key is hidden in it, else in the whole run.
     const Stage& masked = trace.at(StageId::masked, head);
-    if (!p.weights.empty() && masked.allowed)
-        for (std::size_t i = 0; i < p.weights.size(); ++i)
-            for (std::size_t j = 0; j < p.weights[i].size(); ++j)
-                if (!(*masked.allowed)(at(i), at(j)) && std::fabs(p.weights[i][j]) > std::fabs(leaked)) leaked = p.weights[i][j];
+    const auto largest_leak = [&](std::size_t from, std::size_t to) {
+        double leaked = 0;
+        if (!p.weights.empty() && masked.allowed)
+            for (std::size_t i = from; i < to && i < p.weights.size(); ++i)
+                for (std::size_t j = 0; j < p.weights[i].size(); ++j)
+                    if (!(*masked.allowed)(at(i), at(j)) && std::fabs(p.weights[i][j]) > std::fabs(leaked))
+                        leaked = p.weights[i][j];
+        return leaked;
+    };
+    const std::size_t row = s.context.row ? static_cast<std::size_t>(*s.context.row) : 0;
+    const double in_row = s.context.row ? largest_leak(row, row + 1) : 0;
+    const double leaked = in_row != 0 ? in_row : largest_leak(0, p.weights.size());
+    const std::string where = in_row != 0 ? fmt::format("in {}", row_name(masked, row)) : "in this run";
     const std::string fill = number_text(variant.fill);
     if (p.weights.empty() || leaked != 0)
         return fmt::format(
@@ -302,7 +311,7 @@ std::string finite_fill_text(const Said& s) {
             "them to −∞ (or leave them out) so that their weights are exactly 0.",
             fill, trace.normalization == Normalization::softmax ? "softmax" : "row's sum",
             p.weights.empty() ? ""
-                              : fmt::format(" (in this run a hidden {} gets a weight of {:.4g}{})", w.key, leaked,
+                              : fmt::format(" ({} a hidden {} gets a weight of {:.4g}{})", where, w.key, leaked,
                                             several ? fmt::format(" in head {}", std::max(head, 1)) : ""));
     return fmt::format("the hidden scores were set to {} instead of −∞; in this run their weights still come out "
                        "exactly 0, so only this stage shows it, but −∞ (or masked) is what the mask writes, and "

@@ -54,6 +54,8 @@ struct MistakeContext {
     // fills that finite_fill tries (the first max_learner_fills) besides its own (0, −1, −10,
     // −100, −1e4, −1e9, and the lowest float32 and float64).
     std::vector<double> fills;
+    // The one row a learner's number is in (a quiz question's): the figures quoted are that row's.
+    std::optional<Eigen::Index> row;
 };
 
 // A known mistake that reproduces a learner's numbers.

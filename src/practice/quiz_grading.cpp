@@ -118,7 +118,9 @@ std::vector<Diagnosis> likely_mistakes(const Trace& trace, const Question& q, co
             if (std::isfinite(m(q.row, j))) sum += m(q.row, j);
         return gives(a, sum, false, q.stage, trace.dtype);
     };
-    return diagnose(trace, q.stage, q.head, entry);
+    MistakeContext context;
+    context.row = q.row;  // the figures a hint quotes are those of the asked row
+    return diagnose(trace, q.stage, q.head, entry, context);
 }
 
 // The arithmetic of the asked entry: the worked example of its row, or of its vector.
