@@ -664,7 +664,7 @@ TEST_CASE("the note on rows that see no key says its for one row and their for s
         return std::string();
     };
     CHECK_THAT(filled_note({"<pad>", "b"}), StartsWith("every key is masked for <pad>, yet its weights are not 0: "));
-    CHECK_THAT(filled_note({"<pad>", "<pad>", "b"}), StartsWith("every key is masked for <pad>, <pad>, yet their weights are not 0: "));
+    CHECK_THAT(filled_note({"<pad>", "<pad>", "b"}), StartsWith("every key is masked for <pad> (position 1), <pad> (position 2), yet their weights are not 0: "));
     // --normalize sum and one padding row it cannot divide (a <pad> of zeros scores 0 with every key).
     const cli::TempFile padded(R"({"tokens": ["a", "b", "<pad>"], "embeddings": {"a": [1, 0], "b": [0, 1], "<pad>": [0, 0]},
                                    "padding": ["<pad>"]})");
