@@ -417,3 +417,32 @@ TEST_CASE("check-answers of a masked stage with thousands of different fills sta
     CHECK(slow.out.empty());
     CHECK_THAT(slow.err, Contains("(and, where a stage differs, against each known mistake) takes about"));
 }
+
+TEST_CASE("check-answers says about how much memory it needs: no less than it takes, and not twice it", "[check-answers][resources]") {
+    // 1000 causal tokens of 64 numbers, and weights that differ everywhere (each 0.001): the
+    // trace, its copy, every mistake's recomputation and a row worked through. The estimate is
+    // what a refusal says; the peak is the run's resident set, the answers' million numbers too.
+    cli::TempDir dir;
+    REQUIRE(cli::run({"generate", "-n", "1000", "-d", "64", "-o", dir / "input.json"}).exit_code == 0);
+    std::string rows;
+    const std::string row = fmt::format("[{}]", fmt::join(std::vector<std::string>(1000, "0.001"), ", "));
+    for (int i = 0; i < 1000; ++i) rows += (i ? ", " : "") + row;
+    std::ofstream(dir / "answers.json") << fmt::format(R"({{"weights": [{}]}})", rows);
+    const std::vector<std::string> args{"check-answers", dir / "input.json", dir / "answers.json", "-m", "causal"};
+    std::vector<std::string> refused_args = args;
+    refused_args.insert(refused_args.end(), {"--max-memory", "1M"});
+    const auto refused = cli::run(refused_args);
+    REQUIRE(refused.exit_code == 1);
+    const std::string says = "needs about ";
+    const std::size_t at = refused.err.find(says);
+    REQUIRE(at != std::string::npos);
+    REQUIRE(refused.err.find(" MiB,", at) != std::string::npos);
+    const double estimate_mib = std::stod(refused.err.substr(at + says.size()));
+    const auto r = limited::run(args);
+    REQUIRE(r.exit_code == 1);
+    CHECK_THAT(r.out, Contains("weights: differs at row 1"));
+    const double peak_mib = static_cast<double>(r.peak_kib) / 1024;
+    INFO("estimate " << estimate_mib << " MiB, peak " << peak_mib << " MiB");
+    CHECK(estimate_mib >= peak_mib);
+    CHECK(estimate_mib < 2 * peak_mib);
+}

@@ -19,9 +19,13 @@ int run_check_answers(CheckAnswersRequest request, std::ostream& out) {
     const Problem problem = load_input(input, request.max_memory, with_max_input(request.load, request.max_input));
     request.trace.mode = resolve_mode(problem, request.mode);
     const WorkShape shape = work_shape(problem, request.trace);
-    // The trace, a copy of its stages, and one recomputation under a mistake at a time.
-    const std::uint64_t traced_bytes = 2 * trace_bytes(shape, request.trace.dtype, request.render, false) +
-                                       mistake_pass_bytes(shape.rows, shape.cols, shape.d_in, shape.d_k, shape.d_v);
+    // The trace, a copy of its stages, one recomputation under a mistake at a time, and the
+    // report: no table of the trace, but a row worked through (its projections' sums and its
+    // scores, weights and mix, about 26 bytes a number written).
+    const double worked_row = 3 * shape.d_in * std::max(shape.d_k, shape.d_v) + shape.cols * (4 + shape.d_k + shape.d_v);
+    const std::uint64_t traced_bytes = 2 * trace_held_bytes(shape, request.trace.dtype) +
+                                       mistake_pass_bytes(shape.rows, shape.cols, shape.d_in, shape.d_k, shape.d_v) +
+                                       static_cast<std::uint64_t>(26 * worked_row);
     require_memory(traced_bytes, request.max_memory, problem.origin, "checking answers against a trace of this size", "");
     require_time(2 * trace_seconds(shape, Format::json) +
                      mistake_search_seconds(shape.rows, shape.cols, shape.d_in, shape.d_k, shape.d_v, shape.heads),
