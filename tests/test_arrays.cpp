@@ -622,7 +622,7 @@ TEST_CASE("metadata numbers are read whole or refused", "[arrays][gpt2]") {
         CHECK_THAT(r.err, Contains("is not a whole number of heads"));
     }
     // Whole numbers that are no count of heads for d = 4, the largest beyond 64 bits: said so.
-    for (const std::string& heads : {"3", "16", "2147483649", "18446744073709551617"}) {
+    for (const std::string heads : {"3", "16", "2147483649", "18446744073709551617"}) {
         INFO("n_head = \"" << heads << "\"");
         const auto r = run({{"n_head", heads}});
         cli::require_error_line(r, 1, heads.size() > 19 ? "\"" + heads + "\" is more heads than d = 4 has numbers"

@@ -350,11 +350,11 @@ TEST_CASE("in a notebook, each command with no INPUT does what it does without o
         {{"-s", "weights"}, 0, "attntrace · plain mode · 6 tokens", empty_stdin_note},  // the built-in example
         {{"--summary"}, 0, "attntrace · plain mode · summary of 6 queries", empty_stdin_note},
         {{"decode", "--step", "2"}, 0, "attntrace decode · causal mode · 6 tokens", decode_note},
-        {{"similarity"}, 2, "attntrace: error: attntrace similarity needs INPUT"},
-        {{"compare", "-t", "a"}, 2, "attntrace: error: attntrace compare needs A"},
-        {{"check-answers"}, 2, "attntrace: error: attntrace check-answers needs INPUT"},
-        {{"quiz", "-n", "1"}, 1, "no answer: the answers ended, so the quiz stops before its one round"},
-        {{"generate", "-n", "2", "-d", "1"}, 0, "{"},
+        {{"similarity"}, 2, "attntrace: error: attntrace similarity needs INPUT", ""},
+        {{"compare", "-t", "a"}, 2, "attntrace: error: attntrace compare needs A", ""},
+        {{"check-answers"}, 2, "attntrace: error: attntrace check-answers needs INPUT", ""},
+        {{"quiz", "-n", "1"}, 1, "no answer: the answers ended, so the quiz stops before its one round", ""},
+        {{"generate", "-n", "2", "-d", "1"}, 0, "{", ""},
     };
     std::string cell = "import json, subprocess\nresults = []\n";
     for (const Case& c : cases) {

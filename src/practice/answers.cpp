@@ -394,7 +394,7 @@ private:
             shape(where, fmt::format("\"{}\" is not a stage of the trace (scores, scaled, masked, weights, context, …)",
                                      printable(key)));
         charge(sizeof(GivenStage) + heap_bytes(where) + origin_.size());
-        GivenStage s{*id, head, fmt::format("{}: {}", origin_, where), std::nullopt, std::nullopt, {}};
+        GivenStage s{*id, head, fmt::format("{}: {}", origin_, where), std::nullopt, std::nullopt, {}, false, {}};
         skip_space();
         if (peek() == '[') {
             std::size_t rows = 0, width = 0;
@@ -623,7 +623,7 @@ std::vector<GivenStage> read_csv(std::string_view text, const std::string& origi
             index[key] = out.size();
             charge(sizeof(GivenStage) + 64 + origin.size());
             out.push_back({cell->id, cell->head, fmt::format("{}: {} (from {})", origin, to_string(cell->id), where),
-                           std::nullopt, std::nullopt, {}, true});
+                           std::nullopt, std::nullopt, {}, true, {}});
         }
         auto& numbers = out[index[key]].numbers;
         if (numbers.size() == numbers.capacity()) {  // charged as it grows, as the JSON reader charges it
