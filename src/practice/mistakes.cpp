@@ -270,7 +270,6 @@ std::string sqrt_d_model_text(const Said& s) {
                        root_text(variant.width), several ? "" : " (d_model)", right, run.d_head, run.d_in);
 }
 
-// finite_fill: the fill, and the largest weight a hidden key got under it.
 // no_mask's two-sided variant: causal with a window, the window taken as self mode takes it.
 std::string two_sided_window_text(const Said& s) {
     const std::int64_t w = s.trace.window;
@@ -281,6 +280,7 @@ std::string two_sided_window_text(const Said& s) {
                        w, w, before, before == 1 ? "" : "s", w, before, before == 1 ? "" : "s");
 }
 
+// finite_fill: the fill, and the largest weight a hidden key got under it.
 std::string finite_fill_text(const Said& s) {
     const Trace& trace = s.trace;
     const int head = s.head;
