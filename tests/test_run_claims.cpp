@@ -434,6 +434,57 @@ TEST_CASE("bench counts the operations of attention exactly", "[claims][bench]")
     CHECK_THAT(bench_of("plain,self,causal"), Contains("multiply-adds: n²·2d for plain and self, n(n+1)/2·2d for causal ("));
 }
 
+TEST_CASE("bench times the streaming backward pass per doubling of n and counts its operations exactly",
+          "[claims][bench][backward]") {
+    // n = 4, d = 3: 16 pairs, or 10 under the causal mask; per pair 5·d multiply-adds (forward:
+    // the score and the share of a value; backward: the score again, dK's and dQ's shares) and
+    // two exps.
+    const attntrace::AttentionOperations self = attntrace::backward_operations(4, 3, false);
+    CHECK(self.pairs == 16);
+    CHECK(self.multiply_adds == 16 * 15);
+    CHECK(self.exps == 32);
+    const attntrace::AttentionOperations causal = attntrace::backward_operations(4, 3, true);
+    CHECK(causal.pairs == 10);
+    CHECK(causal.multiply_adds == 10 * 15);
+    CHECK(causal.exps == 20);
+    const auto r = cli::run({"bench", "--sizes", "16,32", "--dim", "4", "--dtypes", "float64", "--threads", "1",
+                             "--repeats", "1", "--paths", "backward", "-f", "json"});
+    REQUIRE(r.exit_code == 0);
+    const json doc = json::parse(r.out);
+    REQUIRE(doc["runs"].size() == 4);
+    for (const auto& run : doc["runs"]) {
+        INFO(run.dump());
+        const std::int64_t n = run["n"];
+        const bool is_causal = run["mode"] == "causal";
+        const std::int64_t pairs = is_causal ? n * (n + 1) / 2 : n * n;
+        CHECK(run["path"] == "backward");
+        CHECK(run["multiply_adds"] == pairs * 5 * 4);
+        CHECK(run["exps"] == 2 * pairs);
+        CHECK(run["seconds"].get<double>() > 0);
+        if (n == 32) CHECK(run["operations_doubling"].get<double>() == Approx(is_causal ? 32.0 * 33 / (16.0 * 17) : 4).margin(5e-5));
+        else CHECK(run["operations_doubling"].is_null());
+    }
+    // The text names the backward pass's counts, and the forward's only where a forward path ran.
+    const auto bench_of = [&](const char* paths, const char* modes) {
+        const auto b = cli::run({"bench", "--sizes", "16", "--dim", "4", "--dtypes", "float64", "--threads", "1",
+                                 "--repeats", "1", "--paths", paths, "--modes", modes});
+        REQUIRE(b.exit_code == 0);
+        return b.out;
+    };
+    const std::string alone = bench_of("backward", "causal");
+    CHECK_THAT(alone, Contains("backward (the loss sum, its forward pass included), multiply-adds: n(n+1)/2·5d for causal (") &&
+                          Contains("exps: two per visible pair"));
+    CHECK_THAT(alone, !Contains("a score and a share of a value per visible pair") && !Contains("n²") &&
+                          !Contains("(4 for"));
+    CHECK_THAT(alone, Contains(fmt::format("{:>14} {:>12}", 16 * 17 / 2 * 20, 16 * 17)));
+    const std::string both = bench_of("streaming,backward", "self");
+    CHECK_THAT(both, Contains("multiply-adds: n²·2d for self (a score and a share of a value per visible pair)") &&
+                         Contains("multiply-adds: n²·5d for self (per visible pair") && Contains("exactly (4 for self);"));
+    CHECK_THAT(both, Contains(fmt::format("{:>14} {:>12}", 16 * 16 * 8, 16 * 16)) &&
+                         Contains(fmt::format("{:>14} {:>12}", 16 * 16 * 20, 2 * 16 * 16)));
+    CHECK_THAT(bench_of("trace", "self"), !Contains("backward"));
+}
+
 TEST_CASE("bench repeats a configuration until its runs agree, or says the machine was busy", "[claims][bench]") {
     // Runs that had the CPU all the time they ran (cpu = wall), unless given otherwise.
     const auto timed = [](std::vector<double> seconds, int agree, int max_runs, double on_cpu = 1) {

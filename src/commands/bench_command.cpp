@@ -3,11 +3,13 @@
 #include "attention/kernels.hpp"
 #include "attention/modes.hpp"
 #include "attention/streaming.hpp"
+#include "attention/streaming_backward.hpp"
 #include "attention/summary.hpp"
 #include "attention/trace.hpp"
 #include "commands/guards.hpp"
 #include "core/error.hpp"
 #include "core/generator.hpp"
+#include "core/gradients.hpp"
 #include "util/format.hpp"
 
 #include <omp.h>
@@ -109,12 +111,17 @@ void require_grid_limits(const BenchRequest& request) {
             shape.d_in = shape.d_k = shape.d_v = static_cast<double>(request.dim);
             shape.heads = request.heads;
             shape.label_bytes = shape.rows * 40;  // "t1" … "t1048576"
-            const std::uint64_t need = path == BenchPath::trace ? trace_bytes(shape, Dtype::float64, RenderOptions{}, false)
-                                                                : summary_bytes(shape, Dtype::float64, false, 3);
+            // The backward pass holds about twice the summary's rows (X, Q, K, V, Z and their
+            // gradients) and does 2.5 times its products.
+            const std::uint64_t summary = summary_bytes(shape, Dtype::float64, false, 3);
+            const std::uint64_t need = path == BenchPath::trace      ? trace_bytes(shape, Dtype::float64, RenderOptions{}, false)
+                                       : path == BenchPath::backward ? 2 * summary
+                                                                     : summary;
             require_memory(need, request.max_memory, "", fmt::format("bench: the {} path at n = {}", to_string(path), n),
                            "choose smaller --sizes or --trace-max");
-            const double run = path == BenchPath::trace ? trace_seconds(shape, Format::json) - 4 * shape.cells() * 100e-9
-                                                        : summary_seconds(shape);
+            const double run = path == BenchPath::trace      ? trace_seconds(shape, Format::json) - 4 * shape.cells() * 100e-9
+                               : path == BenchPath::backward ? 2.5 * summary_seconds(shape)
+                                                             : summary_seconds(shape);
             const double runs = static_cast<double>(request.modes.size() * request.dtypes.size() *
                                                     std::max<std::size_t>(request.threads.size(), 1)) *
                                 (1 + request.repeats);
@@ -158,11 +165,17 @@ Run time_run(const BenchRequest& request, const Problem& problem, Run run, const
     options.mode = run.mode;
     options.dtype = run.dtype;
     run.timing = timed(request.repeats, [&] {
-        if (run.path == BenchPath::trace) (void)trace(problem, options);
-        else (void)summarize(problem, options, SummaryOptions{});
+        switch (run.path) {
+            case BenchPath::trace: (void)trace(problem, options); break;
+            case BenchPath::streaming: (void)summarize(problem, options, SummaryOptions{}); break;
+            case BenchPath::backward: (void)stream_backward(problem, options, Loss::sum()); break;
+        }
     });
-    // Two operations (a multiply and an add) per multiply-add of Q·Kᵀ and A·V.
-    run.operations = attention_operations(run.n, request.dim, mode_spec(run.mode).causal);
+    // Two operations (a multiply and an add) per multiply-add of Q·Kᵀ and A·V (and, backward,
+    // of the products of the gradients).
+    const bool causal = mode_spec(run.mode).causal;
+    run.operations = run.path == BenchPath::backward ? backward_operations(run.n, request.dim, causal)
+                                                     : attention_operations(run.n, request.dim, causal);
     run.gflops = 2.0 * static_cast<double>(run.operations.multiply_adds) / run.seconds() / 1e9;
     run.of_gemm = run.gflops / gemm.at({to_string(run.dtype), run.threads});
     return run;
@@ -206,6 +219,13 @@ AttentionOperations attention_operations(std::int64_t n, std::int64_t d, bool ca
     ops.pairs = causal ? n * (n + 1) / 2 : n * n;
     ops.multiply_adds = ops.pairs * 2 * d;
     ops.exps = ops.pairs;
+    return ops;
+}
+
+AttentionOperations backward_operations(std::int64_t n, std::int64_t d, bool causal) {
+    AttentionOperations ops = attention_operations(n, d, causal);
+    ops.multiply_adds = ops.pairs * 5 * d;
+    ops.exps = ops.pairs * 2;
     return ops;
 }
 

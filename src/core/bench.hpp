@@ -15,8 +15,11 @@
 namespace attntrace {
 
 // The two paths through the core that bench times.
-enum class BenchPath { streaming, trace };
-inline constexpr NameTable<BenchPath, 2> bench_path_names{{{BenchPath::streaming, "streaming"}, {BenchPath::trace, "trace"}}};
+// The streaming forward path (--summary), the trace path, and the streaming backward pass of
+// the loss sum (--summary --backward sum: its forward pass and its backward pass).
+enum class BenchPath { streaming, trace, backward };
+inline constexpr NameTable<BenchPath, 3> bench_path_names{
+    {{BenchPath::streaming, "streaming"}, {BenchPath::trace, "trace"}, {BenchPath::backward, "backward"}}};
 constexpr const auto& names_of(BenchPath) { return bench_path_names; }
 
 // The arithmetic attention itself defines for n tokens of d numbers (whatever the heads: their

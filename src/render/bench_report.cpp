@@ -71,6 +71,54 @@ std::string capitalised(std::string text) {
     return text;
 }
 
+// The modes of the runs that pass `keep`, named once each: those that see every pair (plain,
+// self), and whether causal (the triangle) is among them.
+template <typename Keep>
+std::pair<std::vector<std::string>, bool> modes_of(const std::vector<BenchRun>& runs, Keep&& keep) {
+    std::vector<std::string> full;
+    bool causal = false;
+    for (const BenchRun& r : runs) {
+        if (!keep(r)) continue;
+        const std::string name(to_string(r.mode));
+        if (r.mode == Mode::causal) causal = true;
+        else if (std::find(full.begin(), full.end(), name) == full.end()) full.push_back(name);
+    }
+    return {full, causal};
+}
+
+// "n²·2d for self, n(n+1)/2·2d for causal": `per_pair`·d multiply-adds per visible pair.
+std::string counts_of(const std::pair<std::vector<std::string>, bool>& modes, int per_pair) {
+    std::vector<std::string> counts;
+    if (!modes.first.empty()) counts.push_back(fmt::format("n²·{}d for {}", per_pair, fmt::join(modes.first, " and ")));
+    if (modes.second) counts.push_back(fmt::format("n(n+1)/2·{}d for causal", per_pair));
+    return fmt::format("{}", fmt::join(counts, ", "));
+}
+
+// What the operation counts are, for the paths and modes timed: the forward passes' and the
+// backward pass's.
+void write_counts(const std::vector<BenchRun>& runs, std::ostream& out) {
+    const auto forward = modes_of(runs, [](const BenchRun& r) { return r.path != BenchPath::backward; });
+    const auto backward = modes_of(runs, [](const BenchRun& r) { return r.path == BenchPath::backward; });
+    const bool projected = std::any_of(runs.begin(), runs.end(), [](const BenchRun& r) {
+        return r.path != BenchPath::backward && r.mode != Mode::plain;
+    });
+    if (!forward.first.empty() || forward.second)
+        out << fmt::format("multiply-adds: {} (a score and a share of a value per visible pair), exps: one per visible "
+                           "pair, both exact{}; GFLOP/s = 2·multiply-adds / seconds\n",
+                           counts_of(forward, 2), projected ? " (the projections' 3·n·d² are not counted)" : "");
+    if (!backward.first.empty() || backward.second)
+        out << fmt::format("backward (the loss sum, its forward pass included), multiply-adds: {} (per visible pair the "
+                           "score and the share of a value, the score again, and its shares of dK and dQ; the sum's dZ "
+                           "is ones, so dP and dV are sums), exps: two per visible pair, both exact (the projections "
+                           "and the gradients of the weights and the inputs, a multiple of n·d², are not counted); "
+                           "GFLOP/s = 2·multiply-adds / seconds\n",
+                           counts_of(backward, 5));
+    const auto all = modes_of(runs, [](const BenchRun&) { return true; });
+    out << fmt::format("×ops = multiply-adds(n) / multiply-adds(n/2), exactly{}; ×time = time(n) / time(n/2), the "
+                       "measured counterpart\n",
+                       all.first.empty() ? "" : fmt::format(" (4 for {})", fmt::join(all.first, " and ")));
+}
+
 }  // namespace
 
 void write_bench_text(const BenchReport& report, std::ostream& out) {
@@ -87,23 +135,7 @@ void write_bench_text(const BenchReport& report, std::ostream& out) {
     out << "exp rate (the streaming path's vectorised exp, 4096 numbers per thread in cache):";
     for (const auto& [key, rate] : report.exp) out << fmt::format("  {} ×{}: {:.2f}", key.first, key.second, rate);
     out << " G/s\n";
-    // The counts of the modes timed: every pair visible (plain, self), or the causal triangle.
-    std::vector<std::string> full, counts;
-    bool causal = false, projected = false;
-    for (const BenchRun& r : runs) {
-        const std::string name(to_string(r.mode));
-        projected = projected || r.mode != Mode::plain;
-        if (r.mode == Mode::causal) causal = true;
-        else if (std::find(full.begin(), full.end(), name) == full.end()) full.push_back(name);
-    }
-    if (!full.empty()) counts.push_back(fmt::format("n²·2d for {}", fmt::join(full, " and ")));
-    if (causal) counts.push_back("n(n+1)/2·2d for causal");
-    out << fmt::format("multiply-adds: {} (a score and a share of a value per visible pair), exps: one per visible pair, "
-                       "both exact{}; GFLOP/s = 2·multiply-adds / seconds\n",
-                       fmt::join(counts, ", "), projected ? " (the projections' 3·n·d² are not counted)" : "");
-    out << fmt::format("×ops = multiply-adds(n) / multiply-adds(n/2), exactly{}; ×time = time(n) / time(n/2), the "
-                       "measured counterpart\n",
-                       full.empty() ? "" : fmt::format(" (4 for {})", fmt::join(full, " and ")));
+    write_counts(runs, out);
     // As bench times them: one run alone is compared with nothing; a long warm-up asks 2 to agree.
     if (report.repeats == 1)
         out << "each time is one timed run after a warm-up\n\n";
