@@ -483,6 +483,24 @@ TEST_CASE("bench times the streaming backward pass per doubling of n and counts 
     CHECK_THAT(both, Contains(fmt::format("{:>14} {:>12}", 16 * 16 * 8, 16 * 16)) &&
                          Contains(fmt::format("{:>14} {:>12}", 16 * 16 * 20, 2 * 16 * 16)));
     CHECK_THAT(bench_of("trace", "self"), !Contains("backward"));
+    // With two heads each head has its softmax: the exps are per pair and head, the
+    // multiply-adds the same (d = 2·d_head summed over the heads).
+    const auto heads = cli::run({"bench", "--sizes", "16", "--dim", "4", "--heads", "2", "--dtypes", "float64", "--threads",
+                                 "1", "--repeats", "1", "--paths", "streaming,backward", "--modes", "self", "-f", "json"});
+    REQUIRE(heads.exit_code == 0);
+    const json two = json::parse(heads.out);
+    REQUIRE(two["runs"].size() == 2);
+    for (const auto& run : two["runs"]) {
+        INFO(run.dump());
+        const bool backward = run["path"] == "backward";
+        CHECK(run["multiply_adds"] == 16 * 16 * (backward ? 5 : 2) * 4);
+        CHECK(run["exps"] == 16 * 16 * (backward ? 2 : 1) * 2);
+    }
+    const auto heads_text = cli::run({"bench", "--sizes", "16", "--dim", "4", "--heads", "2", "--dtypes", "float64",
+                                      "--threads", "1", "--repeats", "1", "--paths", "streaming,backward", "--modes", "self"});
+    CHECK_THAT(heads_text.out, Contains("exps: one per visible pair and head, both exact") &&
+                                   Contains("exps: two per visible pair and head, both exact"));
+    CHECK_THAT(alone, Contains("exps: two per visible pair, both exact"));
 }
 
 TEST_CASE("bench repeats a configuration until its runs agree, or says the machine was busy", "[claims][bench]") {

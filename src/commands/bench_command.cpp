@@ -174,8 +174,8 @@ Run time_run(const BenchRequest& request, const Problem& problem, Run run, const
     // Two operations (a multiply and an add) per multiply-add of Q·Kᵀ and A·V (and, backward,
     // of the products of the gradients).
     const bool causal = mode_spec(run.mode).causal;
-    run.operations = run.path == BenchPath::backward ? backward_operations(run.n, request.dim, causal)
-                                                     : attention_operations(run.n, request.dim, causal);
+    run.operations = run.path == BenchPath::backward ? backward_operations(run.n, request.dim, causal, request.heads)
+                                                     : attention_operations(run.n, request.dim, causal, request.heads);
     run.gflops = 2.0 * static_cast<double>(run.operations.multiply_adds) / run.seconds() / 1e9;
     run.of_gemm = run.gflops / gemm.at({to_string(run.dtype), run.threads});
     return run;
@@ -214,18 +214,18 @@ std::vector<Run> run_grid(const BenchRequest& request, const GemmRates& gemm) {
 
 }  // namespace
 
-AttentionOperations attention_operations(std::int64_t n, std::int64_t d, bool causal) {
+AttentionOperations attention_operations(std::int64_t n, std::int64_t d, bool causal, int heads) {
     AttentionOperations ops;
     ops.pairs = causal ? n * (n + 1) / 2 : n * n;
     ops.multiply_adds = ops.pairs * 2 * d;
-    ops.exps = ops.pairs;
+    ops.exps = ops.pairs * heads;
     return ops;
 }
 
-AttentionOperations backward_operations(std::int64_t n, std::int64_t d, bool causal) {
-    AttentionOperations ops = attention_operations(n, d, causal);
+AttentionOperations backward_operations(std::int64_t n, std::int64_t d, bool causal, int heads) {
+    AttentionOperations ops = attention_operations(n, d, causal, heads);
     ops.multiply_adds = ops.pairs * 5 * d;
-    ops.exps = ops.pairs * 2;
+    ops.exps = ops.pairs * 2 * heads;
     return ops;
 }
 

@@ -30,13 +30,15 @@ struct BenchRequest {
 
 void run_bench(const BenchRequest& request, std::ostream& out);
 
-// The operations of attention for n tokens of d numbers (AttentionOperations), exactly.
-AttentionOperations attention_operations(std::int64_t n, std::int64_t d, bool causal);
+// The operations of attention for n tokens of d numbers (AttentionOperations), exactly; with
+// several heads (d = heads·d_head) each head has its own softmax: an exp per pair and head.
+AttentionOperations attention_operations(std::int64_t n, std::int64_t d, bool causal, int heads = 1);
 // ... and of the streaming backward pass of the loss sum, its forward pass included: per
 // visible pair 5·d multiply-adds (the forward's score and share of a value, the score again,
-// and its shares of dK and dQ; the sum's dZ is a row of ones, so dP = dZ·Vᵀ and dV = Pᵀ·dZ are
-// sums, not products) and two exps (the forward's, and the backward's again).
-AttentionOperations backward_operations(std::int64_t n, std::int64_t d, bool causal);
+// and its shares of dK and dQ; the sum's dZ is the same row for every token (ones, or with W_o
+// its row sums), so dP = dZ·Vᵀ and dV = Pᵀ·dZ are sums, not products) and two exps (the
+// forward's, and the backward's again).
+AttentionOperations backward_operations(std::int64_t n, std::int64_t d, bool causal, int heads = 1);
 
 // How a configuration is timed (Timing): runs until the `agree` fastest lie within `tolerance` of
 // the fastest (relative), at most `max_runs`.

@@ -96,7 +96,8 @@ std::string counts_of(const std::pair<std::vector<std::string>, bool>& modes, in
 
 // What the operation counts are, for the paths and modes timed: the forward passes' and the
 // backward pass's.
-void write_counts(const std::vector<BenchRun>& runs, std::ostream& out) {
+void write_counts(const std::vector<BenchRun>& runs, int heads, std::ostream& out) {
+    const std::string of_heads = heads > 1 ? " and head" : "";
     const auto forward = modes_of(runs, [](const BenchRun& r) { return r.path != BenchPath::backward; });
     const auto backward = modes_of(runs, [](const BenchRun& r) { return r.path == BenchPath::backward; });
     const bool projected = std::any_of(runs.begin(), runs.end(), [](const BenchRun& r) {
@@ -104,15 +105,15 @@ void write_counts(const std::vector<BenchRun>& runs, std::ostream& out) {
     });
     if (!forward.first.empty() || forward.second)
         out << fmt::format("multiply-adds: {} (a score and a share of a value per visible pair), exps: one per visible "
-                           "pair, both exact{}; GFLOP/s = 2·multiply-adds / seconds\n",
-                           counts_of(forward, 2), projected ? " (the projections' 3·n·d² are not counted)" : "");
+                           "pair{}, both exact{}; GFLOP/s = 2·multiply-adds / seconds\n",
+                           counts_of(forward, 2), of_heads, projected ? " (the projections' 3·n·d² are not counted)" : "");
     if (!backward.first.empty() || backward.second)
         out << fmt::format("backward (the loss sum, its forward pass included), multiply-adds: {} (per visible pair the "
                            "score and the share of a value, the score again, and its shares of dK and dQ; the sum's dZ "
-                           "is ones, so dP and dV are sums), exps: two per visible pair, both exact (the projections "
-                           "and the gradients of the weights and the inputs, a multiple of n·d², are not counted); "
-                           "GFLOP/s = 2·multiply-adds / seconds\n",
-                           counts_of(backward, 5));
+                           "is the same row for every token, so dP and dV are sums), exps: two per visible pair{}, both "
+                           "exact (the projections and the gradients of the weights and the inputs, a multiple of n·d², "
+                           "are not counted); GFLOP/s = 2·multiply-adds / seconds\n",
+                           counts_of(backward, 5), of_heads);
     const auto all = modes_of(runs, [](const BenchRun&) { return true; });
     out << fmt::format("×ops = multiply-adds(n) / multiply-adds(n/2), exactly{}; ×time = time(n) / time(n/2), the "
                        "measured counterpart\n",
@@ -135,7 +136,7 @@ void write_bench_text(const BenchReport& report, std::ostream& out) {
     out << "exp rate (the streaming path's vectorised exp, 4096 numbers per thread in cache):";
     for (const auto& [key, rate] : report.exp) out << fmt::format("  {} ×{}: {:.2f}", key.first, key.second, rate);
     out << " G/s\n";
-    write_counts(runs, out);
+    write_counts(runs, report.heads, out);
     // As bench times them: one run alone is compared with nothing; a long warm-up asks 2 to agree.
     if (report.repeats == 1)
         out << "each time is one timed run after a warm-up\n\n";
