@@ -326,7 +326,7 @@ def run_measured(command):
         _, status, usage = os.wait4(pid, 0)
         wall = time.perf_counter() - start
     if status != 0:
-        sys.exit(f"compare.py: {' '.join(command)} failed")
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {' '.join(command)} failed")
     return wall, usage.ru_utime + usage.ru_stime
 
 

@@ -28,23 +28,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from compare import python_env  # noqa: E402  (the BLAS that compare.py points PyTorch at)
-
-
-def run(command):
-    """(CPU seconds, wall seconds) of one child process, output discarded."""
-    with open(os.devnull, "wb") as null:
-        start = time.perf_counter()
-        pid = os.posix_spawn(command[0], command, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, null.fileno(), 1)])
-        _, status, usage = os.wait4(pid, 0)
-        wall = time.perf_counter() - start
-    if status != 0:
-        sys.exit(f"fixed_cost.py: {' '.join(command)} failed")
-    return usage.ru_utime + usage.ru_stime, wall
+from compare import python_env, run_measured  # noqa: E402  (the BLAS compare.py points PyTorch at; a timed child)
 
 
 def torch_compute(path, mode, threads, rounds):
@@ -84,7 +71,7 @@ def main():
         best = {name: (float("inf"), 0.0) for name in commands}
         for _ in range(args.rounds):
             for name, command in commands.items():
-                cpu, wall = run(command)
+                wall, cpu = run_measured(command)
                 if cpu < best[name][0]:
                     best[name] = (cpu, wall)
         torch = {} if args.no_torch else {mode: torch_compute(text, mode, args.threads, args.rounds)
