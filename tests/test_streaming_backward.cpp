@@ -287,6 +287,24 @@ double difference(const naive::LayerSpec& spec, naive::Vars vars, const naive::L
 
 }  // namespace
 
+TEST_CASE("streaming backward: long inputs whose shapes are whole vector registers", "[streaming_backward]") {
+    // 300 tokens, heads of d_head = d_v = 8 (whole registers of doubles on every x86-64 copy of
+    // the kernels), tiles of 64 and 256: on a CPU with AVX-512 these tiles go through
+    // own_product.hpp's kernels (the scores and dP from each key block's Kᵀ and Vᵀ, dSᵀ·Q and
+    // Pᵀ·dZ read transposed where they are), elsewhere through Eigen; the same gradients.
+    Problem p = sentence(300, 8, 56, weights(8, 16, 8, 0, true, 57));
+    auto& tokens = std::get<SingleSequenceInput>(p.input).sequence.tokens;
+    for (const std::size_t i : {0u, 70u, 71u, 299u}) tokens[i] = "<pad>";
+    for (const Mode mode : {Mode::causal, Mode::self}) {
+        INFO(to_string(mode));
+        Run r = run_of(p, mode);
+        r.options.heads = 2, r.options.kv_heads = 1;
+        every_loss(r, {64, 256}, 298, 200, 1);
+        r.options.window = 70;
+        every_loss(r, {64}, 298, 250, 1);
+    }
+}
+
 TEST_CASE("streaming backward: every parameter and input against central differences of a naive layer",
           "[streaming_backward]") {
     // Two heads, biases, W_o and b_o, ln_1, causal with a window and a padding token: n = 9 in
@@ -410,6 +428,24 @@ TEST_CASE("streaming backward: the same bytes for one thread and two", "[streami
                 CHECK(std::memcmp(one.input_norms.data(), two.input_norms.data(),
                                   sizeof(double) * one.input_norms.size()) == 0);
             }
+    // and with heads of whole registers in tiles of 64 (on AVX-512, own_product.hpp's kernels)
+    Run whole = run_of(sentence(640, 16, 84, weights(16, 32, 16, 0, true, 85)), Mode::causal);
+    whole.options.heads = 2, whole.options.kv_heads = 1;
+    for (const Dtype dtype : {Dtype::float32, Dtype::float64}) {
+        INFO(to_string(dtype) << ", target, heads of 16");
+        whole.options.dtype = dtype;
+        StreamBackwardOptions so;
+        so.inputs = true, so.tile = 64;
+        const Loss loss = Loss::towards(target_of(640, 32, 86));
+        omp_set_num_threads(1);
+        const StreamGradients one = stream_backward(whole.problem, whole.options, loss, so);
+        omp_set_num_threads(2);
+        const StreamGradients two = stream_backward(whole.problem, whole.options, loss, so);
+        CHECK(std::memcmp(&one.value, &two.value, sizeof(double)) == 0);
+        REQUIRE(one.parameters.size() == two.parameters.size());
+        for (std::size_t i = 0; i < one.parameters.size(); ++i) CHECK(same_bytes(one.parameters[i].data, two.parameters[i].data));
+        CHECK(same_bytes(*one.inputs, *two.inputs));
+    }
     omp_set_num_threads(before);
 }
 

@@ -1,7 +1,8 @@
 // Matrix products by kernels of our own, for the hot paths on CPUs with 32 vector registers
-// (AVX-512): the streaming path's two products per block pair (streaming.cpp) and, for long
-// inputs, the projections X·W (projections.cpp; and the trace path's A·V, kernels.cpp, in a
-// native build). Included through those files only (attention/row_blocks.hpp): one copy per
+// (AVX-512): the streaming path's two products per block pair (streaming.cpp), the streaming
+// backward pass's seven per tile pair (streaming_backward_kernels.cpp) and, for long inputs,
+// the projections X·W (projections.cpp; and the trace path's A·V, kernels.cpp, in a native
+// build). Included through those files only (attention/row_blocks.hpp): one copy per
 // instruction set (attention/isa.hpp); where it cannot run, it is not compiled (`if constexpr`).
 //
 #pragma once
@@ -28,7 +29,11 @@ inline constexpr Eigen::Index own_products_from = 256;  // rows (tokens); one ke
 // that fit do not beat Eigen, which is used there. Each entry is summed over the depth in
 // order, by one thread: the same bytes for any thread count. A score is its summed dot
 // product times alpha = 1/√d_k, as Eigen's product scales it.
-template <typename T, int R, int C, bool Accumulate>
+//
+// With TransposeA, A is held transposed (depth × rows, row stride ld_a): the R numbers a step
+// broadcasts are then side by side in one row of what is held (the backward pass's dSᵀ·Q and
+// Pᵀ·dZ, attention/streaming_backward_kernels.cpp).
+template <typename T, int R, int C, bool Accumulate, bool TransposeA = false>
 void product_tile(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, T* out, Eigen::Index ld_out,
                   Eigen::Index depth, T alpha) {
     namespace ei = Eigen::internal;
@@ -42,7 +47,7 @@ void product_tile(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, 
         Packet row[C];
         for (int c = 0; c < C; ++c) row[c] = ei::ploadu<Packet>(b + j * ld_b + c * lanes);
         for (int r = 0; r < R; ++r) {
-            const Packet weight = ei::pset1<Packet>(a[r * ld_a + j]);
+            const Packet weight = ei::pset1<Packet>(TransposeA ? a[j * ld_a + r] : a[r * ld_a + j]);
             for (int c = 0; c < C; ++c) sum[r][c] = ei::pmadd(weight, row[c], sum[r][c]);
         }
     }
@@ -59,24 +64,26 @@ inline constexpr Eigen::Index anywhere = Eigen::Index(1) << 60;
 // Rows [from, rows) in tiles of 6, then the 1 to 5 left. With Accumulate (P·V), a tile's
 // depth stops after the last key its rows may see: the weights after it are 0, so the sums
 // are the same.
-template <typename T, int C, bool Accumulate>
+template <typename T, int C, bool Accumulate, bool TransposeA = false>
 void product_rows(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, T* out, Eigen::Index ld_out,
                   Eigen::Index from, Eigen::Index rows, Eigen::Index depth, T alpha, Eigen::Index diagonal) {
     const auto tile_depth = [&](Eigen::Index r, Eigen::Index tile_rows) {
         return Accumulate && diagonal != anywhere ? std::clamp<Eigen::Index>(r + tile_rows + diagonal, 0, depth) : depth;
     };
+    const Eigen::Index row_step = TransposeA ? 1 : ld_a;  // from one row of A to the next where A is held
     Eigen::Index r = from;
     for (; r + 6 <= rows; r += 6)
-        product_tile<T, 6, C, Accumulate>(a + r * ld_a, ld_a, b, ld_b, out + r * ld_out, ld_out, tile_depth(r, 6), alpha);
+        product_tile<T, 6, C, Accumulate, TransposeA>(a + r * row_step, ld_a, b, ld_b, out + r * ld_out, ld_out,
+                                                      tile_depth(r, 6), alpha);
     const Eigen::Index d = tile_depth(r, rows - r);
-    a += r * ld_a;
+    a += r * row_step;
     out += r * ld_out;
     switch (rows - r) {
-        case 5: product_tile<T, 5, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
-        case 4: product_tile<T, 4, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
-        case 3: product_tile<T, 3, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
-        case 2: product_tile<T, 2, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
-        case 1: product_tile<T, 1, C, Accumulate>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
+        case 5: product_tile<T, 5, C, Accumulate, TransposeA>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
+        case 4: product_tile<T, 4, C, Accumulate, TransposeA>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
+        case 3: product_tile<T, 3, C, Accumulate, TransposeA>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
+        case 2: product_tile<T, 2, C, Accumulate, TransposeA>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
+        case 1: product_tile<T, 1, C, Accumulate, TransposeA>(a, ld_a, b, ld_b, out, ld_out, d, alpha); break;
         default: break;
     }
 }
@@ -101,7 +108,7 @@ bool own_products_for(Eigen::Index rows) {
 // The columns of out: 4 registers at a time, then 2, then 1 (width is whole registers).
 // Without Accumulate (the scores) and with a diagonal, a group of columns skips the rows that
 // see none of its columns: what they would hold is never read.
-template <typename T, bool Accumulate>
+template <typename T, bool Accumulate, bool TransposeA = false>
 void own_product(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, T* out, Eigen::Index ld_out,
                  Eigen::Index rows, Eigen::Index width, Eigen::Index depth, T alpha, Eigen::Index diagonal = anywhere) {
     constexpr Eigen::Index lanes = Eigen::internal::packet_traits<T>::size;
@@ -110,11 +117,11 @@ void own_product(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, T
     };
     Eigen::Index c = 0;
     for (; c + 4 * lanes <= width; c += 4 * lanes)
-        product_rows<T, 4, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, first_row(c), rows, depth, alpha, diagonal);
+        product_rows<T, 4, Accumulate, TransposeA>(a, ld_a, b + c, ld_b, out + c, ld_out, first_row(c), rows, depth, alpha, diagonal);
     for (; c + 2 * lanes <= width; c += 2 * lanes)
-        product_rows<T, 2, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, first_row(c), rows, depth, alpha, diagonal);
+        product_rows<T, 2, Accumulate, TransposeA>(a, ld_a, b + c, ld_b, out + c, ld_out, first_row(c), rows, depth, alpha, diagonal);
     for (; c < width; c += lanes)
-        product_rows<T, 1, Accumulate>(a, ld_a, b + c, ld_b, out + c, ld_out, first_row(c), rows, depth, alpha, diagonal);
+        product_rows<T, 1, Accumulate, TransposeA>(a, ld_a, b + c, ld_b, out + c, ld_out, first_row(c), rows, depth, alpha, diagonal);
 }
 
 }  // namespace ATTNTRACE_ISA

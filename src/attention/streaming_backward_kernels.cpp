@@ -6,6 +6,7 @@
 
 #include "attention/hot_functions.hpp"
 #include "attention/isa.hpp"
+#include "attention/own_product.hpp"
 #include "attention/packet_exp.hpp"
 #include "util/parallel.hpp"
 
@@ -99,17 +100,56 @@ Eigen::Index readable(const BackwardPlan& plan, Eigen::Index row, Eigen::Index k
     return plan.causal ? std::clamp<Eigen::Index>(row + 1 - key, 0, cols) : cols;
 }
 
+// ---------------------------------------------------------------------------------------
+// The tiles' products by own_product.hpp's kernels, where this copy has them and the shapes
+// are whole registers (a long input: 256 tokens or more); Eigen's otherwise. The kernels read
+// the operands where they are, where Eigen copies ("packs") both for every product: for the
+// scores and dP = dZ·Vᵀ they read a key block's Kᵀ and Vᵀ, made once per key block
+// (`Panels`), and dSᵀ·Q and Pᵀ·dZ read dS and P transposed in place.
+
+template <typename T>
+bool own_tiles(const BackwardHead<T>& head, const BackwardPlan& plan) {
+    if constexpr (own_products<T>)
+        return own_products_for<T>(head.k.rows()) && whole_registers<T>(plan.tile) &&
+               whole_registers<T>(head.k.cols()) && whole_registers<T>(head.v.cols());
+    else return false;
+}
+
+// Rows [key, key + cols) of m transposed into `panel` (m.cols() × tile: a row of the block's
+// transpose is a row in memory), the columns past `cols` 0.
+template <typename T>
+void transpose_into(const RowsView<T>& m, Eigen::Index key, Eigen::Index cols, T* panel, Eigen::Index tile) {
+    Eigen::Map<MatrixT<T>> p(panel, m.cols(), tile);
+    p.leftCols(cols) = m.middleRows(key, cols).transpose();
+    if (cols < tile) p.rightCols(tile - cols).setZero();
+}
+
+// out (rows × tile, all tile columns) = alpha·A·panel, A rows × depth: the scores or dP of a
+// tile. Causal (diagonal = first query − first key), a group of columns that no row of a
+// group sees is left as it was: the rows are read only up to their own key.
+template <typename T>
+void own_tile_product(const RowsView<T>& a, const T* panel, Eigen::Index tile, MatrixT<T>& out, Eigen::Index rows,
+                      T alpha, Eigen::Index diagonal) {
+    if constexpr (own_products<T>)
+        own_product<T, false>(a.data(), a.outerStride(), panel, tile, out.data(), out.cols(), rows, tile, a.cols(),
+                              alpha, diagonal);
+}
+
 // S = scale·Q_rows·K_colsᵀ into the top-left corner of `s` (q: the query block's rows, first
 // … first + rows − 1), with the keys a query may not see for the window or padding set to
 // `lowest`, whose e^(lowest − m) is 0. The forward and the backward phase compute each tile
-// with this one function from the same query rows, so P = e^(S − ℓ) in the backward reads the
-// very scores whose log-sum-exp ℓ is.
+// with this one function from the same query rows, by the same product (with `k_panel`, the
+// block's Kᵀ, own_product.hpp's kernel), so P = e^(S − ℓ) in the backward reads the very
+// scores whose log-sum-exp ℓ is.
 template <typename T, typename Queries>
-void tile_scores(const Queries& q, const RowsView<T>& k, const BackwardPlan& plan, Eigen::Index first,
+void tile_scores(const Queries& q, const RowsView<T>& k, const T* k_panel, const BackwardPlan& plan, Eigen::Index first,
                  Eigen::Index rows, Eigen::Index key, Eigen::Index cols, MatrixT<T>& s) {
     constexpr T lowest = -std::numeric_limits<T>::max();
     auto tile = s.topLeftCorner(rows, cols);
-    tile.noalias() = static_cast<T>(plan.scale) * (q * k.middleRows(key, cols).transpose());
+    if (k_panel)
+        own_tile_product<T>(q, k_panel, plan.tile, s, rows, static_cast<T>(plan.scale),
+                            plan.causal ? first - key : anywhere);
+    else tile.noalias() = static_cast<T>(plan.scale) * (q * k.middleRows(key, cols).transpose());
     if (plan.window > 0)
         for (Eigen::Index r = 0; r < rows; ++r)
             for (Eigen::Index c = 0; c < cols; ++c) {
@@ -276,12 +316,15 @@ struct ForwardScratch {
     MatrixT<T> acc;      // tile × d_v: Σ e^(s − m)·v
     MatrixT<T> context;  // tile × H·d_v
     MatrixT<T> q;        // tile × H·d_head: the block's queries, when they are made here
+    MatrixT<T> k_panel;  // d_head × tile: a key block's Kᵀ, with own_product.hpp's kernels
     Eigen::Array<T, Eigen::Dynamic, 1> max, sum;
-    ForwardScratch(Eigen::Index tile, Eigen::Index d_v, Eigen::Index heads, Eigen::Index made_queries)
+    ForwardScratch(Eigen::Index tile, Eigen::Index d_head, Eigen::Index d_v, Eigen::Index heads,
+                   Eigen::Index made_queries, bool own)
         : s(tile, tile),
           acc(tile, d_v),
           context(tile, d_v * heads),
           q(made_queries > 0 ? tile : 0, made_queries),
+          k_panel(own ? d_head : 0, own ? tile : 0),
           max(tile),
           sum(tile) {}
 };
@@ -297,9 +340,11 @@ void forward_head(const BackwardHead<T>& h, const RowsView<T>& q, const Backward
     w.sum.head(rows).setZero();
     w.acc.topRows(rows).setZero();
     const Span keys = keys_seen(plan, n, first, rows);
+    const bool own = w.k_panel.size() > 0;
     for (Eigen::Index key = keys.begin - keys.begin % tile; key < keys.end; key += tile) {
         const Eigen::Index cols = std::min(tile, n - key);
-        tile_scores<T>(q, h.k, plan, first, rows, key, cols, w.s);
+        if (own) transpose_into(h.k, key, cols, w.k_panel.data(), tile);
+        tile_scores<T>(q, h.k, own ? w.k_panel.data() : nullptr, plan, first, rows, key, cols, w.s);
         for (Eigen::Index r = 0; r < rows; ++r) {
             T* s = &w.s(r, 0);
             const Eigen::Index count = readable(plan, first + r, key, cols);
@@ -319,6 +364,13 @@ void forward_head(const BackwardHead<T>& h, const RowsView<T>& q, const Backward
             w.sum(r) += exp_in_place(s, count, m);
             std::fill(s + count, s + cols, T(0));
         }
+        if constexpr (own_products<T>)
+            if (own) {  // acc += P·V_block, causal: each row's sum stops after its own key
+                own_product<T, true>(w.s.data(), w.s.cols(), h.v.data() + key * h.v.outerStride(), h.v.outerStride(),
+                                     w.acc.data(), w.acc.cols(), rows, d_v, cols, T(1),
+                                     plan.causal ? first - key : anywhere);
+                continue;
+            }
         w.acc.topRows(rows).noalias() += w.s.topLeftCorner(rows, cols) * h.v.middleRows(key, cols);
     }
     for (Eigen::Index r = 0; r < rows; ++r) {
@@ -350,7 +402,9 @@ MatrixT<T> forward_phase(const std::vector<BackwardHead<T>>& heads, const Backwa
     {
         const FlushDenormals flush;
         std::optional<ForwardScratch<T>> scratch;
-        failures.run([&] { scratch.emplace(tile, d_v, h_count, queries.x ? queries.w->cols() : 0); });
+        failures.run([&] {
+            scratch.emplace(tile, d_k, d_v, h_count, queries.x ? queries.w->cols() : 0, own_tiles(heads.front(), plan));
+        });
         for (Eigen::Index b = 0; scratch && !failures.failed() && tasks.next(b);)
             failures.run([&] {
                 const Eigen::Index first = b * tile, rows = std::min(tile, n - first);
@@ -378,15 +432,20 @@ struct BackwardScratch {
     // A sum's dZ is one row z in every row, so dP = dZ·Vᵀ has one row u = z·Vᵀ in every row
     // and dV = Pᵀ·dZ is (P's column sums)ᵀ·z: u and the column sums, per head (H × tile).
     MatrixT<T> u, column_sums;
+    // With own_product.hpp's kernels: the key block's Kᵀ and Vᵀ of each head (H·d_head × tile,
+    // H·d_v × tile; head h's in rows h·d_head …), made once for all the row blocks.
+    MatrixT<T> k_panels, v_panels;
     BackwardScratch(Eigen::Index tile, Eigen::Index d_head, Eigen::Index d_v, Eigen::Index heads, Eigen::Index groups,
-                    Eigen::Index made_queries)
+                    Eigen::Index made_queries, bool own)
         : s(tile, tile),
           ds(tile, tile),
           dk(tile, groups * d_head),
           dv(tile, groups * d_v),
           q(made_queries > 0 ? tile : 0, made_queries),
           u(heads, tile),
-          column_sums(heads, tile) {}
+          column_sums(heads, tile),
+          k_panels(own ? heads * d_head : 0, own ? tile : 0),
+          v_panels(own ? heads * d_v : 0, own ? tile : 0) {}
 };
 
 // Where each row block's sum of dQ stands: count(h, r) is how many key blocks have added
@@ -424,6 +483,57 @@ private:
     std::vector<Eigen::Index> first_;
 };
 
+// The start of key block c's task ([key, key + cols)): its sums of dK and dV set to 0; with
+// own_product.hpp's kernels, each head's Kᵀ and Vᵀ of the block; for a sum, each head's
+// u = z·Vᵀ, and P's column sums set to 0.
+template <typename T>
+void start_key_block(const std::vector<BackwardHead<T>>& heads, const BackwardSeed<T>& seed, Eigen::Index key,
+                     Eigen::Index cols, BackwardScratch<T>& w) {
+    const Eigen::Index d_head = heads.front().k.cols(), d_v = heads.front().v.cols(), tile = w.s.cols();
+    const bool same_row = seed.d_context == nullptr;
+    w.dk.topRows(cols).setZero();
+    w.dv.topRows(cols).setZero();
+    for (std::size_t h = 0; h < heads.size(); ++h) {
+        const auto hi = static_cast<Eigen::Index>(h);
+        if (w.k_panels.size() > 0) {
+            transpose_into(heads[h].k, key, cols, &w.k_panels(hi * d_head, 0), tile);
+            if (!same_row) transpose_into(heads[h].v, key, cols, &w.v_panels(hi * d_v, 0), tile);
+        }
+        if (same_row)  // u_j = z·v_j
+            w.u.row(hi).head(cols).noalias() =
+                seed.d_context_row.row(0).segment(hi * d_v, d_v) * heads[h].v.middleRows(key, cols).transpose();
+    }
+    if (same_row) w.column_sums.leftCols(cols).setZero();
+}
+
+// A tile's three products once its dS is made: dV_c += Pᵀ·dZ_r (unless dz is null: a sum),
+// dK_c += dSᵀ·Q_r into the scratch's sums of key/value head `group`, and, once `wait` returns
+// (the turn of this key block), dQ_r += dS·K_c (k: K_c's rows) into d_q. With `own`, by
+// own_product.hpp's kernels (causal, each row of dS·K stops after its own key); else Eigen's.
+template <typename T, typename Keys, typename Out, typename Wait>
+void tile_gradients(BackwardScratch<T>& w, bool own, const RowsView<T>* dz, const RowsView<T>& q, const Keys& k,
+                    int group, Eigen::Index rows, Eigen::Index cols, Eigen::Index diagonal, Out&& d_q, Wait&& wait) {
+    const Eigen::Index d_head = q.cols(), tile = w.s.cols();
+    if constexpr (own_products<T>)
+        if (own) {
+            if (dz)
+                own_product<T, true, true>(w.s.data(), tile, dz->data(), dz->outerStride(),
+                                           &w.dv(0, group * dz->cols()), w.dv.cols(), cols, dz->cols(), rows, T(1));
+            own_product<T, true, true>(w.ds.data(), tile, q.data(), q.outerStride(), &w.dk(0, group * d_head),
+                                       w.dk.cols(), cols, d_head, rows, T(1));
+            wait();
+            own_product<T, true>(w.ds.data(), tile, k.data(), k.outerStride(), d_q.data(), d_q.outerStride(), rows,
+                                 d_head, cols, T(1), diagonal);
+            return;
+        }
+    const auto ds = w.ds.topLeftCorner(rows, cols);
+    if (dz)
+        w.dv.block(0, group * dz->cols(), cols, dz->cols()).noalias() += w.s.topLeftCorner(rows, cols).transpose() * *dz;
+    w.dk.block(0, group * d_head, cols, d_head).noalias() += ds.transpose() * q;
+    wait();
+    d_q.noalias() += ds * k;
+}
+
 // The task of key block c: every row block that sees the block, in order, and in each every
 // head. dK_c and dV_c are summed here alone; dQ_r receives its part in its turn.
 template <typename T>
@@ -434,16 +544,8 @@ void key_block_task(const std::vector<BackwardHead<T>>& heads, const BackwardQue
     const Eigen::Index tile = plan.tile, key = c * tile, cols = std::min(tile, n - key);
     const T scale = static_cast<T>(plan.scale);
     const bool same_row = seed.d_context == nullptr;  // a sum: dZ is one row
-    w.dk.topRows(cols).setZero();
-    w.dv.topRows(cols).setZero();
-    if (same_row) {
-        for (std::size_t h = 0; h < heads.size(); ++h) {  // u_j = z·v_j
-            const auto z = seed.d_context_row.row(0).segment(static_cast<Eigen::Index>(h) * d_v, d_v);
-            w.u.row(static_cast<Eigen::Index>(h)).head(cols).noalias() =
-                z * heads[h].v.middleRows(key, cols).transpose();
-        }
-        w.column_sums.leftCols(cols).setZero();
-    }
+    const bool own = w.k_panels.size() > 0;
+    start_key_block(heads, seed, key, cols, w);
     const Span row_blocks = row_blocks_seeing(plan, n, c);
     for (Eigen::Index r = row_blocks.begin; r < row_blocks.end; ++r) {
         const Eigen::Index first = r * tile, rows = std::min(tile, n - first);
@@ -451,19 +553,15 @@ void key_block_task(const std::vector<BackwardHead<T>>& heads, const BackwardQue
         for (std::size_t h = 0; h < heads.size(); ++h) {
             const BackwardHead<T>& head = heads[h];
             const auto hi = static_cast<Eigen::Index>(h);
-            auto dk = w.dk.block(0, head.group * d_head, cols, d_head);
-            auto dv = w.dv.block(0, head.group * d_v, cols, d_v);
-            const auto k = head.k.middleRows(key, cols);
-            const auto v = head.v.middleRows(key, cols);
             const RowsView<T> q = query_block(head, queries, w.q, h, first, rows);
-            tile_scores<T>(q, head.k, plan, first, rows, key, cols, w.s);
-            auto s = w.s.topLeftCorner(rows, cols);
-            auto ds = w.ds.topLeftCorner(rows, cols);
+            const Eigen::Index diagonal = plan.causal ? first - key : anywhere;
+            tile_scores<T>(q, head.k, own ? &w.k_panels(hi * d_head, 0) : nullptr, plan, first, rows, key, cols, w.s);
             std::optional<RowsView<T>> dz;
-            if (!same_row) {
+            if (!same_row) {  // dP = dZ·Vᵀ
                 dz.emplace(rows_view(seed.d_context->data() + first * seed.d_context->cols() + hi * d_v, rows, d_v,
                                      seed.d_context->cols()));
-                ds.noalias() = *dz * v.transpose();  // dP = dZ·Vᵀ
+                if (own) own_tile_product<T>(*dz, &w.v_panels(hi * d_v, 0), tile, w.ds, rows, T(1), diagonal);
+                else w.ds.topLeftCorner(rows, cols).noalias() = *dz * head.v.middleRows(key, cols).transpose();
             }
             T* sums = same_row ? &w.column_sums(hi, 0) : nullptr;
             for (Eigen::Index i = 0; i < rows; ++i) {
@@ -473,10 +571,10 @@ void key_block_task(const std::vector<BackwardHead<T>>& heads, const BackwardQue
                 softmax_backward_row(&w.s(i, 0), same_row ? &w.u(hi, 0) : &w.ds(i, 0), &w.ds(i, 0), count, cols, lse,
                                      (*seed.delta)(first + i, hi), scale, sums);
             }
-            if (!same_row) dv.noalias() += s.transpose() * *dz;  // dV_c += Pᵀ·dZ_r
-            dk.noalias() += ds.transpose() * q;                  // dK_c += dSᵀ·Q_r
-            turns.wait(h, r, c, failures);  // dQ_r: the key blocks before this one have added theirs
-            d_queries.block(first, hi * d_head, rows, d_head).noalias() += ds * k;  // dQ_r += dS·K_c
+            // dQ_r in its turn: the key blocks before this one have added theirs
+            tile_gradients(w, own, dz ? &*dz : nullptr, q, head.k.middleRows(key, cols), head.group, rows, cols,
+                           diagonal, d_queries.block(first, hi * d_head, rows, d_head),
+                           [&] { turns.wait(h, r, c, failures); });
             turns.done(h, r);
         }
     }
@@ -526,7 +624,7 @@ void backward_phase(const std::vector<BackwardHead<T>>& heads, const BackwardQue
         std::optional<BackwardScratch<T>> scratch;
         failures.run([&] {
             scratch.emplace(tile, d_head, d_v, static_cast<Eigen::Index>(heads.size()), groups,
-                            queries.x ? queries.w->cols() : 0);
+                            queries.x ? queries.w->cols() : 0, own_tiles(heads.front(), plan));
         });
         for (Eigen::Index c = 0; scratch && !failures.failed() && tasks.next(c);)
             failures.run(

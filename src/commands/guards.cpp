@@ -181,8 +181,12 @@ std::uint64_t summary_bytes(const WorkShape& s, Dtype dtype, bool context, std::
     const double weights = 4 * s.d_in * std::max(s.d_k, s.d_v) * 8 * 2;
     const double copies = h > 1 ? (s.d_k * 2 + s.d_v) * t : 0;
     const double text = s.rows * (h * (100 + static_cast<double>(top) * 40) + (context ? s.d_v * 26 : 0));
+    // Each thread after the first, once it starts: its stack and its allocator's arena. The
+    // summary of 600 tokens of d = 8 peaked 0.9 to 1.1 MiB higher on two threads than on one
+    // (eight runs each, /usr/bin/time).
+    const double threads = static_cast<double>(omp_get_max_threads() - 1) * 1024 * 1024;
     return static_cast<std::uint64_t>(s.rows * (s.d_in * (8 + t) + (s.d_k * 2 + s.d_v) * t + copies + per_query) + scratch +
-                                      key_panels + weights + s.label_bytes * label_copies + held(text));
+                                      key_panels + weights + threads + s.label_bytes * label_copies + held(text));
 }
 
 std::uint64_t stream_backward_bytes(const WorkShape& s, Dtype dtype, bool target) {
