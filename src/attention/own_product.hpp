@@ -39,19 +39,28 @@ void product_tile(const T* a, Eigen::Index ld_a, const T* b, Eigen::Index ld_b, 
     namespace ei = Eigen::internal;
     using Packet = typename ei::packet_traits<T>::type;
     constexpr Eigen::Index lanes = ei::packet_traits<T>::size;
+    // The loops over r and c are unrolled whole at any optimisation level, so that sum[][] lives
+    // in registers.
     Packet sum[R][C];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
         for (int c = 0; c < C; ++c)
             sum[r][c] = Accumulate ? ei::ploadu<Packet>(out + r * ld_out + c * lanes) : ei::pset1<Packet>(T(0));
     for (Eigen::Index j = 0; j < depth; ++j) {
         Packet row[C];
+#pragma GCC unroll 4
         for (int c = 0; c < C; ++c) row[c] = ei::ploadu<Packet>(b + j * ld_b + c * lanes);
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const Packet weight = ei::pset1<Packet>(TransposeA ? a[j * ld_a + r] : a[r * ld_a + j]);
+#pragma GCC unroll 4
             for (int c = 0; c < C; ++c) sum[r][c] = ei::pmadd(weight, row[c], sum[r][c]);
         }
     }
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
         for (int c = 0; c < C; ++c)
             ei::pstoreu(out + r * ld_out + c * lanes, Accumulate ? sum[r][c] : ei::pmul(sum[r][c], ei::pset1<Packet>(alpha)));
 }
