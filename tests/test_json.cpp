@@ -36,6 +36,45 @@ bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; 
 
 }  // namespace
 
+TEST_CASE("numbers of every length read alike before every byte and at the end", "[json]") {
+    // The usual number's one-loop path and the general one, at each length: runs of 1 to 20
+    // digits before and after the point, followed by each byte that may follow a number, by
+    // bytes that may not (refused), and by nothing (the number a whole document, the text
+    // ending right after it).
+    const std::vector<std::string> between{"", ",0", " ", "\n", "\t", "\r"};
+    const std::vector<std::string> refused{"x", "/", ":", "\x7f", "\xc3\xa9", "0x", "..", "e"};
+    SplitMix64 rng(31);
+    const auto digits = [&](int count) {
+        std::string d;
+        for (int i = 0; i < count; ++i) d += static_cast<char>('0' + static_cast<int>(rng.uniform() * 10) % 10);
+        return d;
+    };
+    int compared = 0;
+    for (int whole = 1; whole <= 20; ++whole)
+        for (int fraction = 0; fraction <= 20; ++fraction)
+            for (const std::string sign : {"", "-"}) {
+                std::string number = digits(whole);
+                if (whole > 1 && number[0] == '0') number[0] = '7';  // no leading zero
+                if (fraction > 0) number += "." + digits(fraction);
+                number = sign + number;
+                INFO(number);
+                const double want = reference(number);
+                CHECK(same_bits(parse_json(number, "t").get<double>(), want));
+                CHECK(same_bits(parse_json("{\"a\":" + number + "}", "t")["a"].get<double>(), want));
+                for (const std::string& after : between) {
+                    const auto numbers = packed(parse_json("[" + number + after + "]", "t"));
+                    REQUIRE(numbers.size() == (after == ",0" ? 2u : 1u));
+                    CHECK(same_bits(numbers[0], want));
+                    ++compared;
+                }
+                for (const std::string& after : refused) {
+                    INFO("followed by " << after);
+                    CHECK_THROWS_AS(parse_json("[" + number + after + "]", "t"), DataError);
+                }
+            }
+    CHECK(compared == 20 * 21 * 2 * 6);
+}
+
 TEST_CASE("numbers parse to the very double from_chars gives", "[json]") {
     std::vector<std::string> literals{"0", "-0", "1", "-1", "0.1", "0.5", "123", "1e22", "1e23", "-2.5e-3",
                                       "9007199254740992", "9007199254740993", "0.000123456", "120.0100",
