@@ -398,6 +398,25 @@ bool same_bytes(const Matrix& a, const Matrix& b) {
            std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0;
 }
 
+// The run's pass on one thread and on two (tiles of `tile`, dX asked): the same bytes in L,
+// every parameter's gradient, dX and its rows' norms.
+void same_bytes_on_one_and_two_threads(const Run& r, const Loss& loss, Eigen::Index tile) {
+    StreamBackwardOptions so;
+    so.inputs = true, so.tile = tile;
+    omp_set_num_threads(1);
+    const StreamGradients one = stream_backward(r.problem, r.options, loss, so);
+    omp_set_num_threads(2);
+    const StreamGradients two = stream_backward(r.problem, r.options, loss, so);
+    CHECK(std::memcmp(&one.value, &two.value, sizeof(double)) == 0);
+    REQUIRE(one.parameters.size() == two.parameters.size());
+    for (std::size_t i = 0; i < one.parameters.size(); ++i) {
+        INFO(one.parameters[i].name);
+        CHECK(same_bytes(one.parameters[i].data, two.parameters[i].data));
+    }
+    CHECK(same_bytes(*one.inputs, *two.inputs));
+    CHECK(std::memcmp(one.input_norms.data(), two.input_norms.data(), sizeof(double) * one.input_norms.size()) == 0);
+}
+
 }  // namespace
 
 TEST_CASE("streaming backward: the same bytes for one thread and two", "[streaming_backward][threads]") {
@@ -411,22 +430,7 @@ TEST_CASE("streaming backward: the same bytes for one thread and two", "[streami
             for (const bool target : {false, true}) {
                 INFO(to_string(mode) << ", " << to_string(dtype) << (target ? ", target" : ", sum"));
                 r.options.mode = mode, r.options.dtype = dtype;
-                const Loss loss = target ? Loss::towards(target_of(640, 6, 83)) : Loss::sum();
-                StreamBackwardOptions so;
-                so.inputs = true, so.tile = 32;
-                omp_set_num_threads(1);
-                const StreamGradients one = stream_backward(r.problem, r.options, loss, so);
-                omp_set_num_threads(2);
-                const StreamGradients two = stream_backward(r.problem, r.options, loss, so);
-                CHECK(std::memcmp(&one.value, &two.value, sizeof(double)) == 0);
-                REQUIRE(one.parameters.size() == two.parameters.size());
-                for (std::size_t i = 0; i < one.parameters.size(); ++i) {
-                    INFO(one.parameters[i].name);
-                    CHECK(same_bytes(one.parameters[i].data, two.parameters[i].data));
-                }
-                CHECK(same_bytes(*one.inputs, *two.inputs));
-                CHECK(std::memcmp(one.input_norms.data(), two.input_norms.data(),
-                                  sizeof(double) * one.input_norms.size()) == 0);
+                same_bytes_on_one_and_two_threads(r, target ? Loss::towards(target_of(640, 6, 83)) : Loss::sum(), 32);
             }
     // and with heads of whole registers in tiles of 64 (on AVX-512, own_product.hpp's kernels)
     Run whole = run_of(sentence(640, 16, 84, weights(16, 32, 16, 0, true, 85)), Mode::causal);
@@ -434,17 +438,7 @@ TEST_CASE("streaming backward: the same bytes for one thread and two", "[streami
     for (const Dtype dtype : {Dtype::float32, Dtype::float64}) {
         INFO(to_string(dtype) << ", target, heads of 16");
         whole.options.dtype = dtype;
-        StreamBackwardOptions so;
-        so.inputs = true, so.tile = 64;
-        const Loss loss = Loss::towards(target_of(640, 32, 86));
-        omp_set_num_threads(1);
-        const StreamGradients one = stream_backward(whole.problem, whole.options, loss, so);
-        omp_set_num_threads(2);
-        const StreamGradients two = stream_backward(whole.problem, whole.options, loss, so);
-        CHECK(std::memcmp(&one.value, &two.value, sizeof(double)) == 0);
-        REQUIRE(one.parameters.size() == two.parameters.size());
-        for (std::size_t i = 0; i < one.parameters.size(); ++i) CHECK(same_bytes(one.parameters[i].data, two.parameters[i].data));
-        CHECK(same_bytes(*one.inputs, *two.inputs));
+        same_bytes_on_one_and_two_threads(whole, Loss::towards(target_of(640, 32, 86)), 64);
     }
     omp_set_num_threads(before);
 }

@@ -1,6 +1,6 @@
 // Matrix products by kernels of our own, for the hot paths on CPUs with 32 vector registers
 // (AVX-512): the streaming path's two products per block pair (streaming.cpp), the streaming
-// backward pass's seven per tile pair (streaming_backward_kernels.cpp) and, for long inputs,
+// backward pass's per tile pair (streaming_backward_kernels.cpp) and, for long inputs,
 // the projections X·W (projections.cpp; and the trace path's A·V, kernels.cpp, in a native
 // build). Included through those files only (attention/row_blocks.hpp): one copy per
 // instruction set (attention/isa.hpp); where it cannot run, it is not compiled (`if constexpr`).

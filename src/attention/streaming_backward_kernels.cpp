@@ -104,8 +104,8 @@ Eigen::Index readable(const BackwardPlan& plan, Eigen::Index row, Eigen::Index k
 // The tiles' products by own_product.hpp's kernels, where this copy has them and the shapes
 // are whole registers (a long input: 256 tokens or more); Eigen's otherwise. The kernels read
 // the operands where they are, where Eigen copies ("packs") both for every product: for the
-// scores and dP = dZ·Vᵀ they read a key block's Kᵀ and Vᵀ, made once per key block
-// (`Panels`), and dSᵀ·Q and Pᵀ·dZ read dS and P transposed in place.
+// scores and dP = dZ·Vᵀ they read a key block's Kᵀ and Vᵀ (the scratches' panels), and dSᵀ·Q
+// and Pᵀ·dZ read dS and P transposed in place.
 
 template <typename T>
 bool own_tiles(const BackwardHead<T>& head, const BackwardPlan& plan) {
@@ -123,6 +123,9 @@ void transpose_into(const RowsView<T>& m, Eigen::Index key, Eigen::Index cols, T
     p.leftCols(cols) = m.middleRows(key, cols).transpose();
     if (cols < tile) p.rightCols(tile - cols).setZero();
 }
+
+// A tile's first query less its first key (the kernels skip what causal rows never read).
+Eigen::Index diagonal_of(const BackwardPlan& plan, Eigen::Index first, Eigen::Index key) { return plan.causal ? first - key : anywhere; }
 
 // out (rows × tile, all tile columns) = alpha·A·panel, A rows × depth: the scores or dP of a
 // tile. Causal (diagonal = first query − first key), a group of columns that no row of a
@@ -147,8 +150,7 @@ void tile_scores(const Queries& q, const RowsView<T>& k, const T* k_panel, const
     constexpr T lowest = -std::numeric_limits<T>::max();
     auto tile = s.topLeftCorner(rows, cols);
     if (k_panel)
-        own_tile_product<T>(q, k_panel, plan.tile, s, rows, static_cast<T>(plan.scale),
-                            plan.causal ? first - key : anywhere);
+        own_tile_product<T>(q, k_panel, plan.tile, s, rows, static_cast<T>(plan.scale), diagonal_of(plan, first, key));
     else tile.noalias() = static_cast<T>(plan.scale) * (q * k.middleRows(key, cols).transpose());
     if (plan.window > 0)
         for (Eigen::Index r = 0; r < rows; ++r)
@@ -343,6 +345,7 @@ void forward_head(const BackwardHead<T>& h, const RowsView<T>& q, const Backward
     const bool own = w.k_panel.size() > 0;
     for (Eigen::Index key = keys.begin - keys.begin % tile; key < keys.end; key += tile) {
         const Eigen::Index cols = std::min(tile, n - key);
+        // Kᵀ made again per query block: kept for all, it would cost n·d_head more at the peak
         if (own) transpose_into(h.k, key, cols, w.k_panel.data(), tile);
         tile_scores<T>(q, h.k, own ? w.k_panel.data() : nullptr, plan, first, rows, key, cols, w.s);
         for (Eigen::Index r = 0; r < rows; ++r) {
@@ -367,8 +370,7 @@ void forward_head(const BackwardHead<T>& h, const RowsView<T>& q, const Backward
         if constexpr (own_products<T>)
             if (own) {  // acc += P·V_block, causal: each row's sum stops after its own key
                 own_product<T, true>(w.s.data(), w.s.cols(), h.v.data() + key * h.v.outerStride(), h.v.outerStride(),
-                                     w.acc.data(), w.acc.cols(), rows, d_v, cols, T(1),
-                                     plan.causal ? first - key : anywhere);
+                                     w.acc.data(), w.acc.cols(), rows, d_v, cols, T(1), diagonal_of(plan, first, key));
                 continue;
             }
         w.acc.topRows(rows).noalias() += w.s.topLeftCorner(rows, cols) * h.v.middleRows(key, cols);
@@ -554,7 +556,7 @@ void key_block_task(const std::vector<BackwardHead<T>>& heads, const BackwardQue
             const BackwardHead<T>& head = heads[h];
             const auto hi = static_cast<Eigen::Index>(h);
             const RowsView<T> q = query_block(head, queries, w.q, h, first, rows);
-            const Eigen::Index diagonal = plan.causal ? first - key : anywhere;
+            const Eigen::Index diagonal = diagonal_of(plan, first, key);
             tile_scores<T>(q, head.k, own ? &w.k_panels(hi * d_head, 0) : nullptr, plan, first, rows, key, cols, w.s);
             std::optional<RowsView<T>> dz;
             if (!same_row) {  // dP = dZ·Vᵀ

@@ -182,8 +182,8 @@ std::uint64_t summary_bytes(const WorkShape& s, Dtype dtype, bool context, std::
     const double copies = h > 1 ? (s.d_k * 2 + s.d_v) * t : 0;
     const double text = s.rows * (h * (100 + static_cast<double>(top) * 40) + (context ? s.d_v * 26 : 0));
     // Each thread after the first, once it starts: its stack and its allocator's arena. The
-    // summary of 600 tokens of d = 8 peaked 0.9 to 1.1 MiB higher on two threads than on one
-    // (eight runs each, /usr/bin/time).
+    // summary of 600 tokens of d = 8 peaked about 1 MiB higher on two threads than on one
+    // (/usr/bin/time, eight runs each: medians 9.09 and 8.14 MiB).
     const double threads = static_cast<double>(omp_get_max_threads() - 1) * 1024 * 1024;
     return static_cast<std::uint64_t>(s.rows * (s.d_in * (8 + t) + (s.d_k * 2 + s.d_v) * t + copies + per_query) + scratch +
                                       key_panels + weights + threads + s.label_bytes * label_copies + held(text));
