@@ -196,6 +196,23 @@ TEST_CASE("the explanation says whether softmax sharpened the weights on this ru
     CHECK_THAT(explanation_of(journey, "weights"),
                Contains(fmt::format("more weight than dividing by the row sum in {} of the {} rows and less in {}",
                                     c.higher, c.compared, c.lower)));
+    // One way in some rows and the same in the others: A's scores are all x_A·x_j = 1 (or 0.01),
+    // so both give each of its keys 1/3. C: e²/(e + e^1.5 + e²) = 0.5065 by softmax, 2/4.5 = 0.4444.
+    const auto one_way = [](const std::string& embeddings, std::size_t higher, std::size_t lower) {
+        const cli::TempFile input(R"({"tokens": ["A", "B", "C"], "embeddings": )" + embeddings + "}");
+        const json t = run_json({input.path(), "--explain", "-s", "masked,weights"});
+        const Contrast c = contrast(t);
+        REQUIRE(c.compared == 3);
+        REQUIRE(c.higher == higher);
+        REQUIRE(c.lower == lower);
+        return explanation_of(t, "weights");
+    };
+    CHECK_THAT(one_way("[[1, 0], [1, 0.5], [1, 1]]", 2, 0),
+               Contains("softmax gives the top key more weight than dividing by the row sum in 2 of the 3 rows and the "
+                        "same in 1; for \"C\", 0.5065 by softmax against 0.4444 by the sum."));
+    CHECK_THAT(one_way("[[0.1, 0], [0.1, 0.05], [0.1, 0.1]]", 0, 2),
+               Contains("softmax gives the top key less weight than dividing by the row sum in 2 of the 3 rows and the "
+                        "same in 1"));
     // Negative scores: no comparison is made.
     const json self = run_json({"-m", "self", "--explain", "-s", "masked,weights"});
     REQUIRE(contrast(self).compared == 0);

@@ -78,6 +78,11 @@ std::string normalisation_contrast(const Trace& trace, int head) {
     else if (same == n)  // one key a row (a single token), or scores all equal
         text = fmt::format("On this run {} gives the top key the same weight as dividing by the row sum, in {}", softmax,
                            rows);
+    else if (f.softmax_higher == 0 || f.softmax_lower == 0)  // one way in some rows, the same in the others
+        text = fmt::format("On this run {} gives the top key {} weight than dividing by the row sum in {} of the {} rows "
+                           "{}and the same in {}",
+                           softmax, f.softmax_higher > 0 ? "more" : "less", f.softmax_higher + f.softmax_lower, n,
+                           all ? "" : "where both give weights ", same);
     else
         text = fmt::format("On this run {} gives the top key more weight than dividing by the row sum in {} of the {} rows "
                            "{}and less in {}{}",
