@@ -5,6 +5,7 @@
 #include "attention/single.hpp"
 #include "attention/trace.hpp"
 #include "support/cli.hpp"
+#include "support/error_line.hpp"
 #include "support/trace_json.hpp"
 #include "support/naive.hpp"
 
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -237,6 +239,55 @@ TEST_CASE("one head can be shown alone, and the worked example goes through it a
     CHECK_THAT(text.out, Contains("scaling: each score ÷ √d_head = ÷ √2 = ÷ 1.4142\n"));  // a head's d_head = 4 / 2
 }
 
+TEST_CASE("a summary with --head shows that head's lines alone in every format", "[heads][summary]") {
+    const std::vector<std::string> run{"-m", "self", "--dim", "4", "--heads", "2", "--summary", "--head", "2"};
+    const auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = run;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return cli::run(args);
+    };
+    // Head 2's weights from the full trace; each query's largest weight and entropy worked out here.
+    const auto trace = run_json({"-m", "self", "--dim", "4", "--heads", "2", "-s", "weights"});
+    const json* weights = nullptr;
+    for (const auto& stage : trace["stages"])
+        if (stage["name"] == "weights" && stage["head"] == 2) weights = &stage["data"];
+    REQUIRE(weights != nullptr);
+    const json summary = json::parse(with({"-f", "json"}).out);
+    REQUIRE(summary["heads"].size() == 1);
+    CHECK(summary["heads"][0]["head"] == 2);
+    const auto& queries = summary["heads"][0]["queries"];
+    REQUIRE(queries.size() == weights->size());
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+        double largest = 0, entropy = 0;
+        for (const auto& a : (*weights)[i]) {
+            largest = std::max(largest, a.get<double>());
+            entropy -= a.get<double>() * std::log(a.get<double>());
+        }
+        CHECK(queries[i]["max_weight"].get<double>() == Approx(largest).margin(1e-12));
+        CHECK(queries[i]["entropy"].get<double>() == Approx(entropy).margin(1e-12));
+    }
+    const auto table = with({});
+    CHECK_THAT(table.out, Contains("head 2 of 2") && !Contains("head 1 of 2"));
+    CHECK_THAT(with({"-f", "markdown"}).out, Contains("## head 2 of 2") && !Contains("head 1 of 2"));
+    const std::string csv = with({"-f", "csv"}).out;
+    CHECK_THAT(csv, Contains("\n2,0,Your,") && !Contains("\n1,0,Your,"));
+    const std::string lines = with({"-f", "jsonl"}).out;
+    std::istringstream in(lines);
+    std::size_t count = 0;
+    for (std::string line; std::getline(in, line); ++count) {
+        const json l = json::parse(line);
+        REQUIRE(l["heads"].size() == 1);
+        CHECK(l["heads"][0]["head"] == 2);
+        CHECK(l["heads"][0]["max_weight"].get<double>() == queries[count]["max_weight"].get<double>());
+    }
+    CHECK(count == queries.size());
+    // A head the run does not have is refused, as the full trace refuses it.
+    cli::require_error_line(cli::run({"-m", "self", "--dim", "4", "--heads", "2", "--summary", "--head", "3"}), 2,
+                            "--head 3: this run has 2 heads");
+    cli::require_error_line(cli::run({"--summary", "--head", "2"}), 2,
+                            "--head 2: this run has 1 head (--heads H splits the projections into H)");
+}
+
 TEST_CASE("head counts that do not fit are refused, saying what would", "[heads][errors]") {
     const auto usage = [](std::vector<std::string> args, const std::string& message) {
         const auto r = cli::run(args);
@@ -250,7 +301,7 @@ TEST_CASE("head counts that do not fit are refused, saying what would", "[heads]
     usage({"-m", "self", "--dim", "8", "--heads", "4", "--kv-heads", "3"},
           "--kv-heads 3 does not divide the 4 heads: each key/value head serves an equal group of query heads (choose 1, 2 or 4)");
     usage({"-m", "plain", "--heads", "3"}, "--heads and --kv-heads apply to modes self and causal");
-    usage({"-m", "self", "--heads", "3", "--head", "4"}, "--head 4: this trace has 3 heads");
+    usage({"-m", "self", "--heads", "3", "--head", "4"}, "--head 4: this run has 3 heads");
     usage({"-m", "self", "--heads", "3", "-q", "1", "--head", "5"}, "--head 5: the heads are numbered 1 to 3");
     usage({"example:teacher_smiled_fr", "--heads", "2"}, "--heads and --kv-heads apply to modes self and causal");
     // From the input: data errors at the field.

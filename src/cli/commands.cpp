@@ -99,7 +99,7 @@ void add_trace_options(CLI::App& app, MainState& s) {
                                                 "(the streaming path's way)")
                  ->transform(in_range(Eigen::Index{1}, static_cast<Eigen::Index>(max_tokens))),
              "Output", "N");
-    describe(app.add_option("--head", s.flags.head, "several heads: show this head's stages alone, and work through it with -q "
+    describe(app.add_option("--head", s.flags.head, "several heads: show this head's stages (with --summary: its lines) alone, and work through it with -q "
                                               "(default: every head; -q works through head 1)")
                  ->transform(in_range(1, max_heads)),
              "Attention", "H");

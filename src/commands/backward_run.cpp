@@ -249,9 +249,7 @@ void run_stream_backward(const Problem& problem, const TraceRequest& request, st
                    "the streaming backward pass of this input", "");
     require_time(stream_backward_seconds(shape), request.max_seconds, problem.origin,
                  fmt::format("the streaming backward pass of {} tokens", shape.rows), "");
-    if (request.render.head > shape.heads)
-        throw UsageError(fmt::format("--head {}: this run has {} head{}", request.render.head, shape.heads,
-                                     shape.heads == 1 ? "" : "s"));
+    require_head(request.render.head, shape.heads);
     const Loss loss = resolve_stream_loss(request, problem, static_cast<int>(shape.heads));
     const StreamGradients g = stream_backward(problem, request.trace, loss);
     read_again();

@@ -309,4 +309,10 @@ void require_time(double seconds, double limit, const std::string& origin, std::
                                 threads == 1 ? "" : "s", format_limit(limit), hint.empty() ? "" : fmt::format("{}, or ", hint)));
 }
 
+void require_head(int head, std::int64_t heads) {
+    if (head <= heads) return;
+    throw UsageError(fmt::format("--head {}: this run has {} head{}{}", head, heads, heads == 1 ? "" : "s",
+                                 heads == 1 ? " (--heads H splits the projections into H)" : ""));
+}
+
 }  // namespace attntrace

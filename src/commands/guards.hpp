@@ -91,4 +91,8 @@ inline constexpr double default_max_seconds = 300;
 void require_time(double seconds, double limit, const std::string& origin, std::string_view what,
                   std::string_view hint);
 
+// Throws UsageError "--head H: this run has N heads" when --head names a head the run does not
+// have (0, every head, always passes).
+void require_head(int head, std::int64_t heads);
+
 }  // namespace attntrace

@@ -176,6 +176,12 @@ std::string streaming_modes() {
     return list;
 }
 
+// --head H (of several heads): the rows of head H alone.
+SummaryRows only_head(SummaryRows rows, int head) {
+    std::erase_if(rows.heads, [&](const SummaryRows::Head& h) { return h.head != head; });
+    return rows;
+}
+
 // `read_again` is called once the summary is computed, before anything is written, and for
 // JSON Lines, which are written as computed, before each run of lines too.
 void run_summary(const Problem& problem, const TraceRequest& request, Outputs& outputs, std::string note,
@@ -189,6 +195,7 @@ void run_summary(const Problem& problem, const TraceRequest& request, Outputs& o
     options.context = std::find(request.render.stages.begin(), request.render.stages.end(), StageId::context) !=
                       request.render.stages.end();
     const WorkShape shape = work_shape(problem, request.trace);
+    require_head(request.render.head, shape.heads);
     require_memory(summary_bytes(shape, request.trace.dtype, options.context, options.top), request.max_memory,
                    problem.origin, "the summary of this input", "");
     require_time(summary_seconds(shape), request.max_seconds, problem.origin, fmt::format("the summary of {} tokens", shape.rows),
@@ -206,13 +213,16 @@ void run_summary(const Problem& problem, const TraceRequest& request, Outputs& o
             // Rows read in place may have been read as zeros, should the file have been
             // shortened since the last check: none of them is written then.
             read_again();
-            stopped = write_summary_lines(header, rows, out) < rows.count;
+            const bool one_head = request.render.head > 0 && rows.heads.size() > 1;
+            stopped = write_summary_lines(header, one_head ? only_head(rows, request.render.head) : rows, out) < rows.count;
             outputs.main_output().drain();
         };
     Summary summary = summarize(problem, request.trace, options);
     read_again();
     if (lines) return;  // written as computed
     if (!note.empty()) summary.notes.push_back(std::move(note));
+    if (request.render.head > 0 && shape.heads > 1)  // --head H: that head's section alone
+        std::erase_if(summary.per_head, [&](const HeadSummary& h) { return h.head != request.render.head; });
     render(summary, request.render, out);
 }
 
@@ -226,10 +236,7 @@ void run_full_trace(const Problem& problem, const TraceRequest& request, std::os
     require_time(trace_seconds(shape, request.render.format), request.max_seconds, problem.origin,
                  "a full trace of this input", mode.streams ? "--summary is much faster" : "");
     const Trace result = trace(problem, request.trace);
-    if (request.render.head > result.heads)
-        throw UsageError(fmt::format("--head {}: this trace has {} head{}{}", request.render.head, result.heads,
-                                     result.heads == 1 ? "" : "s",
-                                     result.heads == 1 ? " (--heads H splits the projections into H)" : ""));
+    require_head(request.render.head, result.heads);
     if (request.backward) return run_backward(problem, request, result, out, svg);
     if (svg) render_svg(result, request.svg, *svg);
     if (request.check) {
