@@ -393,6 +393,28 @@ TEST_CASE("decode refuses what a KV cache does not trace", "[decode]") {
     }
 }
 
+TEST_CASE("decode's help and man page offer only the options decode takes", "[decode][cli]") {
+    const std::vector<std::string> refused{"--mode", "--normalize", "--score", "--window", "--mask-fill",
+                                           "--mask-after-softmax", "--positions", "--position-offset"};
+    const auto help = cli::run({"decode", "--help"});
+    REQUIRE(help.exit_code == 0);
+    CHECK_THAT(help.out, Contains("--prefill") && Contains("--heads") && Contains("--temperature"));
+    const auto man = cli::run({"--man"});
+    REQUIRE(man.exit_code == 0);
+    const std::size_t from = man.out.find(".SS \"decode\"");
+    REQUIRE(from != std::string::npos);
+    const std::string section = man.out.substr(from, man.out.find(".SS ", from + 1) - from);
+    CHECK_THAT(section, Contains("prefill"));
+    for (const std::string& option : refused) {
+        INFO(option);
+        CHECK_THAT(help.out, !Contains(option + " "));
+        CHECK_THAT(section, !Contains("\\-\\-" + option.substr(2) + "\\fR"));
+    }
+    // Still taken, to be refused with the reason, and named in a bad value's message.
+    cli::require_error_line(cli::run({"decode", "--window", "x"}), 2, "--window: expected a whole number");
+    cli::require_error_line(cli::run({"decode", "--mode", "casual"}), 2, "(did you mean causal?)");
+}
+
 TEST_CASE("decode refuses positions in the input file as a data error and the option --positions as a usage error", "[decode]") {
     for (const char* scheme : {"rope", "sinusoidal"}) {
         INFO(scheme);

@@ -24,6 +24,11 @@ namespace attntrace::cli {
 
 inline constexpr std::size_t max_message_chars = 2000;
 
+// The group of options a command takes only to refuse them with their reason (decode's --window):
+// left out of --help, the man page and the completions. (CLI11's hidden group, "", would also
+// drop the option's name from the messages of its validators.)
+inline constexpr std::string_view unlisted_group = "Refused with a reason";
+
 // What a parsed command does: returns the exit status.
 using Runner = std::function<int()>;
 

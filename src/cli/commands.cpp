@@ -183,7 +183,7 @@ ProgramDoc program_doc(const CLI::App& app, const std::vector<Command>& subcomma
     doc.subcommands.push_back(command_doc(help, help_examples()[&help]));
     for (const auto& example : examples()) doc.example_names.emplace_back(example.name);
     for (const auto& group : app.get_groups())
-        if (!group.empty()) doc.groups.push_back(group);
+        if (!group.empty() && group != unlisted_group) doc.groups.push_back(group);
     return doc;
 }
 

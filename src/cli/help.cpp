@@ -38,7 +38,7 @@ std::string HelpFormatter::make_help(const CLI::App* app, std::string name, CLI:
     }
     for (const std::string& group : app->get_groups()) {
         auto options = app->get_options([&](const CLI::Option* o) { return o->get_group() == group; });
-        if (!group.empty() && !options.empty()) out += make_group(group, false, options);
+        if (!group.empty() && group != unlisted_group && !options.empty()) out += make_group(group, false, options);
     }
     out += make_subcommands(app, mode) + "\n";
     if (const auto it = help_examples().find(app); it != help_examples().end())
@@ -100,7 +100,7 @@ CommandDoc command_doc(const CLI::App& app, const std::vector<UsageExample>& exa
     doc.usage = usage;
     doc.examples = examples;
     for (const CLI::Option* o : app.get_options()) {
-        if (o->get_group().empty()) continue;
+        if (o->get_group().empty() || o->get_group() == unlisted_group) continue;
         OptionDoc option;
         if (o->get_positional()) option.positional = o->get_name(true, false);
         for (const auto& name : o->get_snames()) option.flags.push_back("-" + name);

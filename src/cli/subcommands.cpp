@@ -202,6 +202,12 @@ Runner add_decode(CLI::App* command) {
         ->group("Decoding");
     s->flags.add_to(*command);
     s->flags.limits.add_to(*command);
+    // Taken, so that run_decode refuses each with its reason, but left out of --help, the man
+    // page and the completions: decode traces causal softmax attention, no other mode, fill,
+    // window or positions.
+    for (const char* refused :
+         {"--mode", "--normalize", "--score", "--window", "--mask-fill", "--mask-after-softmax", "--positions", "--position-offset"})
+        command->get_option(refused)->group(std::string(unlisted_group));
     return run_traced(s, [](DecodeRequest request, Outputs& outputs) { run_decode(std::move(request), outputs.main()); });
 }
 
