@@ -414,11 +414,14 @@ void Outputs::refuse_same_file(const Destination& d) const {
     const auto named = [](const std::optional<std::string>& path) {
         return !path || *path == "-" ? std::string("the standard output (-)") : *path;
     };
-    for (const Output* output : commit_order())
-        if (output->id() == d.id)
-            throw UsageError(fmt::format("{} and {} are the same file: give each output its own{}",
-                                         named(output->path()), named(d.path),
-                                         d.path == "-" ? " (-o FILE for the main output, and - for this one)" : ""));
+    const std::string hint = d.path == "-" ? " (-o FILE for the main output, and - for this one)" : "";
+    for (const Output* output : commit_order()) {
+        if (output->id() != d.id) continue;
+        if (named(output->path()) == named(d.path))  // the same name twice
+            throw UsageError(fmt::format("two outputs go to {}: give each output its own{}", named(d.path), hint));
+        throw UsageError(fmt::format("{} and {} are the same file: give each output its own{}", named(output->path()),
+                                     named(d.path), hint));
+    }
 }
 
 std::vector<Output*> Outputs::commit_order() const {
