@@ -354,7 +354,11 @@ const std::vector<BadAnswers> answer_cases = {
      "answers.json: /head: this run has 1 head, so there is no head 3 (for /weights)"},
     {"a cell outside the stage in the tidy CSV, which counts from 0", "stage,head,row,col,value\nweights,,12,0,0.5\n",
      "answers.csv",
-     "answers.csv: weights (from line 2): row 12, col 0 is outside the weights stage of this run (12×12: row and col "
+     "answers.csv: line 2: row 12, col 0 is outside the weights stage of this run (12×12: row and col "
+     "count from 0 in the tidy CSV, up to 11 and 11)"},
+    {"a cell outside the stage on a later line of the stage in the tidy CSV",
+     "stage,head,row,col,value\nweights,,0,0,0.5\n\nweights,,0,1,0.25\nweights,,3,12,0.5\n", "answers.csv",
+     "answers.csv: line 5: row 3, col 12 is outside the weights stage of this run (12×12: row and col "
      "count from 0 in the tidy CSV, up to 11 and 11)"},
 };
 

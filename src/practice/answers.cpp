@@ -618,6 +618,7 @@ std::vector<GivenStage> read_csv(std::string_view text, const std::string& origi
         }
         std::optional<CsvCell> cell = csv_cell(fields, column, origin, where);
         if (!cell) continue;
+        cell->number.line = line_no;
         const auto key = std::pair{cell->id, cell->head};
         if (!index.contains(key)) {
             index[key] = out.size();

@@ -21,6 +21,7 @@ struct GivenNumber {
     int decimals = 0;     // digits after the point, less the exponent ("0.25" 2, "2.5e-3" 4)
     bool masked = false;  // null, "-inf" or "masked"
     std::string text;     // as written
+    std::size_t line = 0;  // the tidy CSV's line, from 1, for messages (0: JSON)
 };
 
 struct GivenStage {
