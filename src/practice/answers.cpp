@@ -334,7 +334,7 @@ private:
         const std::string_view text = number_text();
         n.value = number_value(text, start);
         n.text = std::string(text);
-        n.decimals = decimals_of(text);
+        n.decimals = static_cast<std::int16_t>(decimals_of(text));
         return n;
     }
 
@@ -554,7 +554,7 @@ GivenNumber csv_value(const std::string& value, const std::string& origin, const
     if (!std::isfinite(n.value))
         throw DataError(fmt::format("{}: {}: value {} is not a finite number", origin, where, printable(value)));
     n.text = value;
-    n.decimals = decimals_of(value);
+    n.decimals = static_cast<std::int16_t>(decimals_of(value));
     return n;
 }
 
@@ -618,7 +618,7 @@ std::vector<GivenStage> read_csv(std::string_view text, const std::string& origi
         }
         std::optional<CsvCell> cell = csv_cell(fields, column, origin, where);
         if (!cell) continue;
-        cell->number.line = line_no;
+        if (line_no <= std::numeric_limits<std::uint32_t>::max()) cell->number.line = static_cast<std::uint32_t>(line_no);
         const auto key = std::pair{cell->id, cell->head};
         if (!index.contains(key)) {
             index[key] = out.size();

@@ -18,10 +18,12 @@ namespace attntrace {
 struct GivenNumber {
     Eigen::Index row = 0, col = 0;  // 0-based
     double value = 0;
-    int decimals = 0;     // digits after the point, less the exponent ("0.25" 2, "2.5e-3" 4)
-    bool masked = false;  // null, "-inf" or "masked"
-    std::string text;     // as written
-    std::size_t line = 0;  // the tidy CSV's line, from 1, for messages (0: JSON)
+    // Small fields together, so that the line costs no byte more per number (a large answers
+    // file holds millions): decimals are at most max_decimals.
+    std::int16_t decimals = 0;  // digits after the point, less the exponent ("0.25" 2, "2.5e-3" 4)
+    bool masked = false;        // null, "-inf" or "masked"
+    std::uint32_t line = 0;     // the tidy CSV's line, from 1, for messages (0: JSON, or past 2³² − 1)
+    std::string text;           // as written
 };
 
 struct GivenStage {

@@ -62,11 +62,13 @@ const Stage& stage_for(const Trace& trace, const GivenStage& given) {
     for (const GivenNumber& n : given.numbers)
         if (n.row >= stage->row_count() || n.col >= stage->col_count()) {
             const std::string size = fmt::format("{}×{}", stage->row_count(), stage->col_count());
-            if (given.counted_from_zero)  // the tidy CSV: the line at fault, not the stage's first
-                throw DataError(fmt::format("{}: line {}: row {}, col {} is outside the {} stage of this run ({}: row and "
-                                            "col count from 0 in the tidy CSV, up to {} and {})",
-                                            given.where.substr(0, given.where.rfind(": ")), n.line, n.row, n.col,
-                                            to_string(given.id), size,
+            // The tidy CSV: the line at fault, not the stage's first, where it is known.
+            const std::string where = n.line > 0 ? fmt::format("{}: line {}", given.where.substr(0, given.where.rfind(": ")), n.line)
+                                                 : given.where;
+            if (given.counted_from_zero)
+                throw DataError(fmt::format("{}: row {}, col {} is outside the {} stage of this run ({}: row and col "
+                                            "count from 0 in the tidy CSV, up to {} and {})",
+                                            where, n.row, n.col, to_string(given.id), size,
                                             stage->row_count() - 1, stage->col_count() - 1));
             throw DataError(fmt::format("{}: row {}, column {} is outside the {} stage of this run ({})", given.where,
                                         n.row + 1, n.col + 1, to_string(given.id), size));

@@ -54,7 +54,7 @@ void write_answers_text(const AnswerReport& report, const RenderOptions& render,
         }
         ++differing;
         const auto& d = *v.first;
-        const int decimals = std::max(d.given.decimals, render.digits);
+        const int decimals = std::max<int>(d.given.decimals, render.digits);
         out << fmt::format("{}: differs at row {} ({}), column {} ({}): expected {}, given {}", stage_name(s), d.row + 1,
                            s.rows[static_cast<std::size_t>(d.row)], d.col + 1, s.cols[static_cast<std::size_t>(d.col)],
                            expected_text(trace, d, s.id, decimals), d.given.text);
