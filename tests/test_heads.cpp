@@ -275,6 +275,7 @@ TEST_CASE("a summary with --head shows that head's lines alone in every format",
     std::istringstream in(lines);
     std::size_t count = 0;
     for (std::string line; std::getline(in, line); ++count) {
+        REQUIRE(count < queries.size());  // a line per query, no more
         const json l = json::parse(line);
         REQUIRE(l["heads"].size() == 1);
         CHECK(l["heads"][0]["head"] == 2);
