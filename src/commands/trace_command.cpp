@@ -176,9 +176,14 @@ std::string streaming_modes() {
     return list;
 }
 
-// --head H (of several heads): the rows of head H alone.
+// --head H (of several heads): head H's part alone, of the whole summary's heads or of a run of its lines.
+template <typename Heads>
+void keep_head(Heads& heads, int head) {
+    std::erase_if(heads, [&](const auto& h) { return h.head != head; });
+}
+
 SummaryRows only_head(SummaryRows rows, int head) {
-    std::erase_if(rows.heads, [&](const SummaryRows::Head& h) { return h.head != head; });
+    keep_head(rows.heads, head);
     return rows;
 }
 
@@ -206,6 +211,7 @@ void run_summary(const Problem& problem, const TraceRequest& request, Outputs& o
     // terminal as it comes instead of being held to the end. A row whose numbers overflowed
     // stops the lines; summarize() then says which entry it was.
     const bool lines = request.render.format == Format::jsonl;
+    const bool one_head = request.render.head > 0 && shape.heads > 1;  // --head H: that head's lines alone
     bool stopped = false;
     if (lines)
         options.rows_done = [&](const Summary& header, const SummaryRows& rows) {
@@ -213,7 +219,6 @@ void run_summary(const Problem& problem, const TraceRequest& request, Outputs& o
             // Rows read in place may have been read as zeros, should the file have been
             // shortened since the last check: none of them is written then.
             read_again();
-            const bool one_head = request.render.head > 0 && rows.heads.size() > 1;
             stopped = write_summary_lines(header, one_head ? only_head(rows, request.render.head) : rows, out) < rows.count;
             outputs.main_output().drain();
         };
@@ -221,8 +226,7 @@ void run_summary(const Problem& problem, const TraceRequest& request, Outputs& o
     read_again();
     if (lines) return;  // written as computed
     if (!note.empty()) summary.notes.push_back(std::move(note));
-    if (request.render.head > 0 && shape.heads > 1)  // --head H: that head's section alone
-        std::erase_if(summary.per_head, [&](const HeadSummary& h) { return h.head != request.render.head; });
+    if (one_head) keep_head(summary.per_head, request.render.head);
     render(summary, request.render, out);
 }
 
