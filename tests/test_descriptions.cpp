@@ -275,6 +275,11 @@ const std::map<std::string, Described>& claims() {
         {"big_mistake/plain", {[](const Run& r, auto&) { CHECK(r.largest_contribution("big", 2) == "mistake"); }}},  // harm
         {"book_borrowed/plain", {[](const Run& r, auto&) { CHECK(r.top("fascinating") == "book"); }}},
         {"teacher_smiled/plain", {[](const Run& r, auto&) { CHECK(r.top("smiled") == "teacher"); }}},
+        {"teacher_learned/self",
+         {[](const Run& r, const std::vector<std::string>& options) {
+             CHECK(r.top("smiled") == "teacher");
+             if (options.empty()) CHECK(r.weight("smiled", "teacher") == Approx(1.00).margin(0.005));  // "1.00"
+         }}},
         {"fruit_and_pets/plain",
          {[](const Run& r, auto&) {
              CHECK(r.top_set("apple", 3) == std::set<std::string>{"banana", "apple", "orange"});

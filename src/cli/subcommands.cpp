@@ -1,4 +1,4 @@
-// The subcommands (attntrace similarity, generate, bench, compare, decode, check-answers,
+// The subcommands (attntrace similarity, generate, bench, train, compare, decode, check-answers,
 // quiz): their table, and each one's options added to its CLI11 command with what runs the
 // command. Each holds a State (cli/command_line.hpp): its request and its flags, cli/flags.hpp's
 // bundles where the command shares them. A new subcommand is a function here and its entry in
@@ -7,6 +7,8 @@
 
 #include "attention/modes.hpp"
 #include "commands/bench_command.hpp"
+#include "commands/train_command.hpp"
+#include "input/tasks.hpp"
 #include "commands/check_answers_command.hpp"
 #include "commands/compare_command.hpp"
 #include "commands/decode_command.hpp"
@@ -167,6 +169,114 @@ Runner add_bench(CLI::App* command) {
     };
 }
 
+// A real number above 0 (or 0 and above with `zero`), for train's rates and factors.
+CLI::Validator real_at_least_zero(bool zero, double below = 0) {
+    return CLI::Validator(
+        [zero, below](std::string& text) -> std::string {
+            char* end = nullptr;
+            const double x = std::strtod(text.c_str(), &end);
+            const bool ok = !text.empty() && end && *end == '\0' && std::isfinite(x) && (zero ? x >= 0 : x > 0) &&
+                            (below <= 0 || x < below);
+            if (ok) return {};
+            return fmt::format("expected a number {}{}, found {}", zero ? "of 0 or more" : "above 0",
+                               below > 0 ? fmt::format(" and below {}", below) : "", printable(text, 64));
+        },
+        "");
+}
+
+// train's flags: the names read when it runs, and what output takes.
+struct TrainFlags {
+    std::string mode = "self", optimizer = "adam", dtype = "float64", format = "table";
+    int digits = 4, threads = 0;
+    std::optional<std::int64_t> dim;
+};
+
+// train's options of what it shows and writes.
+void add_train_output(CLI::App* command, TrainRequest& r, TrainFlags& f) {
+    TrainSettings& t = r.settings;
+    describe(command->add_option("--every", t.every, "a line of the curve every N steps (default: steps / 10)")
+                 ->transform(in_range(std::int64_t{1}, std::int64_t{100000000})),
+             "Output", "N");
+    describe(command->add_option("--threads", f.threads, "OpenMP threads (default: all cores); the numbers are the same for any")
+                 ->transform(in_range(1, max_threads)),
+             "Training", "N");
+    choose(command->add_option("-f,--format", f.format, "the report's format"), "Output", formats_showing(Product::training))
+        ->capture_default_str();
+    describe(command->add_option("--digits", f.digits, "decimals in the table")->transform(in_range(0, 17))->capture_default_str(),
+             "Output", "N");
+    describe(command->add_option("-o,--output", r.save, "write the learned model to FILE, an input every command reads"),
+             "Output", "FILE", Completes::file);
+}
+
+Runner add_train(CLI::App* command) {
+    auto s = std::make_shared<State<TrainRequest, TrainFlags>>();
+    TrainRequest& r = s->request;
+    TrainFlags& f = s->flags;
+    TrainSettings& t = r.settings;
+    describe(command->add_option("TASK", r.task, "who_did_it, recall, or a file of examples (JSON Lines)")->required(),
+             "Task", "", Completes::input);
+    describe(command->add_option("--examples", r.examples, "a built-in task's examples, drawn from the seed")
+                 ->transform(in_range(std::size_t{2}, std::size_t{1000000}))
+                 ->capture_default_str(),
+             "Task", "N");
+    describe(command->add_option("--held-out", r.held_out, "the share of examples held out (the last ones)")
+                 ->check(real_at_least_zero(true, 1))
+                 ->capture_default_str(),
+             "Task", "F");
+    choose(command->add_option("-m,--mode", f.mode, "the layer: self, or causal (a query sees only keys up to itself)"),
+           "Layer", {"self", "causal"})
+        ->capture_default_str();
+    describe(command->add_option("--dim", f.dim, "d_k, the columns of W_q and W_k (default 4; recall 8); d_v too unless targets say")
+                 ->transform(in_range(std::int64_t{1}, std::int64_t{4096})),
+             "Layer", "N");
+    describe(command->add_flag("--bias", t.bias, "train biases b_q, b_k, b_v too (they start at 0)"), "Layer", "");
+    choose(command->add_option("--dtype", f.dtype, "the working precision"), "Layer", enum_names<Dtype>())
+        ->capture_default_str();
+    choose(command->add_option("--optimizer", f.optimizer, "adam, or sgd (with --momentum)"), "Training",
+           enum_names<Optimizer>())
+        ->capture_default_str();
+    describe(command->add_option("--lr", t.lr, "the learning rate")->check(real_at_least_zero(false))->capture_default_str(),
+             "Training", "X");
+    describe(command->add_option("--momentum", t.momentum, "sgd's momentum μ (0: W ← W − lr·∇L)")
+                 ->check(real_at_least_zero(true, 1))
+                 ->capture_default_str(),
+             "Training", "X");
+    describe(command->add_option("--steps", t.steps, "updates (0: the initial weights, written as they are)")
+                 ->transform(in_range(std::int64_t{0}, std::int64_t{100000000}))
+                 ->capture_default_str(),
+             "Training", "N");
+    describe(command->add_option("--batch", t.batch, "examples per step (all of them: full-batch gradient descent)")
+                 ->transform(in_range(std::int64_t{1}, std::int64_t{1000000}))
+                 ->capture_default_str(),
+             "Training", "N");
+    describe(command->add_option("--clip", t.clip, "scale the gradient down to this norm when it is longer (0: never)")
+                 ->check(real_at_least_zero(true))
+                 ->capture_default_str(),
+             "Training", "X");
+    describe(command->add_option("--seed", t.seed, "the initial weights, a built-in task's examples and their order")
+                 ->transform(whole_number_u64)
+                 ->capture_default_str(),
+             "Training", "N");
+    add_train_output(command, r, f);
+    return [s] {
+        return run(
+            [&](Outputs& outputs) {
+                TrainRequest& request = s->request;
+                const TrainFlags& flags = s->flags;
+                prepare_threads(flags.threads > 0 ? std::optional<int>(flags.threads) : std::nullopt);
+                request.settings.causal = flags.mode == "causal";
+                request.settings.optimizer = *parse_enum<Optimizer>(flags.optimizer);
+                request.settings.dtype = *parse_enum<Dtype>(flags.dtype);
+                if (flags.dim) request.dim = static_cast<Eigen::Index>(*flags.dim);
+                request.format = *parse_enum<Format>(flags.format);
+                request.render.digits = flags.digits;
+                request.max_input = default_max_input_bytes;
+                run_train(request, outputs);
+            },
+            std::nullopt);
+    };
+}
+
 Runner add_compare(CLI::App* command) {
     auto s = std::make_shared<State<CompareRequest, TracedFlags>>();
     describe(command->add_option("A", s->request.a, "first input (file, - or example:NAME)")->required(), "Input", "",
@@ -308,6 +418,13 @@ const std::vector<Subcommand> table{
       {"attntrace bench --sizes 1024,4096 --modes causal --paths streaming", "the causal streaming path alone"},
       {"attntrace bench --sizes 1024,2048,4096 --paths backward --dtypes float32 --threads 2",
        "the streaming backward pass per doubling of n"}}},
+    {"train",
+     "learn an attention layer's W_q, W_k, W_v on a task, watch the weight it is about, and save the model",
+     add_train,
+     {{"attntrace train who_did_it", "the verb learns to look back at its subject"},
+      {"attntrace train who_did_it -o learned.json && attntrace learned.json -m self -s weights",
+       "save what was learned and trace it"},
+      {"attntrace train recall --format json", "associative recall, its curve as JSON"}}},
     {"compare",
      "one word's context vector in two inputs: their difference, cosine and what moved it",
      add_compare,

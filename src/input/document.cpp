@@ -55,6 +55,21 @@ Projections read_projections(const Reader& in, const Json& weights, Eigen::Index
     return p;
 }
 
+// "learned": where attntrace train's weights came from, said by every run of the model as a note.
+std::string learned_note(const Reader& in, const Json& learned) {
+    in.require_object(learned, "/learned");
+    in.only_keys(learned, "/learned", {"task", "optimizer", "lr", "steps", "seed", "final_loss"}, Aliases{});
+    for (const char* key : {"task", "optimizer", "lr", "steps", "seed", "final_loss"})
+        if (!learned.contains(key)) in.fail("/learned", fmt::format("missing \"{}\"", key));
+    const double steps = in.number(learned["steps"], "/learned/steps");
+    const double seed = in.number(learned["seed"], "/learned/seed");
+    return fmt::format("the weights were learned by attntrace train: task {}, {} steps of {} (lr {}), seed {}, final "
+                       "loss {:.4g} over its training examples",
+                       printable(in.string(learned["task"], "/learned/task")), steps,
+                       printable(in.string(learned["optimizer"], "/learned/optimizer")),
+                       in.number(learned["lr"], "/learned/lr"), seed, in.number(learned["final_loss"], "/learned/final_loss"));
+}
+
 // "heads" or "kv_heads": a whole number from 1 to `most`.
 int read_count(const Reader& in, const Json& value, std::string_view pointer, int most) {
     const double x = in.number(value, pointer);
@@ -214,7 +229,7 @@ Problem read_document(Reader& in, Json& doc, const std::string& origin, const st
         doc.erase("$schema");
     }
     in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights", "heads", "kv_heads",
-                           "padding", "positions", "source", "target", "layout"},
+                           "padding", "positions", "source", "target", "layout", "learned"},
                  top_level_aliases());
 
     Problem problem;
@@ -230,12 +245,10 @@ Problem read_document(Reader& in, Json& doc, const std::string& origin, const st
         problem.layout = *stored;
         problem.layout_stated = true;
     }
-    if (layout) {
-        problem.layout = *layout;
-        problem.layout_stated = true;
-    }
+    if (layout) problem.layout = *layout, problem.layout_stated = true;
     in.set_layout(problem.layout, problem.layout_stated);
     if (doc.contains("description")) problem.description = read_description(in, doc["description"]);
+    if (doc.contains("learned")) problem.notes.push_back(learned_note(in, doc["learned"]));
     if (doc.contains("mode")) {
         const auto name = in.string(doc["mode"], "/mode");
         problem.mode = parse_enum<Mode>(name);

@@ -39,6 +39,10 @@ void write_gradients_csv(const StreamGradients& gradients, const RenderOptions& 
 void write_bench_text(const BenchReport& report, std::ostream& out);
 void write_bench_json(JsonWriter& json, const BenchReport& report);
 
+// train (render/train_report.cpp): its table, and the members of its JSON document.
+void write_training_text(const TrainReport& report, const RenderOptions& options, std::ostream& out);
+void write_training_json(JsonWriter& json, const TrainReport& report);
+
 // One query's strongest keys, largest weight and entropy ("top", "max_weight", "entropy"), as
 // members of the object being written: a query of a JSON summary, or a JSON Lines line
 // (render/json.cpp).

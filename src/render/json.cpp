@@ -352,7 +352,8 @@ class JsonRenderer final : public Renderer,
                            public ShowsGradients,
                            public ShowsAnswers,
                            public ShowsQuiz,
-                           public ShowsBench {
+                           public ShowsBench,
+                           public ShowsTraining {
 public:
     // Measured on the project's machine, one thread: a full trace of 1000 tokens (4 n×n stages, 4
     // million numbers) took 145 ns of CPU time a number, a decode (1000 tokens of 8 numbers) 150,
@@ -535,6 +536,9 @@ public:
 
     void bench(const BenchReport& report, const RenderOptions&, std::ostream& os) const override {
         write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) { write_bench_json(json, report); });
+    }
+    void training(const TrainReport& report, const RenderOptions&, std::ostream& os) const override {
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) { write_training_json(json, report); });
     }
 };
 

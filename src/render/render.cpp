@@ -42,6 +42,7 @@ constexpr ProductEntry product_table[] = {
     {Product::answers, "the report of check-answers", "check-answers writes table (text) or json"},
     {Product::quiz, "a quiz", "quiz writes table (a transcript) or json"},
     {Product::bench, "the report of bench", "bench writes table or json"},
+    {Product::training, "the report of train", "train writes table or json"},
 };
 
 // Which format shows which product: a row a format, with its renderer and, for a format that
@@ -56,7 +57,7 @@ constexpr Products documents{Product::trace, Product::summary, Product::similari
                              Product::check, Product::decode,  Product::gradients};
 constexpr Products everything{Product::trace,     Product::summary, Product::similarity, Product::comparison,
                               Product::check,     Product::decode,  Product::gradients,  Product::answers,
-                              Product::quiz,      Product::bench};
+                              Product::quiz,      Product::bench,   Product::training};
 constexpr FormatEntry format_table[] = {
     {Format::table, table_renderer, everything, ""},
     {Format::json, json_renderer, everything, ""},
@@ -131,6 +132,9 @@ void render(const QuizEvent& event, const RenderOptions& options, std::ostream& 
 }
 void render(const BenchReport& report, const RenderOptions& options, std::ostream& out) {
     shown_by<ShowsBench>(options.format, Product::bench).bench(report, options, out);
+}
+void render(const TrainReport& report, const RenderOptions& options, std::ostream& out) {
+    shown_by<ShowsTraining>(options.format, Product::training).training(report, options, out);
 }
 
 std::vector<Shown> shown_stages(const Trace& trace, const RenderOptions& options) {

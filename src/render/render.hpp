@@ -53,7 +53,7 @@ struct RenderOptions {
 };
 
 // The products a format may show: which format shows which is the table of render.cpp.
-enum class Product { trace, summary, similarity, comparison, check, decode, gradients, answers, quiz, bench };
+enum class Product { trace, summary, similarity, comparison, check, decode, gradients, answers, quiz, bench, training };
 
 // How a format writes a decode, for the estimates of commands/guards.
 enum class DecodeLayout {
@@ -97,6 +97,7 @@ struct StreamGradients;  // attention/streaming_backward.hpp
 struct AnswerReport;     // practice/verdicts.hpp
 struct QuizEvent;     // practice/quiz.hpp
 struct BenchReport;   // core/bench.hpp
+struct TrainReport;   // attention/training.hpp
 
 // One interface per product.
 class ShowsTrace {
@@ -166,6 +167,13 @@ public:
 protected:
     ~ShowsBench() = default;
 };
+// `attntrace train`: the task, the settings and the curve of a training run.
+class ShowsTraining {
+public:
+    virtual void training(const TrainReport& report, const RenderOptions& options, std::ostream& out) const = 0;
+protected:
+    ~ShowsTraining() = default;
+};
 
 // The registry: the renderer of each format.
 const Renderer& renderer(Format format);
@@ -188,6 +196,7 @@ void render(const StreamGradients& gradients, const RenderOptions& options, std:
 void render(const AnswerReport& report, const RenderOptions& options, std::ostream& out);
 void render(const QuizEvent& event, const RenderOptions& options, std::ostream& out);
 void render(const BenchReport& report, const RenderOptions& options, std::ostream& out);
+void render(const TrainReport& report, const RenderOptions& options, std::ostream& out);
 
 // JSON Lines of a summary (render/jsonl.cpp): one whole JSON object a query, for the queries
 // of `rows`, as the streaming path finishes them. Returns how many of them were written:

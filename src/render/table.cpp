@@ -368,7 +368,8 @@ void write_parameters(const Trace& trace, const RenderOptions& options, std::ost
     }
 }
 
-class TableRenderer final : public TextRenderer, public ShowsGradients, public ShowsAnswers, public ShowsQuiz, public ShowsBench {
+class TableRenderer final : public TextRenderer, public ShowsGradients, public ShowsAnswers, public ShowsQuiz, public ShowsBench,
+                            public ShowsTraining {
 public:
     void gradients(const StreamGradients& g, const RenderOptions& options, std::ostream& out) const override {
         write_gradients_table(g, options, out);
@@ -478,6 +479,9 @@ public:
     }
     void bench(const BenchReport& report, const RenderOptions&, std::ostream& out) const override {
         write_bench_text(report, out);
+    }
+    void training(const TrainReport& report, const RenderOptions& options, std::ostream& out) const override {
+        write_training_text(report, options, out);
     }
 
     void report(const Report& report, const RenderOptions& options, std::ostream& out) const override {

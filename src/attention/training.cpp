@@ -1,0 +1,400 @@
+#include "attention/training.hpp"
+
+#include "core/error.hpp"
+#include "core/generator.hpp"
+#include "util/parallel.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+namespace attntrace {
+namespace {
+
+template <typename T>
+using Mat = MatrixT<T>;
+template <typename T>
+using Row = Eigen::Matrix<T, 1, Eigen::Dynamic>;
+
+// Where each parameter sits in one flat array (the optimizer's view): W_q, W_k, W_v by rows,
+// then b_q, b_k, b_v when the layer has biases.
+struct Layout {
+    Eigen::Index d_in = 0, d_k = 0, d_v = 0;
+    bool bias = false;
+
+    Eigen::Index w_q() const { return 0; }
+    Eigen::Index w_k() const { return d_in * d_k; }
+    Eigen::Index w_v() const { return 2 * d_in * d_k; }
+    Eigen::Index b_q() const { return d_in * (2 * d_k + d_v); }
+    Eigen::Index b_k() const { return b_q() + d_k; }
+    Eigen::Index b_v() const { return b_k() + d_k; }
+    Eigen::Index size() const { return b_q() + (bias ? 2 * d_k + d_v : 0); }
+};
+
+Layout layout_of(const Projections& p) {
+    return {p.query.rows(), p.query.cols(), p.value.cols(), p.query_bias.has_value()};
+}
+
+template <typename T>
+std::vector<T> flatten(const Projections& p, const Layout& l) {
+    std::vector<T> flat(static_cast<std::size_t>(l.size()));
+    const auto put = [&](const Matrix& m, Eigen::Index at) {
+        Eigen::Map<Mat<T>>(flat.data() + at, m.rows(), m.cols()) = m.cast<T>();
+    };
+    put(p.query, l.w_q()), put(p.key, l.w_k()), put(p.value, l.w_v());
+    if (l.bias) put(*p.query_bias, l.b_q()), put(*p.key_bias, l.b_k()), put(*p.value_bias, l.b_v());
+    return flat;
+}
+
+template <typename T>
+Projections unflatten(const std::vector<T>& flat, const Layout& l) {
+    const auto get = [&](Eigen::Index at, Eigen::Index rows, Eigen::Index cols) -> Matrix {
+        return Eigen::Map<const Mat<T>>(flat.data() + at, rows, cols).template cast<double>();
+    };
+    Projections p;
+    p.query = get(l.w_q(), l.d_in, l.d_k), p.key = get(l.w_k(), l.d_in, l.d_k), p.value = get(l.w_v(), l.d_in, l.d_v);
+    if (l.bias) {
+        p.query_bias = get(l.b_q(), 1, l.d_k), p.key_bias = get(l.b_k(), 1, l.d_k);
+        p.value_bias = get(l.b_v(), 1, l.d_v);
+    }
+    return p;
+}
+
+// The parameters as matrices over a flat array (const or not).
+template <typename T, typename Pointer>
+struct Views {
+    using M = std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>, Eigen::Map<const Mat<T>>,
+                                 Eigen::Map<Mat<T>>>;
+    M W_q, W_k, W_v, b_q, b_k, b_v;
+    Views(Pointer p, const Layout& l)
+        : W_q(p + l.w_q(), l.d_in, l.d_k), W_k(p + l.w_k(), l.d_in, l.d_k), W_v(p + l.w_v(), l.d_in, l.d_v),
+          b_q(p + (l.bias ? l.b_q() : 0), 1, l.bias ? l.d_k : 0), b_k(p + (l.bias ? l.b_k() : 0), 1, l.bias ? l.d_k : 0),
+          b_v(p + (l.bias ? l.b_v() : 0), 1, l.bias ? l.d_v : 0) {}
+};
+
+// Row i's softmax over its first `visible` scores, into `a` (the rest 0); returns logsumexp.
+template <typename T>
+T softmax_row(const Row<T>& s, Eigen::Index visible, Row<T>& a) {
+    const T top = s.head(visible).maxCoeff();
+    a.setZero(s.size());
+    a.head(visible) = (s.head(visible).array() - top).exp().matrix();
+    const T total = a.head(visible).sum();
+    a.head(visible) /= total;
+    return top + std::log(total);
+}
+
+// A focus example: only the query's row of the scores is needed.
+template <typename T>
+double focus_pass(const Layout& l, const T* p, const Mat<T>& X, const TrainingExample::Focus& f, bool causal,
+                  T* g, Row<T>* weights) {
+    const Views<T, const T*> w(p, l);
+    const T scale = std::sqrt(static_cast<T>(l.d_k));
+    Mat<T> K = X * w.W_k;
+    Row<T> q = X.row(f.query) * w.W_q;
+    if (l.bias) K.rowwise() += Row<T>(w.b_k), q += w.b_q;
+    const Row<T> s = (K * q.transpose()).transpose() / scale;
+    const Eigen::Index visible = causal ? f.query + 1 : X.rows();
+    Row<T> a;
+    const T lse = softmax_row<T>(s, visible, a);
+    if (weights) *weights = a;
+    if (g) {
+        Views<T, T*> d(g, l);
+        Row<T> ds = a;
+        ds(f.key) -= T(1);
+        ds /= scale;
+        const Row<T> dq = ds * K;
+        const Mat<T> dK = ds.transpose() * q;
+        d.W_q += X.row(f.query).transpose() * dq;
+        d.W_k += X.transpose() * dK;
+        if (l.bias) d.b_q += dq, d.b_k += dK.colwise().sum();
+    }
+    return static_cast<double>(lse - s(f.key));
+}
+
+// A target example: the whole layer, forward and back.
+template <typename T>
+double target_pass(const Layout& l, const T* p, const Mat<T>& X, const Matrix& target, bool causal, T* g) {
+    const Views<T, const T*> w(p, l);
+    const T scale = std::sqrt(static_cast<T>(l.d_k));
+    Mat<T> Q = X * w.W_q, K = X * w.W_k, V = X * w.W_v;
+    if (l.bias) Q.rowwise() += Row<T>(w.b_q), K.rowwise() += Row<T>(w.b_k), V.rowwise() += Row<T>(w.b_v);
+    const Mat<T> S = Q * K.transpose() / scale;
+    const Eigen::Index n = X.rows();
+    Mat<T> A(n, n);
+    Row<T> a;
+    for (Eigen::Index i = 0; i < n; ++i) {
+        (void)softmax_row<T>(S.row(i), causal ? i + 1 : n, a);
+        A.row(i) = a;
+    }
+    const Mat<T> dZ = A * V - target.cast<T>();
+    const double loss = 0.5 * dZ.template cast<double>().squaredNorm();
+    if (g) {
+        Views<T, T*> d(g, l);
+        const Mat<T> dA = dZ * V.transpose();
+        const Mat<T> dV = A.transpose() * dZ;
+        const Eigen::Matrix<T, Eigen::Dynamic, 1> along = (dA.array() * A.array()).rowwise().sum();
+        const Mat<T> dS = (A.array() * (dA.array().colwise() - along.array())).matrix() / scale;
+        const Mat<T> dQ = dS * K, dK = dS.transpose() * Q;
+        d.W_q += X.transpose() * dQ, d.W_k += X.transpose() * dK, d.W_v += X.transpose() * dV;
+        if (l.bias) d.b_q += dQ.colwise().sum(), d.b_k += dK.colwise().sum(), d.b_v += dV.colwise().sum();
+    }
+    return loss;
+}
+
+// An example's loss, and its gradient added into `g` when given. A focus example with a
+// target too is judged by both: the sum of the two losses.
+template <typename T>
+double example_pass(const Layout& l, const T* p, const Mat<T>& X, const TrainingExample& ex, bool causal, T* g) {
+    double loss = 0;
+    if (ex.focus) loss += focus_pass<T>(l, p, X, *ex.focus, causal, g, nullptr);
+    if (ex.target) loss += target_pass<T>(l, p, X, *ex.target, causal, g);
+    return loss;
+}
+
+// The examples with their inputs in the working precision, once.
+template <typename T>
+struct Prepared {
+    const TrainingExample* example;
+    Mat<T> X;
+};
+template <typename T>
+std::vector<Prepared<T>> prepare(const std::vector<TrainingExample>& examples) {
+    std::vector<Prepared<T>> out;
+    out.reserve(examples.size());
+    for (const auto& e : examples) out.push_back({&e, e.inputs.cast<T>()});
+    return out;
+}
+
+// The arithmetic of one example, for worth_threads.
+template <typename T>
+double operations(const Prepared<T>& e, const Layout& l) {
+    const double n = static_cast<double>(e.X.rows());
+    return n * l.d_in * (2 * l.d_k + l.d_v) * 2 + n * n * (l.d_k + l.d_v) * 4;
+}
+
+// The mean loss of `items` (indices into `examples`) and, with `gradient`, its mean gradient.
+// Each example's gradient is made in its own buffer and the buffers are added in the items'
+// order, so the sum is the same bytes for any thread count.
+template <typename T>
+double mean_pass(const Layout& l, const std::vector<T>& params, const std::vector<Prepared<T>>& examples,
+                 const std::vector<std::size_t>& items, bool causal, std::vector<T>* gradient) {
+    const std::size_t count = items.size();
+    const auto size = static_cast<std::size_t>(l.size());
+    std::vector<double> losses(count, 0.0);
+    std::vector<T> parts(gradient ? count * size : 0, T(0));
+    double work = 0;
+    for (const std::size_t i : items) work += operations(examples[i], l);
+    RegionErrors errors;
+#pragma omp parallel for schedule(static) if (worth_threads(work))
+    for (std::size_t b = 0; b < count; ++b)
+        errors.run([&] {
+            const Prepared<T>& e = examples[items[b]];
+            losses[b] = example_pass<T>(l, params.data(), e.X, *e.example, causal,
+                                        gradient ? parts.data() + b * size : nullptr);
+        });
+    errors.rethrow();
+    double total = 0;
+    for (const double x : losses) total += x;
+    if (gradient) {
+        gradient->assign(size, T(0));
+        for (std::size_t b = 0; b < count; ++b)
+            for (std::size_t k = 0; k < size; ++k) (*gradient)[k] += parts[b * size + k];
+        for (T& x : *gradient) x /= static_cast<T>(count);
+    }
+    return total / static_cast<double>(count);
+}
+
+// The optimizer's state and its step, as torch.optim.SGD and torch.optim.Adam take it.
+template <typename T>
+struct Updater {
+    const TrainSettings& s;
+    std::vector<T> first, second;  // sgd: the momentum buffer; adam: m and v
+    std::int64_t t = 0;
+
+    void step(std::vector<T>& params, std::vector<T>& g) {
+        ++t;
+        clip(g);
+        if (first.empty()) first.assign(params.size(), T(0)), second.assign(params.size(), T(0));
+        if (s.optimizer == Optimizer::sgd) {
+            const T mu = static_cast<T>(s.momentum), lr = static_cast<T>(s.lr);
+            for (std::size_t k = 0; k < params.size(); ++k) {
+                first[k] = t == 1 || mu == T(0) ? g[k] : mu * first[k] + g[k];
+                params[k] -= lr * first[k];
+            }
+            return;
+        }
+        const T b1 = static_cast<T>(s.beta1), b2 = static_cast<T>(s.beta2), eps = static_cast<T>(s.epsilon);
+        const T correction1 = T(1) - std::pow(b1, static_cast<T>(t));
+        const T correction2 = std::sqrt(T(1) - std::pow(b2, static_cast<T>(t)));
+        const T step_size = static_cast<T>(s.lr) / correction1;
+        for (std::size_t k = 0; k < params.size(); ++k) {
+            first[k] = b1 * first[k] + (T(1) - b1) * g[k];
+            second[k] = b2 * second[k] + (T(1) - b2) * g[k] * g[k];
+            params[k] -= step_size * first[k] / (std::sqrt(second[k]) / correction2 + eps);
+        }
+    }
+
+    // torch.nn.utils.clip_grad_norm_: scaled by c / (‖g‖ + 1e-6) when that is below 1.
+    void clip(std::vector<T>& g) const {
+        if (s.clip <= 0) return;
+        T norm = 0;
+        for (const T x : g) norm += x * x;
+        norm = std::sqrt(norm);
+        const T coefficient = static_cast<T>(s.clip) / (norm + static_cast<T>(1e-6));
+        if (coefficient < T(1))
+            for (T& x : g) x *= coefficient;
+    }
+};
+
+// The order of the examples, drawn again for every epoch from one stream (Fisher–Yates).
+class Order {
+public:
+    Order(std::size_t count, std::uint64_t seed) : rng_(seed ^ 0xD1B54A32D192ED03ULL), order_(count) {}
+
+    // The next batch of at most `size` examples.
+    std::vector<std::size_t> next(std::size_t size) {
+        if (position_ == 0) shuffle();
+        const std::size_t end = std::min(order_.size(), position_ + size);
+        std::vector<std::size_t> batch(order_.begin() + static_cast<std::ptrdiff_t>(position_),
+                                       order_.begin() + static_cast<std::ptrdiff_t>(end));
+        position_ = end == order_.size() ? 0 : end;
+        return batch;
+    }
+    std::int64_t epochs() const { return epochs_; }
+
+private:
+    void shuffle() {
+        std::iota(order_.begin(), order_.end(), std::size_t{0});
+        for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng_.next() % i]);
+        ++epochs_;
+    }
+    SplitMix64 rng_;
+    std::vector<std::size_t> order_;
+    std::size_t position_ = 0;
+    std::int64_t epochs_ = 0;
+};
+
+std::vector<std::size_t> all_of(std::size_t count) {
+    std::vector<std::size_t> items(count);
+    std::iota(items.begin(), items.end(), std::size_t{0});
+    return items;
+}
+
+// The point of the curve under `params`.
+template <typename T>
+CurvePoint evaluate(std::int64_t step, const Layout& l, const std::vector<T>& params, const std::vector<Prepared<T>>& train,
+                    const std::vector<Prepared<T>>& held, const TrainingSet& set, bool causal) {
+    CurvePoint point;
+    point.step = step;
+    point.loss = mean_pass<T>(l, params, train, all_of(train.size()), causal, nullptr);
+    if (!held.empty()) point.held_out_loss = mean_pass<T>(l, params, held, all_of(held.size()), causal, nullptr);
+    std::size_t asked = 0, right = 0;
+    Row<T> a;
+    for (const Prepared<T>& e : held) {
+        if (!e.example->focus) continue;
+        (void)focus_pass<T>(l, params.data(), e.X, *e.example->focus, causal, nullptr, &a);
+        Eigen::Index top = 0;
+        a.maxCoeff(&top);
+        ++asked;
+        right += top == e.example->focus->key;
+    }
+    if (asked > 0) point.accuracy = static_cast<double>(right) / static_cast<double>(asked);
+    if (set.shown && set.shown->focus) {
+        (void)focus_pass<T>(l, params.data(), set.shown->inputs.cast<T>(), *set.shown->focus, causal, nullptr, &a);
+        point.focus = static_cast<double>(a(set.shown->focus->key));
+    }
+    return point;
+}
+
+template <typename T>
+Training train_in(const TrainingSet& set, const TrainSettings& settings, const Projections& start,
+                  const StepObserver& observe) {
+    const Layout l = layout_of(start);
+    std::vector<T> params = flatten<T>(start, l), gradient;
+    const auto train = prepare<T>(set.train), held = prepare<T>(set.held_out);
+    const std::int64_t every = settings.every > 0 ? settings.every : std::max<std::int64_t>(1, settings.steps / 10);
+    Training out;
+    out.initial = start;
+    out.curve.push_back(evaluate<T>(0, l, params, train, held, set, settings.causal));
+    if (observe) observe(0, &out.curve.back());
+    Order order(train.size(), settings.seed);
+    Updater<T> updater{settings, {}, {}, 0};
+    const auto batch = static_cast<std::size_t>(settings.batch);
+    double seconds = 0;
+    for (std::int64_t step = 1; step <= settings.steps; ++step) {
+        const auto began = std::chrono::steady_clock::now();
+        (void)mean_pass<T>(l, params, train, order.next(batch), settings.causal, &gradient);
+        updater.step(params, gradient);
+        seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+        if (!std::all_of(params.begin(), params.end(), [](T x) { return std::isfinite(x); }))
+            throw DataError(fmt::format("step {}: the weights are no longer finite numbers (the learning rate {} is too "
+                                        "large for this task: try a smaller --lr)",
+                                        step, settings.lr));
+        const bool record = step % every == 0 || step == settings.steps;
+        if (record) out.curve.push_back(evaluate<T>(step, l, params, train, held, set, settings.causal));
+        if (observe) observe(step, record ? &out.curve.back() : nullptr);
+    }
+    out.learned = unflatten<T>(params, l);
+    out.steps = settings.steps;
+    out.epochs_begun = order.epochs();
+    out.seconds = seconds;
+    return out;
+}
+
+}  // namespace
+
+Projections initial_weights(const TrainingSet& set, const TrainSettings& settings) {
+    SplitMix64 rng(settings.seed);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(set.d_in));
+    Projections p;
+    p.query = random_matrix(rng, set.d_in, settings.d_k, scale);
+    p.key = random_matrix(rng, set.d_in, settings.d_k, scale);
+    p.value = random_matrix(rng, set.d_in, settings.d_v, scale);
+    if (settings.bias) {
+        p.query_bias = Vector::Zero(settings.d_k), p.key_bias = Vector::Zero(settings.d_k);
+        p.value_bias = Vector::Zero(settings.d_v);
+    }
+    return p;
+}
+
+Training train(const TrainingSet& set, const TrainSettings& settings, const std::optional<Projections>& start,
+               const StepObserver& observe) {
+    if (set.train.empty())
+        throw UsageError("nothing to train on: every example is held out (lower --held-out)");
+    const Projections first = start ? *start : initial_weights(set, settings);
+    return settings.dtype == Dtype::float32 ? train_in<float>(set, settings, first, observe)
+                                            : train_in<double>(set, settings, first, observe);
+}
+
+double example_loss(const Projections& weights, const TrainingExample& example, bool causal, Projections* gradient) {
+    const Layout l = layout_of(weights);
+    const std::vector<double> params = flatten<double>(weights, l);
+    std::vector<double> g(gradient ? params.size() : 0, 0.0);
+    const double loss = example_pass<double>(l, params.data(), example.inputs, example, causal,
+                                             gradient ? g.data() : nullptr);
+    if (gradient) *gradient = unflatten<double>(g, l);
+    return loss;
+}
+
+double focus_weight(const Projections& weights, const TrainingExample& example, bool causal) {
+    const Layout l = layout_of(weights);
+    const std::vector<double> params = flatten<double>(weights, l);
+    Row<double> a;
+    (void)focus_pass<double>(l, params.data(), example.inputs, *example.focus, causal, nullptr, &a);
+    return a(example.focus->key);
+}
+
+Eigen::Index focus_choice(const Projections& weights, const TrainingExample& example, bool causal) {
+    const Layout l = layout_of(weights);
+    const std::vector<double> params = flatten<double>(weights, l);
+    Row<double> a;
+    (void)focus_pass<double>(l, params.data(), example.inputs, *example.focus, causal, nullptr, &a);
+    Eigen::Index top = 0;
+    a.maxCoeff(&top);
+    return top;
+}
+
+}  // namespace attntrace

@@ -1,0 +1,107 @@
+// Training an attention layer: a loop of forward pass, backward pass and update over a task's
+// examples (core/training.hpp), deterministic for a seed whatever the thread count.
+//
+// The layer, for one example X (n × d_in):
+//   Q = X·W_q + b_q    K = X·W_k + b_k    V = X·W_v + b_v          (biases with `bias` alone)
+//   S = Q·Kᵀ / √d_k,  −∞ where the causal mask hides a key;  A = softmax(S) by rows;  Z = A·V
+// Its loss, the mean over a batch of each example's own:
+//   focus:  −log A[q, k]  = logsumexp(S_q) − S_qk
+//   target: ½‖Z − T‖²
+// and the gradients, as the backward pass (attention/backward.hpp) gives them:
+//   dZ = Z − T;  dA = dZ·Vᵀ;  dV = Aᵀ·dZ;  dS = A ⊙ (dA − rowsum(dA ⊙ A)) / √d_k
+//   (focus: dS_q = (A_q − e_k) / √d_k, the other rows 0);  dQ = dS·K;  dK = dSᵀ·Q;
+//   dW_q = Xᵀ·dQ, db_q = Σ rows of dQ (and so on for K and V).
+// The update, as PyTorch's torch.optim writes it (so that a run can be repeated there):
+//   sgd:  b ← μ·b + g;  W ← W − lr·b                  (μ = 0: W ← W − lr·g)
+//   adam: m ← β₁m + (1−β₁)g;  v ← β₂v + (1−β₂)g²;  W ← W − (lr / (1−β₁ᵗ))·m / (√v / √(1−β₂ᵗ) + ε)
+// with the gradient first scaled by c / (‖g‖ + 10⁻⁶) when --clip c is below its norm.
+//
+// Pure math: no I/O, no printing.
+#pragma once
+
+#include "core/problem.hpp"
+#include "core/training.hpp"
+#include "core/types.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace attntrace {
+
+enum class Optimizer { sgd, adam };
+inline constexpr NameTable<Optimizer, 2> optimizer_names{{{Optimizer::sgd, "sgd"}, {Optimizer::adam, "adam"}}};
+constexpr const auto& names_of(Optimizer) { return optimizer_names; }
+
+struct TrainSettings {
+    bool causal = false;   // mode causal: a query sees itself and the keys before it
+    Eigen::Index d_k = 4;  // the columns of W_q and W_k
+    Eigen::Index d_v = 4;  // the columns of W_v (the targets' width when the task has targets)
+    bool bias = false;     // b_q, b_k, b_v, trained with the weights
+    Dtype dtype = Dtype::float64;
+    Optimizer optimizer = Optimizer::adam;
+    double lr = 0.05;
+    double momentum = 0.9;               // sgd
+    double beta1 = 0.9, beta2 = 0.999;   // adam
+    double epsilon = 1e-8;               // adam
+    double clip = 0;                     // the gradient's largest norm (0: not clipped)
+    std::int64_t steps = 300;
+    std::int64_t batch = 16;             // examples per step (the last batch of an epoch may have fewer)
+    std::int64_t every = 0;              // a point of the curve every this many steps (0: steps / 10)
+    std::uint64_t seed = 123;            // the initial weights and the order of the examples
+};
+
+// The curve after `step` updates (step 0: the initial weights).
+struct CurvePoint {
+    std::int64_t step = 0;
+    double loss = 0;                        // the mean loss over the training examples
+    std::optional<double> held_out_loss;    // over the held-out examples
+    std::optional<double> accuracy;         // held-out focus examples whose query's largest weight is on its key
+    std::optional<double> focus;            // the shown example's A[q, k]
+};
+
+struct Training {
+    Projections initial, learned;
+    std::vector<CurvePoint> curve;
+    std::int64_t steps = 0;
+    std::int64_t epochs_begun = 0;  // how many times the order of the examples was drawn
+    double seconds = 0;             // the steps alone: the curve's evaluations are not counted
+};
+
+// Called after every step with the step's number and the curve's point when one was made.
+using StepObserver = std::function<void(std::int64_t step, const CurvePoint* point)>;
+
+// The weights a run starts from: generate_projections(seed, d_in, d_k) for W_q and W_k, then
+// W_v (d_in × d_v) from the same stream, and zero biases with `bias`.
+Projections initial_weights(const TrainingSet& set, const TrainSettings& settings);
+
+// Trains from `start` (or the initial weights). Throws UsageError for a task without training
+// examples, DataError when a loss or gradient stops being finite (a learning rate too large).
+Training train(const TrainingSet& set, const TrainSettings& settings, const std::optional<Projections>& start = {},
+               const StepObserver& observe = {});
+
+// One example's loss under `weights`, in float64, and, with `gradient`, its gradient with the
+// shapes of `weights` (biases present when `weights` has them). For the tests and the report.
+double example_loss(const Projections& weights, const TrainingExample& example, bool causal,
+                    Projections* gradient = nullptr);
+
+// A[q, k] of a focus example under `weights`.
+double focus_weight(const Projections& weights, const TrainingExample& example, bool causal);
+
+// The key a focus example's query puts most weight on (the first of equal ones).
+Eigen::Index focus_choice(const Projections& weights, const TrainingExample& example, bool causal);
+
+}  // namespace attntrace
+
+namespace attntrace {
+
+// What attntrace train reports: the task, how it was trained and what came of it.
+struct TrainReport {
+    const TrainingSet* set = nullptr;
+    TrainSettings settings;
+    Training training;
+    std::string saved;  // the file the learned model went to ("": none)
+};
+
+}  // namespace attntrace

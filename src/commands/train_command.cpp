@@ -1,0 +1,105 @@
+#include "commands/train_command.hpp"
+
+#include "core/error.hpp"
+#include "input/source.hpp"
+#include "input/tasks.hpp"
+#include "render/json_writer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+namespace attntrace {
+namespace {
+
+TrainingSet task_of(const TrainRequest& r) {
+    const auto names = built_in_tasks();
+    if (std::find(names.begin(), names.end(), r.task) != names.end()) {
+        const auto held = static_cast<std::size_t>(r.held_out * static_cast<double>(r.examples));
+        return built_in_task(r.task, r.settings.seed, r.examples, held);
+    }
+    const InputText text = read_input(r.task, r.max_input);
+    TrainingSet set = read_task_lines(text.text, text.origin, r.held_out);
+    text.require_unchanged();
+    return set;
+}
+
+// The settings the task decides: d_k and d_v, and that a focus on a hidden key cannot be learned.
+TrainSettings settings_for(const TrainRequest& r, const TrainingSet& set) {
+    TrainSettings s = r.settings;
+    const Eigen::Index own = set.task == "recall" ? 8 : 4;
+    s.d_k = r.dim.value_or(own);
+    s.d_v = set.target_width > 0 ? set.target_width : s.d_k;
+    if (r.dim && set.target_width > 0 && *r.dim != set.target_width) s.d_k = *r.dim;
+    for (const auto* part : {&set.train, &set.held_out})
+        for (const TrainingExample& e : *part)
+            if (s.causal && e.focus && e.focus->key > e.focus->query)
+                throw DataError(fmt::format("{}: an example asks token {} to look at token {}, after it, which the causal "
+                                            "mask hides (train it with -m self)",
+                                            set.task, e.focus->query + 1, e.focus->key + 1));
+    return s;
+}
+
+// The learned model as an ordinary input: the followed example's tokens and vectors, the
+// weights, and where they came from ("learned").
+void write_model(std::ostream& out, const TrainReport& report) {
+    const TrainingSet& set = *report.set;
+    const TrainingExample& e = set.shown ? *set.shown : set.train.front();
+    const Training& t = report.training;
+    const Projections& w = t.learned;
+    fmt::memory_buffer buffer;
+    JsonWriter json(buffer);
+    using Layout = JsonWriter::Layout;
+    json.object();
+    // What the weights show is a claim about the mode they were trained in: described for it alone.
+    std::string text = fmt::format("Weights learned by attntrace train on {}: {}.", set.task, set.description);
+    if (set.shown && set.shown->focus) {
+        const auto& f = *set.shown->focus;
+        text += fmt::format(" After training, \"{}\" gives \"{}\" {:.2f} of its weight.",
+                            e.tokens[static_cast<std::size_t>(f.query)], e.tokens[static_cast<std::size_t>(f.key)],
+                            *t.curve.back().focus);
+    }
+    json.key("description").object().key(report.settings.causal ? "causal" : "self").string(text).end();
+    json.key("mode").string(report.settings.causal ? "causal" : "self");
+    json.key("tokens").strings(e.tokens);
+    json.key("embeddings").matrix(e.inputs, Dtype::float64);
+    json.key("weights").object();
+    json.key("query").matrix(w.query, Dtype::float64).key("key").matrix(w.key, Dtype::float64);
+    json.key("value").matrix(w.value, Dtype::float64);
+    if (w.query_bias) {
+        json.key("query_bias").numbers(*w.query_bias, Dtype::float64);
+        json.key("key_bias").numbers(*w.key_bias, Dtype::float64);
+        json.key("value_bias").numbers(*w.value_bias, Dtype::float64);
+    }
+    json.end();
+    json.key("learned").object(Layout::inline_);
+    json.key("task").string(set.task).key("optimizer").string(to_string(report.settings.optimizer));
+    json.key("lr").real(report.settings.lr).key("steps").integer(t.steps);
+    json.key("seed").unsigned_integer(report.settings.seed);
+    json.key("final_loss").number(t.curve.back().loss, Dtype::float64);
+    json.end();
+    json.end();
+    out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    out << '\n';
+}
+
+}  // namespace
+
+void run_train(const TrainRequest& request, Outputs& outputs) {
+    require_format(request.format, Product::training);
+    const TrainingSet set = task_of(request);
+    TrainReport report;
+    report.set = &set;
+    report.settings = settings_for(request, set);
+    report.training = train(set, report.settings);
+    if (request.save) {
+        write_model(outputs.add(*request.save), report);
+        report.saved = *request.save;
+    }
+    RenderOptions options = request.render;
+    options.format = request.format;
+    render(report, options, outputs.main());
+}
+
+}  // namespace attntrace

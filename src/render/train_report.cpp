@@ -1,0 +1,138 @@
+// attntrace train's report: what was trained on and how, the curve every K steps, and the weight
+// the task is about before and after.
+#include "attention/training.hpp"
+#include "render/formats.hpp"
+#include "render/json_writer.hpp"
+#include "render/render.hpp"
+#include "util/utf8.hpp"
+
+#include <fmt/format.h>
+
+#include <ostream>
+#include <string>
+
+namespace attntrace {
+namespace {
+
+// "smiled → teacher", the pair the report follows.
+std::string followed_pair(const TrainingExample& shown) {
+    const auto& f = *shown.focus;
+    return fmt::format("{} → {}", printable(shown.tokens[static_cast<std::size_t>(f.query)]),
+                       printable(shown.tokens[static_cast<std::size_t>(f.key)]));
+}
+
+std::string sentence_of(const TrainingExample& e) {
+    std::string text;
+    for (const auto& t : e.tokens) text += (text.empty() ? "" : " ") + printable(t);
+    return text;
+}
+
+std::string optimizer_text(const TrainSettings& s) {
+    if (s.optimizer == Optimizer::sgd)
+        return s.momentum == 0 ? fmt::format("sgd (lr {}, no momentum: W ← W − lr·∇L)", s.lr)
+                               : fmt::format("sgd (lr {}, momentum {})", s.lr, s.momentum);
+    return fmt::format("adam (lr {}, β₁ {}, β₂ {}, ε {})", s.lr, s.beta1, s.beta2, s.epsilon);
+}
+
+std::string percent(double x) { return fmt::format("{:.1f}%", 100 * x); }
+
+}  // namespace
+
+void write_training_text(const TrainReport& report, const RenderOptions& options, std::ostream& out) {
+    const TrainingSet& set = *report.set;
+    const TrainSettings& s = report.settings;
+    const Training& t = report.training;
+    const int digits = options.digits;
+    out << fmt::format("train {}: {}\n", printable(set.task), set.description);
+    out << fmt::format("examples: {} trained on, {} held out · {} mode · d_in = {}, d_k = {}, d_v = {} · {} · {}\n",
+                       set.train.size(), set.held_out.size(), s.causal ? "causal" : "self", set.d_in, s.d_k, s.d_v,
+                       s.bias ? "biases b_q, b_k, b_v" : "no biases", to_string(s.dtype));
+    out << fmt::format("optimizer: {}{} · batch {} · {} steps ({} epoch{} begun) · seed {}\n", optimizer_text(s),
+                       s.clip > 0 ? fmt::format(", gradient norm clipped at {}", s.clip) : "", s.batch, t.steps,
+                       t.epochs_begun, t.epochs_begun == 1 ? "" : "s", s.seed);
+    const bool follows = set.shown && set.shown->focus;
+    if (follows)
+        out << fmt::format("follows: the weight of {} in \"{}\"\n", followed_pair(*set.shown), sentence_of(*set.shown));
+    out << '\n';
+    const std::string focus_head = follows ? followed_pair(*set.shown) : "";
+    const int width = digits + 4;
+    out << fmt::format("{:>6}  {:>{}}  {:>{}}  {:>17}  {}\n", "step", "loss", width, "held-out loss", std::max(width, 13),
+                       "held-out accuracy", focus_head);
+    for (const CurvePoint& p : t.curve) {
+        const auto shown = [&](const std::optional<double>& x) {
+            return x ? fmt::format("{:.{}f}", *x, digits) : std::string("–");
+        };
+        out << fmt::format("{:>6}  {:>{}.{}f}  {:>{}}  {:>17}  {}\n", p.step, p.loss, width, digits,
+                           shown(p.held_out_loss), std::max(width, 13), p.accuracy ? percent(*p.accuracy) : "–",
+                           p.focus ? shown(p.focus) : "");
+    }
+    out << '\n';
+    const CurvePoint& first = t.curve.front();
+    const CurvePoint& last = t.curve.back();
+    if (first.focus && last.focus)
+        out << fmt::format("{}: {:.{}f} → {:.{}f}\n", focus_head, *first.focus, digits, *last.focus, digits);
+    if (last.accuracy)
+        out << fmt::format("held-out accuracy: {} → {} (the query's largest weight on its key)\n",
+                           percent(*first.accuracy), percent(*last.accuracy));
+    if (t.steps > 0)
+        out << fmt::format("{} steps in {:.3f} s: {:.0f} steps per second (the curve's evaluations not counted)\n", t.steps,
+                           t.seconds, t.seconds > 0 ? static_cast<double>(t.steps) / t.seconds : 0.0);
+    if (!report.saved.empty())
+        out << fmt::format("learned model written to {}: trace it with attntrace {} -m {}\n", printable(report.saved),
+                           printable(report.saved), s.causal ? "causal" : "self");
+}
+
+void write_training_json(JsonWriter& json, const TrainReport& report) {
+    using Layout = JsonWriter::Layout;
+    const TrainingSet& set = *report.set;
+    const TrainSettings& s = report.settings;
+    const Training& t = report.training;
+    json.key("schema").string("attntrace.train/1");
+    json.key("task").string(set.task);
+    json.key("description").string(set.description);
+    json.key("mode").string(s.causal ? "causal" : "self");
+    json.key("dtype").string(to_string(s.dtype));
+    json.key("examples").object(Layout::inline_).key("train").unsigned_integer(set.train.size());
+    json.key("held_out").unsigned_integer(set.held_out.size()).end();
+    json.key("dims").object(Layout::inline_).key("d_in").integer(set.d_in).key("d_k").integer(s.d_k);
+    json.key("d_v").integer(s.d_v).end();
+    json.key("bias").boolean(s.bias);
+    json.key("optimizer").object(Layout::inline_).key("name").string(to_string(s.optimizer)).key("lr").real(s.lr);
+    if (s.optimizer == Optimizer::sgd) json.key("momentum").real(s.momentum);
+    else json.key("beta1").real(s.beta1).key("beta2").real(s.beta2).key("epsilon").real(s.epsilon);
+    json.key("clip");
+    if (s.clip > 0) json.real(s.clip);
+    else json.null();
+    json.end();
+    json.key("batch").integer(s.batch).key("steps").integer(t.steps).key("epochs_begun").integer(t.epochs_begun);
+    json.key("seed").unsigned_integer(s.seed);
+    json.key("follows");
+    if (set.shown && set.shown->focus)
+        json.object(Layout::inline_)
+            .key("tokens").strings(set.shown->tokens)
+            .key("query").integer(set.shown->focus->query + 1)
+            .key("key").integer(set.shown->focus->key + 1)
+            .end();
+    else
+        json.null();
+    json.key("curve").array();
+    const auto optional = [&](const char* name, const std::optional<double>& x) {
+        json.key(name);
+        if (x) json.number(*x, Dtype::float64);
+        else json.null();
+    };
+    for (const CurvePoint& p : t.curve) {
+        json.object(Layout::inline_).key("step").integer(p.step).key("loss").number(p.loss, Dtype::float64);
+        optional("held_out_loss", p.held_out_loss);
+        optional("held_out_accuracy", p.accuracy);
+        optional("focus", p.focus);
+        json.end();
+    }
+    json.end();
+    json.key("seconds").real(t.seconds);
+    json.key("output");
+    if (report.saved.empty()) json.null();
+    else json.string(report.saved);
+}
+
+}  // namespace attntrace

@@ -1,0 +1,312 @@
+// attntrace train: the loss and its gradient against the test's own plain loops and central
+// differences, the training loop against a loop of the test's own, and the command: the same
+// bytes for any --threads, the learned model read back by a trace, the report's claims
+// recomputed from the saved weights, and bad input refused.
+#include "attention/training.hpp"
+#include "input/tasks.hpp"
+#include "support/cli.hpp"
+#include "support/error_line.hpp"
+
+#include "support/catch.hpp"
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace attntrace;
+
+namespace {
+
+using Grid = std::vector<std::vector<double>>;
+
+Grid grid_of(const Matrix& m) {
+    Grid g(static_cast<std::size_t>(m.rows()), std::vector<double>(static_cast<std::size_t>(m.cols())));
+    for (Eigen::Index i = 0; i < m.rows(); ++i)
+        for (Eigen::Index j = 0; j < m.cols(); ++j) g[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = m(i, j);
+    return g;
+}
+
+// X·W (+ b) in plain loops.
+Grid project(const Grid& X, const Grid& W, const std::vector<double>* b) {
+    Grid out(X.size(), std::vector<double>(W[0].size(), 0.0));
+    for (std::size_t i = 0; i < X.size(); ++i)
+        for (std::size_t c = 0; c < W[0].size(); ++c) {
+            double s = b ? (*b)[c] : 0.0;
+            for (std::size_t k = 0; k < W.size(); ++k) s += X[i][k] * W[k][c];
+            out[i][c] = s;
+        }
+    return out;
+}
+
+// Row `i` of softmax(Q·Kᵀ/√d_k), causal or not, in plain loops.
+std::vector<double> weights_row(const Grid& Q, const Grid& K, std::size_t i, bool causal) {
+    const double scale = std::sqrt(static_cast<double>(Q[0].size()));
+    const std::size_t visible = causal ? i + 1 : K.size();
+    std::vector<double> a(K.size(), 0.0);
+    double top = -1e300, total = 0;
+    std::vector<double> s(visible);
+    for (std::size_t j = 0; j < visible; ++j) {
+        double d = 0;
+        for (std::size_t c = 0; c < Q[0].size(); ++c) d += Q[i][c] * K[j][c];
+        s[j] = d / scale;
+        top = std::max(top, s[j]);
+    }
+    for (std::size_t j = 0; j < visible; ++j) total += std::exp(s[j] - top);
+    for (std::size_t j = 0; j < visible; ++j) a[j] = std::exp(s[j] - top) / total;
+    return a;
+}
+
+std::vector<double> row_of(const std::optional<Vector>& v) {
+    return v ? std::vector<double>(v->data(), v->data() + v->size()) : std::vector<double>{};
+}
+
+// The example's loss in plain loops: −log A[q, k], or ½‖A·V − T‖².
+double naive_loss(const Projections& w, const TrainingExample& e, bool causal) {
+    const Grid X = grid_of(e.inputs);
+    const auto bq = row_of(w.query_bias), bk = row_of(w.key_bias), bv = row_of(w.value_bias);
+    const Grid Q = project(X, grid_of(w.query), w.query_bias ? &bq : nullptr);
+    const Grid K = project(X, grid_of(w.key), w.key_bias ? &bk : nullptr);
+    double loss = 0;
+    if (e.focus) loss -= std::log(weights_row(Q, K, static_cast<std::size_t>(e.focus->query), causal)[static_cast<std::size_t>(e.focus->key)]);
+    if (e.target) {
+        const Grid V = project(X, grid_of(w.value), w.value_bias ? &bv : nullptr);
+        for (std::size_t i = 0; i < X.size(); ++i) {
+            const auto a = weights_row(Q, K, i, causal);
+            for (std::size_t c = 0; c < V[0].size(); ++c) {
+                double z = 0;
+                for (std::size_t j = 0; j < X.size(); ++j) z += a[j] * V[j][c];
+                const double d = z - (*e.target)(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(c));
+                loss += 0.5 * d * d;
+            }
+        }
+    }
+    return loss;
+}
+
+// Every parameter entry of `w`, for nudging.
+std::vector<double*> entries(Projections& w) {
+    std::vector<double*> out;
+    for (Matrix* m : {&w.query, &w.key, &w.value})
+        for (Eigen::Index i = 0; i < m->size(); ++i) out.push_back(m->data() + i);
+    for (auto* b : {&w.query_bias, &w.key_bias, &w.value_bias})
+        if (*b)
+            for (Eigen::Index i = 0; i < (*b)->size(); ++i) out.push_back((*b)->data() + i);
+    return out;
+}
+
+// The gradient by central differences of naive_loss.
+std::vector<double> differences(Projections w, const TrainingExample& e, bool causal) {
+    std::vector<double> g;
+    const double h = 1e-6;
+    for (double* x : entries(w)) {
+        const double keep = *x;
+        *x = keep + h;
+        const double up = naive_loss(w, e, causal);
+        *x = keep - h;
+        const double down = naive_loss(w, e, causal);
+        *x = keep;
+        g.push_back((up - down) / (2 * h));
+    }
+    return g;
+}
+
+TrainingExample small_example(bool focus) {
+    TrainingExample e;
+    e.tokens = {"a", "b", "c", "d"};
+    e.inputs = Matrix(4, 3);
+    e.inputs << 0.5, -0.2, 0.9, 1.1, 0.3, -0.4, -0.7, 0.8, 0.2, 0.1, -0.6, 0.5;
+    if (focus) e.focus = TrainingExample::Focus{2, 0};
+    else {
+        e.target = Matrix(4, 2);
+        *e.target << 0.3, -0.1, 0.8, 0.2, -0.5, 0.4, 0.0, 0.9;
+    }
+    return e;
+}
+
+Projections small_weights(bool bias) {
+    TrainingSet set;
+    set.d_in = 3;
+    TrainSettings s;
+    s.d_k = 2, s.d_v = 2, s.bias = bias, s.seed = 7;
+    Projections w = initial_weights(set, s);
+    if (bias) *w.query_bias << 0.1, -0.2, *w.key_bias << 0.3, 0.05, *w.value_bias << -0.1, 0.2;
+    return w;
+}
+
+nlohmann::json json_of(const cli::Result& r) {
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return nlohmann::json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("train: each example's loss and gradient agree with plain loops and central differences", "[train]") {
+    for (const bool focus : {true, false})
+        for (const bool causal : {false, true})
+            for (const bool bias : {false, true}) {
+                INFO("focus " << focus << " causal " << causal << " bias " << bias);
+                const TrainingExample e = small_example(focus);
+                const Projections w = small_weights(bias);
+                Projections g;
+                const double loss = example_loss(w, e, causal, &g);
+                CHECK(loss == Approx(naive_loss(w, e, causal)).epsilon(1e-12));
+                const std::vector<double> expected = differences(w, e, causal);
+                const std::vector<double*> got = entries(g);
+                REQUIRE(got.size() == expected.size());
+                for (std::size_t i = 0; i < got.size(); ++i) CHECK(*got[i] == Approx(expected[i]).margin(1e-8));
+            }
+}
+
+TEST_CASE("train: full-batch sgd without momentum is W ← W − lr·∇L, step by step", "[train]") {
+    // The test's own loop: the mean loss of the examples, its gradient by central differences,
+    // and the plain update, against train()'s curve at every step.
+    TrainingSet set;
+    set.d_in = 3;
+    set.task = "small";
+    set.train = {small_example(true), small_example(false)};
+    set.target_width = 2;
+    TrainSettings s;
+    s.d_k = 2, s.d_v = 2, s.seed = 7, s.optimizer = Optimizer::sgd, s.momentum = 0, s.lr = 0.3;
+    s.steps = 5, s.batch = 2, s.every = 1;
+    const Training t = train(set, s);
+    REQUIRE(t.curve.size() == 6);
+    Projections w = initial_weights(set, s);
+    for (int step = 0; step <= 5; ++step) {
+        const double mean = (naive_loss(w, set.train[0], false) + naive_loss(w, set.train[1], false)) / 2;
+        INFO("step " << step);
+        // The differences are good to about 1e-10, and their error builds up over the steps.
+        CHECK(t.curve[static_cast<std::size_t>(step)].loss == Approx(mean).epsilon(1e-9));
+        if (step == 5) break;
+        const auto g0 = differences(w, set.train[0], false), g1 = differences(w, set.train[1], false);
+        const auto xs = entries(w);
+        for (std::size_t i = 0; i < xs.size(); ++i) *xs[i] -= 0.3 * (g0[i] + g1[i]) / 2;
+    }
+    const auto learned = entries(const_cast<Projections&>(t.learned));
+    const auto mine = entries(w);
+    for (std::size_t i = 0; i < mine.size(); ++i) CHECK(*learned[i] == Approx(*mine[i]).margin(1e-7));
+}
+
+TEST_CASE("train: adam's first step moves every weight by lr against its gradient's sign", "[train]") {
+    // With bias correction, Adam's first step is lr · g / (|g| + ε): lr·sign(g) for any g ≫ ε.
+    TrainingSet set;
+    set.d_in = 3;
+    set.train = {small_example(true)};
+    TrainSettings s;
+    s.d_k = 2, s.d_v = 2, s.seed = 7, s.lr = 0.01, s.steps = 1, s.batch = 1;
+    const Training t = train(set, s);
+    Projections start = initial_weights(set, s), g;
+    (void)example_loss(start, set.train[0], false, &g);
+    const auto before = entries(start), after = entries(const_cast<Projections&>(t.learned)), grad = entries(g);
+    for (std::size_t i = 0; i < before.size(); ++i) {
+        const double expected = std::abs(*grad[i]) > 1e-6 ? -0.01 * (*grad[i] > 0 ? 1 : -1) : 0.0;
+        if (expected != 0) CHECK(*after[i] - *before[i] == Approx(expected).epsilon(1e-6));
+        else CHECK(std::abs(*after[i] - *before[i]) <= 0.01);
+    }
+}
+
+TEST_CASE("train: who_did_it's sentences put the subject 1 to 32 words before the verb, the only person", "[train]") {
+    const TrainingSet set = built_in_task("who_did_it", 5, 300, 60);
+    CHECK(set.train.size() == 240);
+    CHECK(set.held_out.size() == 60);
+    std::size_t shortest = 100, longest = 0;
+    for (const auto* part : {&set.train, &set.held_out})
+        for (const TrainingExample& e : *part) {
+            REQUIRE(e.focus);
+            CHECK(e.focus->query == static_cast<Eigen::Index>(e.tokens.size()) - 1);
+            CHECK(e.focus->key == 1);
+            const auto gap = static_cast<std::size_t>(e.focus->query - e.focus->key);
+            shortest = std::min(shortest, gap), longest = std::max(longest, gap);
+            int singular_people = 0;  // the features: person in column 0, plural in column 1
+            for (Eigen::Index i = 0; i < e.inputs.rows(); ++i)
+                singular_people += e.inputs(i, 0) == 1 && e.inputs(i, 1) == 0;
+            CHECK(singular_people == 1);
+        }
+    CHECK(shortest == 1);
+    CHECK(longest == 32);
+    REQUIRE(set.shown);
+    CHECK(set.shown->tokens.size() == 12);
+    CHECK(set.shown->tokens[1] == "teacher");
+    CHECK(set.shown->tokens[11] == "smiled");
+}
+
+TEST_CASE("train: the command's numbers are the same bytes for any --threads, and held-out accuracy reaches 95%",
+          "[train][threads]") {
+    cli::TempDir dir;
+    const auto one = cli::run({"train", "who_did_it", "--threads", "1", "--format", "json", "-o", dir / "one.json"});
+    const auto two = cli::run({"train", "who_did_it", "--threads", "2", "--format", "json", "-o", dir / "two.json"});
+    const auto a = json_of(one), b = json_of(two);
+    CHECK(a["curve"] == b["curve"]);
+    CHECK(cli::read_file(dir / "one.json") == cli::read_file(dir / "two.json"));
+    CHECK(a["curve"].back()["held_out_accuracy"].get<double>() >= 0.95);
+    CHECK(a["curve"].front()["step"] == 0);
+    CHECK(a["curve"].back()["step"] == 300);
+}
+
+TEST_CASE("train: the learned model is an input whose trace says so, and its focus weight is the report's", "[train]") {
+    cli::TempDir dir;
+    const auto report = json_of(cli::run({"train", "who_did_it", "--steps", "60", "--format", "json", "-o", dir / "m.json"}));
+    const auto model = nlohmann::json::parse(cli::read_file(dir / "m.json"));
+    // The test's own forward pass of the saved weights: row "smiled" of the weights.
+    const auto grid = [](const nlohmann::json& rows) { return rows.get<Grid>(); };
+    const Grid X = grid(model["embeddings"]);
+    const Grid Q = project(X, grid(model["weights"]["query"]), nullptr);
+    const Grid K = project(X, grid(model["weights"]["key"]), nullptr);
+    const auto a = weights_row(Q, K, 11, false);
+    CHECK(a[1] == Approx(report["curve"].back()["focus"].get<double>()).epsilon(1e-12));
+    CHECK(a[1] > 0.9);
+    const auto trace = json_of(cli::run({dir / "m.json", "-m", "self", "-s", "weights", "--format", "json"}));
+    bool said = false;
+    for (const auto& note : trace["notes"])
+        said = said || note.get<std::string>().find("learned by attntrace train: task who_did_it, 60 steps of adam") !=
+                           std::string::npos;
+    CHECK(said);
+    // --steps 0 writes the initial weights: those the seed generates for a trace (d_v = d_k).
+    json_of(cli::run({"train", "who_did_it", "--steps", "0", "--format", "json", "-o", dir / "zero.json"}));
+    const auto zero = nlohmann::json::parse(cli::read_file(dir / "zero.json"));
+    const auto generated = json_of(cli::run({dir / "zero.json", "-m", "self", "-s", "weights", "--format", "json"}));
+    TrainingSet set;
+    set.d_in = 8;
+    TrainSettings s;
+    const Projections w = initial_weights(set, s);
+    CHECK(zero["weights"]["query"].get<Grid>() == grid_of(w.query));
+    CHECK(generated["mode"] == "self");
+}
+
+TEST_CASE("train: a learner's JSON Lines file trains, and its mistakes are named by line", "[train]") {
+    cli::TempDir dir;
+    {
+        std::ofstream f(dir / "task.jsonl");
+        f << R"({"tokens": ["x", "y", "z"], "embeddings": [[1, 0], [0, 1], [1, 1]], "focus": {"query": "z", "key": 1}})"
+          << "\n\n"
+          << R"({"tokens": ["p", "q"], "embeddings": [[0, 1], [1, 0]], "focus": {"query": 2, "key": "q"}})" << "\n";
+    }
+    const auto r = json_of(cli::run({"train", dir / "task.jsonl", "--held-out", "0", "--steps", "50", "--format", "json"}));
+    CHECK(r["examples"]["train"] == 2);
+    CHECK(r["curve"].back()["loss"].get<double>() < r["curve"].front()["loss"].get<double>());
+    {
+        std::ofstream f(dir / "bad.jsonl");
+        f << R"({"tokens": ["x", "y"], "embeddings": [[1, 0], [0, 1]], "focus": {"query": 1, "key": 2}})" << "\n"
+          << R"({"tokens": ["x", "y"], "embeddings": [[1, 0]], "focus": {"query": 1, "key": 2}})" << "\n";
+    }
+    cli::require_error_line(cli::run({"train", dir / "bad.jsonl"}), 1, "bad.jsonl:2: /embeddings: 1 rows, expected 2");
+    {
+        std::ofstream f(dir / "ahead.jsonl");
+        f << R"({"tokens": ["x", "y"], "embeddings": [[1, 0], [0, 1]], "focus": {"query": 1, "key": 2}})" << "\n";
+    }
+    cli::require_error_line(cli::run({"train", dir / "ahead.jsonl", "-m", "causal"}), 1,
+                            "asks token 1 to look at token 2, after it, which the causal mask hides");
+    cli::require_error_line(cli::run({"train", "who_did_it", "--lr", "-1"}), 2, "expected a number above 0");
+    cli::require_error_line(cli::run({"train", "who_did_it", "-f", "csv"}), 2, "\"csv\" is not one of table, json");
+    cli::require_error_line(cli::run({"train", "nothing_here"}), 1, "nothing_here");
+}
+
+TEST_CASE("train: example:teacher_learned is what its documented command writes, and it traces", "[train]") {
+    cli::TempDir dir;
+    json_of(cli::run({"train", "who_did_it", "--format", "json", "-o", dir / "learned.json"}));
+    CHECK(cli::read_file(dir / "learned.json") == cli::read_file(cli::data_file("teacher_learned.json")));
+    const auto trace = json_of(cli::run({"example:teacher_learned", "-s", "weights", "--format", "json"}));
+    CHECK(trace["mode"] == "self");
+}
