@@ -379,22 +379,4 @@ double example_loss(const Projections& weights, const TrainingExample& example, 
     return loss;
 }
 
-double focus_weight(const Projections& weights, const TrainingExample& example, bool causal) {
-    const Layout l = layout_of(weights);
-    const std::vector<double> params = flatten<double>(weights, l);
-    Row<double> a;
-    (void)focus_pass<double>(l, params.data(), example.inputs, *example.focus, causal, nullptr, &a);
-    return a(example.focus->key);
-}
-
-Eigen::Index focus_choice(const Projections& weights, const TrainingExample& example, bool causal) {
-    const Layout l = layout_of(weights);
-    const std::vector<double> params = flatten<double>(weights, l);
-    Row<double> a;
-    (void)focus_pass<double>(l, params.data(), example.inputs, *example.focus, causal, nullptr, &a);
-    Eigen::Index top = 0;
-    a.maxCoeff(&top);
-    return top;
-}
-
 }  // namespace attntrace

@@ -86,12 +86,6 @@ Training train(const TrainingSet& set, const TrainSettings& settings, const std:
 double example_loss(const Projections& weights, const TrainingExample& example, bool causal,
                     Projections* gradient = nullptr);
 
-// A[q, k] of a focus example under `weights`.
-double focus_weight(const Projections& weights, const TrainingExample& example, bool causal);
-
-// The key a focus example's query puts most weight on (the first of equal ones).
-Eigen::Index focus_choice(const Projections& weights, const TrainingExample& example, bool causal);
-
 }  // namespace attntrace
 
 namespace attntrace {

@@ -31,7 +31,6 @@ TrainSettings settings_for(const TrainRequest& r, const TrainingSet& set) {
     const Eigen::Index own = set.task == "recall" ? 8 : 4;
     s.d_k = r.dim.value_or(own);
     s.d_v = set.target_width > 0 ? set.target_width : s.d_k;
-    if (r.dim && set.target_width > 0 && *r.dim != set.target_width) s.d_k = *r.dim;
     for (const auto* part : {&set.train, &set.held_out})
         for (const TrainingExample& e : *part)
             if (s.causal && e.focus && e.focus->key > e.focus->query)
@@ -56,7 +55,7 @@ void write_model(std::ostream& out, const TrainReport& report) {
     std::string text = fmt::format("Weights learned by attntrace train on {}: {}.", set.task, set.description);
     if (set.shown && set.shown->focus) {
         const auto& f = *set.shown->focus;
-        text += fmt::format(" After training, \"{}\" gives \"{}\" {:.2f} of its weight.",
+        text += fmt::format(" After training, with the default options, \"{}\" gives \"{}\" {:.2f} of its weight.",
                             e.tokens[static_cast<std::size_t>(f.query)], e.tokens[static_cast<std::size_t>(f.key)],
                             *t.curve.back().focus);
     }
