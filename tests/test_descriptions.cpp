@@ -280,6 +280,14 @@ const std::map<std::string, Described>& claims() {
              CHECK(r.top("smiled") == "teacher");
              if (options.empty()) CHECK(r.weight("smiled", "teacher") == Approx(1.00).margin(0.005));  // "1.00"
          }}},
+        {"teachers_shortcut/self",
+         {[](const Run& r, const std::vector<std::string>& options) {
+             CHECK(r.top("smiled") == "student");
+             if (options.empty()) {
+                 CHECK(r.weight("smiled", "student") == Approx(1.00).margin(0.005));   // "1.00"
+                 CHECK(r.weight("smiled", "teachers") == Approx(0.00).margin(0.005));  // "0.00"
+             }
+         }}},
         {"fruit_and_pets/plain",
          {[](const Run& r, auto&) {
              CHECK(r.top_set("apple", 3) == std::set<std::string>{"banana", "apple", "orange"});

@@ -213,7 +213,7 @@ TEST_CASE("field names learners try are pointed to the field they mean", "[load]
     CHECK(refusal(one + R"("weights": {"querry": [[1]]}})") ==
           "in.json: /weights/querry: unknown field \"querry\" (did you mean \"query\"? known fields: query, key, value, output, query_bias, key_bias, value_bias, output_bias)");
 
-    const std::string top = " (known fields: description, mode, sentence, tokens, embeddings, weights, heads, kv_heads, padding, positions, source, target, layout, learned)";
+    const std::string top = " (known fields: description, mode, sentence, tokens, embeddings, weights, heads, kv_heads, padding, positions, source, target, layout, learned, rnn)";
     CHECK(refusal(one + R"("W_q": [[1]]})") ==
           "in.json: /W_q: unknown field \"W_q\": the query projection W_q goes inside \"weights\", under \"query\"" + top);
     CHECK(refusal(R"({"sentence": "a", "embedding": {"a": [1]}})") ==

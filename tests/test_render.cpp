@@ -388,12 +388,13 @@ TEST_CASE("each format's renderer shows exactly the products the table of format
         case Product::quiz: return dynamic_cast<const ShowsQuiz*>(&r) != nullptr;
         case Product::bench: return dynamic_cast<const ShowsBench*>(&r) != nullptr;
         case Product::training: return dynamic_cast<const ShowsTraining*>(&r) != nullptr;
+        case Product::rnn: return dynamic_cast<const ShowsRnn*>(&r) != nullptr;
         }
         return false;
     };
     constexpr Product products[] = {Product::trace,     Product::summary, Product::similarity, Product::comparison,
                                     Product::check,     Product::decode,  Product::gradients,  Product::answers,
-                                    Product::quiz,      Product::bench,   Product::training};
+                                    Product::quiz,      Product::bench,   Product::training, Product::rnn};
     for (const auto& [format, name] : format_names)
         for (const Product product : products) {
             INFO(fmt::format("{}, product {}", name, static_cast<int>(product)));
@@ -405,7 +406,7 @@ TEST_CASE("each format's renderer shows exactly the products the table of format
         for (const Product product : {Product::trace, Product::summary, Product::similarity, Product::comparison,
                                       Product::check, Product::decode, Product::gradients})
             CHECK(shows(format, product));
-    for (const Product product : {Product::answers, Product::quiz, Product::bench, Product::training}) {
+    for (const Product product : {Product::answers, Product::quiz, Product::bench, Product::training, Product::rnn}) {
         CHECK(shows(Format::table, product));
         CHECK(shows(Format::json, product));
         CHECK_FALSE(shows(Format::markdown, product));

@@ -310,3 +310,47 @@ TEST_CASE("train: example:teacher_learned is what its documented command writes,
     const auto trace = json_of(cli::run({"example:teacher_learned", "-s", "weights", "--format", "json"}));
     CHECK(trace["mode"] == "self");
 }
+
+TEST_CASE("train: example:teachers_shortcut is teacher_learned with the plural moved, and its verb finds the wrong noun",
+          "[train]") {
+    const auto learned = nlohmann::json::parse(cli::read_file(cli::data_file("teacher_learned.json")));
+    const auto shortcut = nlohmann::json::parse(cli::read_file(cli::data_file("teachers_shortcut.json")));
+    // What its description says was done: the same weights and note, the plural feature (the
+    // second number) moved from "students" to the subject, and three words respelled.
+    CHECK(shortcut["weights"] == learned["weights"]);
+    CHECK(shortcut["learned"] == learned["learned"]);
+    auto tokens = learned["tokens"].get<std::vector<std::string>>();
+    tokens[1] = "teachers", tokens[3] = "were", tokens[10] = "student";
+    CHECK(shortcut["tokens"].get<std::vector<std::string>>() == tokens);
+    Grid X = learned["embeddings"].get<Grid>();
+    X[1][1] = 1, X[10][1] = 0;
+    CHECK(shortcut["embeddings"].get<Grid>() == X);
+    // The test's own forward pass: the row of "smiled" looks at "student", not at its subject.
+    const Grid Q = project(X, shortcut["weights"]["query"].get<Grid>(), nullptr);
+    const Grid K = project(X, shortcut["weights"]["key"].get<Grid>(), nullptr);
+    const auto a = weights_row(Q, K, 11, false);
+    CHECK(a[10] > 0.995);
+    CHECK(a[1] < 0.005);
+}
+
+TEST_CASE("train --write-examples writes the task as a file of examples that trains the same way", "[train]") {
+    cli::TempDir dir;
+    const auto built_in = json_of(cli::run({"train", "who_did_it", "--steps", "40", "--every", "10", "--format", "json",
+                                            "--write-examples", dir / "task.jsonl"}));
+    const auto from_file = json_of(cli::run({"train", dir / "task.jsonl", "--steps", "40", "--every", "10", "--format", "json"}));
+    CHECK(from_file["examples"] == built_in["examples"]);
+    REQUIRE(from_file["curve"].size() == built_in["curve"].size());
+    for (std::size_t i = 0; i < built_in["curve"].size(); ++i) {
+        CHECK(from_file["curve"][i]["loss"] == built_in["curve"][i]["loss"]);
+        CHECK(from_file["curve"][i]["held_out_accuracy"] == built_in["curve"][i]["held_out_accuracy"]);
+    }
+    // The first line is the first training sentence: its verb's focus is on its subject, word 2.
+    std::ifstream lines(dir / "task.jsonl");
+    std::string first;
+    std::getline(lines, first);
+    const auto line = nlohmann::json::parse(first);
+    CHECK(line["focus"]["key"] == 2);
+    CHECK(line["focus"]["query"] == line["tokens"].size());
+    cli::require_error_line(cli::run({"train", "who_did_it", "-o", dir / "same", "--write-examples", dir / "same"}), 2,
+                            "two outputs go to");
+}

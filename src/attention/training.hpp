@@ -90,12 +90,16 @@ double example_loss(const Projections& weights, const TrainingExample& example, 
 
 namespace attntrace {
 
-// What attntrace train reports: the task, how it was trained and what came of it.
+struct RnnComparison;  // attention/rnn_compare.hpp
+
+// What attntrace train reports: the task, how it was trained and what came of it; or, with
+// --compare-rnn, the RNN against attention gap by gap (`comparison`, and `set` absent).
 struct TrainReport {
     const TrainingSet* set = nullptr;
     TrainSettings settings;
     Training training;
     std::string saved;  // the file the learned model went to ("": none)
+    const RnnComparison* comparison = nullptr;
 };
 
 }  // namespace attntrace

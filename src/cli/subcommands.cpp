@@ -7,6 +7,7 @@
 
 #include "attention/modes.hpp"
 #include "commands/bench_command.hpp"
+#include "commands/rnn_command.hpp"
 #include "commands/train_command.hpp"
 #include "input/tasks.hpp"
 #include "commands/check_answers_command.hpp"
@@ -191,6 +192,31 @@ struct TrainFlags {
     std::optional<std::int64_t> dim;
 };
 
+// train's --compare-rnn, the RNN against attention, and the RNN's size there.
+void add_train_comparison(CLI::App* command, TrainRequest& r) {
+    describe(command->add_flag("--compare-rnn", r.compare_rnn,
+                               "instead: who_did_it with the subject 2, 4, 8, 16 and 32 words back, an RNN against "
+                               "attention, each naming the subject; held-out accuracy per gap (its defaults: --lr 0.01 "
+                               "--clip 1 --steps 1000, which the RNN needs and attention takes as well)"),
+             "Task", "");
+    describe(command->add_option("--hidden", r.hidden, "the RNN's d_h for --compare-rnn")
+                 ->transform(in_range(Eigen::Index{1}, Eigen::Index{1024}))
+                 ->capture_default_str(),
+             "Task", "N");
+}
+
+// --compare-rnn's own defaults, where the command line says nothing; --hidden only with it.
+void comparison_defaults(const CLI::App& command, TrainRequest& r) {
+    const auto given = [&](const char* name) { return command.get_option(name)->count() > 0; };
+    if (!r.compare_rnn) {
+        if (given("--hidden")) throw UsageError("--hidden sizes the RNN of --compare-rnn, which was not asked for");
+        return;
+    }
+    if (!given("--lr")) r.settings.lr = 0.01;
+    if (!given("--clip")) r.settings.clip = 1;
+    if (!given("--steps")) r.settings.steps = 1000;
+}
+
 // train's options of what it shows and writes.
 void add_train_output(CLI::App* command, TrainRequest& r, TrainFlags& f) {
     TrainSettings& t = r.settings;
@@ -205,6 +231,10 @@ void add_train_output(CLI::App* command, TrainRequest& r, TrainFlags& f) {
     describe(command->add_option("--digits", f.digits, "decimals in the table")->transform(in_range(0, 17))->capture_default_str(),
              "Output", "N");
     describe(command->add_option("-o,--output", r.save, "write the learned model to FILE, an input every command reads"),
+             "Output", "FILE", Completes::file);
+    describe(command->add_option("--write-examples", r.examples_out,
+                                 "write the task's examples to FILE as JSON Lines, a TASK file (the training ones, then the "
+                                 "held-out): to train on the same examples in a loop of your own"),
              "Output", "FILE", Completes::file);
 }
 
@@ -257,12 +287,14 @@ Runner add_train(CLI::App* command) {
                  ->transform(whole_number_u64)
                  ->capture_default_str(),
              "Training", "N");
+    add_train_comparison(command, r);
     add_train_output(command, r, f);
-    return [s] {
+    return [s, command] {
         return run(
             [&](Outputs& outputs) {
                 TrainRequest& request = s->request;
                 const TrainFlags& flags = s->flags;
+                comparison_defaults(*command, request);
                 prepare_threads(flags.threads > 0 ? std::optional<int>(flags.threads) : std::nullopt);
                 request.settings.causal = flags.mode == "causal";
                 request.settings.optimizer = *parse_enum<Optimizer>(flags.optimizer);
@@ -274,6 +306,60 @@ Runner add_train(CLI::App* command) {
                 run_train(request, outputs);
             },
             std::nullopt);
+    };
+}
+
+// rnn's flags: the names read when it runs.
+struct RnnFlags {
+    ReadFlags read;
+    std::optional<std::string> init;
+};
+
+Runner add_rnn(CLI::App* command) {
+    auto s = std::make_shared<State<RnnRequest, RnnFlags>>();
+    RnnRequest& r = s->request;
+    RnnFlags& f = s->flags;
+    describe(command->add_option("INPUT", r.input, "input JSON file, - for stdin, or example:NAME")->capture_default_str(),
+             "Input", "", Completes::input);
+    f.read.input.add_to(*command, false);
+    describe(command->add_option("--hidden", r.hidden, "d_h, the size of the RNN's state, for drawn weights (default: d_in)")
+                 ->transform(in_range(Eigen::Index{1}, Eigen::Index{4096})),
+             "RNN", "N");
+    choose(command->add_option("--init", f.init, "how drawn W_h starts: scaled (uniform in ±gain/√d_h, as PyTorch's "
+                                                 "nn.RNN; the default) or orthogonal (× the gain)"),
+           "RNN", enum_names<RnnInit>());
+    describe(command->add_option("--gain", r.gain, "drawn W_h's scale (default 1): below 1 the state forgets faster")
+                 ->check(real_at_least_zero(false)),
+             "RNN", "X");
+    describe(command->add_option("--seed", r.seed, "the drawn RNN weights, and attention's when the input has none")
+                 ->transform(whole_number_u64)
+                 ->capture_default_str(),
+             "RNN", "N");
+    choose(command->add_option("-f,--format", f.read.output.format, "the report's format"), "Output",
+           formats_showing(Product::rnn))
+        ->capture_default_str();
+    describe(command->add_option("--digits", f.read.output.digits, "decimals in tables")->transform(in_range(0, 17))->capture_default_str(),
+             "Output", "N");
+    describe(command->add_option("--width", f.read.output.width, "table width in columns, 0 for no limit (default: the "
+                                                                  "terminal's; none in a file)")
+                 ->transform(in_range(0, 1'000'000)),
+             "Output", "N");
+    choose(command->add_option("--color", f.read.output.color, "shade tables; auto: on a terminal, NO_COLOR unset"),
+           "Output", {"auto", "always", "never"})
+        ->capture_default_str();
+    add_output_path(*command, f.read.output.path);
+    describe(command->add_option("--svg", r.svg_path, "also draw both influences against distance in this SVG file"),
+             "Output", "FILE", Completes::file);
+    f.read.limits.add_to(*command);
+    return [s] {
+        return run(
+            [&](Outputs& outputs) {
+                prepare_threads(std::nullopt);
+                s->flags.read.apply(s->request, outputs.main_output());
+                if (s->flags.init) s->request.init = parse_enum<RnnInit>(*s->flags.init);
+                run_rnn(s->request, outputs);
+            },
+            s->flags.read.output.path);
     };
 }
 
@@ -425,6 +511,13 @@ const std::vector<Subcommand> table{
       {"attntrace train who_did_it -o learned.json && attntrace learned.json -m self -s weights",
        "save what was learned and trace it"},
       {"attntrace train recall --format json", "associative recall, its curve as JSON"}}},
+    {"rnn",
+     "the RNN encoder the lectures start from: its hidden states, the one vector it hands on, and how each token's "
+     "influence fades with distance, beside attention's",
+     add_rnn,
+     {{"attntrace rnn", "the lecture's sentence: the RNN against the attention attntrace train learned"},
+      {"attntrace rnn --gain 0.5 --svg influence.svg", "a state that forgets faster, drawn"},
+      {"attntrace rnn example:teacher_smiled -f json", "the same for another input, as JSON"}}},
     {"compare",
      "one word's context vector in two inputs: their difference, cosine and what moved it",
      add_compare,

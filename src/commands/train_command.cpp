@@ -1,5 +1,6 @@
 #include "commands/train_command.hpp"
 
+#include "attention/rnn_compare.hpp"
 #include "core/error.hpp"
 #include "input/source.hpp"
 #include "input/tasks.hpp"
@@ -83,21 +84,96 @@ void write_model(std::ostream& out, const TrainReport& report) {
     out << '\n';
 }
 
+// The task's examples as the JSON Lines a FILE task reads: the training ones, then the held-out
+// ones (so that the same --held-out splits them again), each focus by 1-based positions.
+void write_examples(std::ostream& out, const TrainingSet& set) {
+    using Layout = JsonWriter::Layout;
+    const auto rows = [](JsonWriter& json, const Matrix& m) {
+        json.array(Layout::inline_);
+        for (Eigen::Index r = 0; r < m.rows(); ++r) json.numbers(m.row(r), Dtype::float64);
+        json.end();
+    };
+    for (const auto* part : {&set.train, &set.held_out})
+        for (const TrainingExample& e : *part) {
+            fmt::memory_buffer buffer;
+            JsonWriter json(buffer);
+            json.object(Layout::inline_).key("tokens").strings(e.tokens).key("embeddings");
+            rows(json, e.inputs);
+            if (e.focus)
+                json.key("focus").object(Layout::inline_).key("query").integer(e.focus->query + 1)
+                    .key("key").integer(e.focus->key + 1).end();
+            if (e.target) rows(json.key("target"), *e.target);
+            json.end();
+            out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+            out << '\n';
+        }
+}
+
+// A who_did_it sentence for naming its subject: its vectors with a one-hot of the subject words
+// after them (a subject word has a 1 in its own column, every other word zeros), and the class
+// of its subject, the second word.
+NamedExample named(const TrainingExample& e, const std::vector<std::string>& subjects) {
+    const auto k = static_cast<Eigen::Index>(subjects.size());
+    NamedExample out;
+    out.X = Matrix::Zero(e.inputs.rows(), e.inputs.cols() + k);
+    out.X.leftCols(e.inputs.cols()) = e.inputs;
+    for (std::size_t t = 0; t < e.tokens.size(); ++t) {
+        const auto at = std::find(subjects.begin(), subjects.end(), e.tokens[t]);
+        if (at != subjects.end()) out.X(static_cast<Eigen::Index>(t), e.inputs.cols() + (at - subjects.begin())) = 1;
+        if (t == 1) out.subject = at - subjects.begin();
+    }
+    return out;
+}
+
+// --compare-rnn: who_did_it at each gap, the same examples for both models.
+RnnComparison compare_rnn(const TrainRequest& r) {
+    if (r.task != "who_did_it")
+        throw UsageError(fmt::format("--compare-rnn trains on who_did_it, gap by gap (give TASK who_did_it, not \"{}\")",
+                                     r.task));
+    const auto subjects = who_did_it_subjects();
+    RnnComparison c;
+    c.classes = static_cast<Eigen::Index>(subjects.size());
+    c.d_k = r.dim.value_or(4);
+    c.d_h = r.hidden;
+    const auto held = static_cast<std::size_t>(r.held_out * static_cast<double>(r.examples));
+    for (const std::size_t gap : {2, 4, 8, 16, 32}) {
+        const TrainingSet set = who_did_it_at_gap(r.settings.seed, r.examples, held, gap);
+        std::vector<NamedExample> train, held_out;
+        for (const auto& e : set.train) train.push_back(named(e, subjects));
+        for (const auto& e : set.held_out) held_out.push_back(named(e, subjects));
+        if (train.empty()) throw UsageError("nothing to train on: every example is held out (lower --held-out)");
+        c.d = train.front().X.cols(), c.train = train.size(), c.held_out = held_out.size();
+        c.rows.push_back(compare_at_gap(gap, train, held_out, c.classes, c.d_k, c.d_h, r.settings));
+    }
+    return c;
+}
+
 }  // namespace
 
 void run_train(const TrainRequest& request, Outputs& outputs) {
     require_format(request.format, Product::training);
+    RenderOptions options = request.render;
+    options.format = request.format;
+    if (request.compare_rnn) {
+        if (request.save || request.examples_out)
+            throw UsageError("--compare-rnn trains ten models and saves none: leave out -o and --write-examples");
+        const RnnComparison comparison = compare_rnn(request);
+        TrainReport report;
+        report.settings = request.settings;
+        report.comparison = &comparison;
+        render(report, options, outputs.main());
+        return;
+    }
     const TrainingSet set = task_of(request);
     TrainReport report;
     report.set = &set;
     report.settings = settings_for(request, set);
+    if (request.examples_out) write_examples(outputs.add(*request.examples_out), set);
     report.training = train(set, report.settings);
     if (request.save) {
         write_model(outputs.add(*request.save), report);
         report.saved = *request.save;
     }
-    RenderOptions options = request.render;
-    options.format = request.format;
     render(report, options, outputs.main());
 }
 

@@ -18,7 +18,10 @@ struct TrainRequest {
     std::optional<Eigen::Index> dim;  // --dim: d_k (and d_v); absent: the task's own
     std::size_t examples = 500;   // a built-in task's examples
     double held_out = 0.2;        // the share of examples held out
-    std::optional<std::string> save;  // --save FILE: the learned model, as an input
+    std::optional<std::string> save;  // -o FILE: the learned model, as an input
+    std::optional<std::string> examples_out;  // --write-examples FILE: the task's examples as JSON Lines
+    bool compare_rnn = false;         // --compare-rnn: who_did_it per gap, the RNN against attention
+    Eigen::Index hidden = 16;         // --hidden: the RNN's d_h there
     std::uint64_t max_input = 0;
     Format format = Format::table;
     RenderOptions render;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/matrix.hpp"
+#include "core/rnn.hpp"
 #include "core/types.hpp"
 
 #include <cstdint>
@@ -85,6 +86,7 @@ struct SingleSequenceInput {
     // "padding": the tokens that stand for nothing and are never attended to; absent: "<pad>"
     std::optional<std::vector<std::string>> padding;
     std::optional<LayerNorm> layernorm;  // --from gpt2: ln_1 before the projections
+    std::optional<RnnWeights> rnn;       // "rnn": attntrace rnn's encoder (absent: drawn from --seed)
 };
 
 // A decoder looking back at an encoder (bahdanau).

@@ -29,9 +29,10 @@ enum class StageId {
     concat, output, head_contributions,                                          // several heads
     embeddings,  // sinusoidal positions: the embeddings before the encodings are added
     layernorm,   // --from gpt2: each token's vector normalised (ln_1) before the projections
+    hidden_states, influence,  // attntrace rnn: the RNN's h_1 … h_n, and each token's reach
 };
 
-inline constexpr NameTable<StageId, 24> stage_names{{
+inline constexpr NameTable<StageId, 26> stage_names{{
     {StageId::inputs, "inputs"},
     {StageId::queries, "queries"},
     {StageId::keys, "keys"},
@@ -56,6 +57,8 @@ inline constexpr NameTable<StageId, 24> stage_names{{
     {StageId::head_contributions, "head_contributions"},
     {StageId::embeddings, "embeddings"},
     {StageId::layernorm, "layernorm"},
+    {StageId::hidden_states, "hidden_states"},
+    {StageId::influence, "influence"},
 }};
 constexpr const auto& names_of(StageId) { return stage_names; }
 

@@ -139,6 +139,20 @@ std::vector<std::string> read_padding(const Reader& in, const Json& value) {
     return tokens;
 }
 
+// "rnn": the weights of attntrace rnn's encoder, W_x (d_in × d_h), W_h (d_h × d_h), b_h (d_h).
+RnnWeights read_rnn(const Reader& in, const Json& rnn, Eigen::Index d_in) {
+    in.require_object(rnn, "/rnn");
+    in.only_keys(rnn, "/rnn", {"W_x", "W_h", "b_h"}, Aliases{});
+    in.require_all(rnn, "/rnn", {"W_x", "W_h", "b_h"});
+    RnnWeights w;
+    w.W_x = in.weight(rnn["W_x"], "/rnn/W_x", d_in, 0, fmt::format("d_in × d_h, d_in = {} from the embeddings", d_in));
+    const Eigen::Index d_h = w.W_x.cols();
+    const auto why = fmt::format("d_h × d_h, d_h = {} from the columns of /rnn/W_x", d_h);
+    w.W_h = in.weight(rnn["W_h"], "/rnn/W_h", d_h, d_h, why);
+    w.b_h = in.vector(rnn["b_h"], "/rnn/b_h", d_h, fmt::format("d_h = {} from the columns of /rnn/W_x", d_h));
+    return w;
+}
+
 // `kv_heads_given`: --kv-heads, which says what "kv_heads" says (W_k and W_v of G·d_head columns).
 SingleSequenceInput read_single(const Reader& in, const Json& doc, Problem& problem, bool kv_heads_given) {
     SingleSequenceInput input;
@@ -156,7 +170,31 @@ SingleSequenceInput read_single(const Reader& in, const Json& doc, Problem& prob
     if (doc.contains("weights"))
         input.weights = read_projections(in, doc["weights"], input.sequence.vectors.cols(),
                                          input.kv_heads.has_value() || kv_heads_given);
+    if (doc.contains("rnn")) input.rnn = read_rnn(in, doc["rnn"], input.sequence.vectors.cols());
     return input;
+}
+
+// The fields of one sequence, which a source/target input holds inside "source" and "target"
+// or not at all.
+void refuse_single_sequence_fields(const Reader& in, const Json& doc) {
+    for (const char* single : {"sentence", "tokens", "embeddings"})
+        if (doc.contains(single))
+            in.fail(pointer_child("", single),
+                    "a source/target input has no top-level sentence, tokens or embeddings: "
+                    "they go inside \"source\" and \"target\"");
+    for (const char* heads : {"heads", "kv_heads"})
+        if (doc.contains(heads))
+            in.fail(pointer_child("", heads), "heads belong to self-attention (modes self and causal); a "
+                                              "source/target input is traced by bahdanau mode, which has one");
+    if (doc.contains("positions"))
+        in.fail("/positions", "positions belong to self-attention (modes self and causal); a source/target input "
+                              "is traced by bahdanau mode, which takes the encoder states as they are");
+    if (doc.contains("rnn"))
+        in.fail("/rnn", "an RNN encoder reads one sequence of embeddings (attntrace rnn); a source/target input "
+                        "gives the encoder's states already");
+    if (doc.contains("padding"))
+        in.fail("/padding", "a source/target input marks what the decoder may not see with \"mask\" inside "
+                            "\"source\" (one boolean per source token)");
 }
 
 EncoderDecoderInput read_encoder_decoder(const Reader& in, const Json& doc, std::vector<std::string>& notes) {
@@ -229,7 +267,7 @@ Problem read_document(Reader& in, Json& doc, const std::string& origin, const st
         doc.erase("$schema");
     }
     in.only_keys(doc, "", {"description", "mode", "sentence", "tokens", "embeddings", "weights", "heads", "kv_heads",
-                           "padding", "positions", "source", "target", "layout", "learned"},
+                           "padding", "positions", "source", "target", "layout", "learned", "rnn"},
                  top_level_aliases());
 
     Problem problem;
@@ -259,21 +297,7 @@ Problem read_document(Reader& in, Json& doc, const std::string& origin, const st
 
     const bool encoder_decoder = doc.contains("source") || doc.contains("target");
     if (encoder_decoder) {
-        for (const char* single : {"sentence", "tokens", "embeddings"})
-            if (doc.contains(single))
-                in.fail(pointer_child("", single),
-                        "a source/target input has no top-level sentence, tokens or embeddings: "
-                        "they go inside \"source\" and \"target\"");
-        for (const char* heads : {"heads", "kv_heads"})
-            if (doc.contains(heads))
-                in.fail(pointer_child("", heads), "heads belong to self-attention (modes self and causal); a "
-                                                  "source/target input is traced by bahdanau mode, which has one");
-        if (doc.contains("positions"))
-            in.fail("/positions", "positions belong to self-attention (modes self and causal); a source/target input "
-                                  "is traced by bahdanau mode, which takes the encoder states as they are");
-        if (doc.contains("padding"))
-            in.fail("/padding", "a source/target input marks what the decoder may not see with \"mask\" inside "
-                                "\"source\" (one boolean per source token)");
+        refuse_single_sequence_fields(in, doc);
         problem.input = read_encoder_decoder(in, doc, problem.notes);
     } else {
         problem.input = read_single(in, doc, problem, kv_heads_given);

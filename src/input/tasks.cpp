@@ -101,15 +101,19 @@ TrainingExample sentence_example(const std::vector<std::string>& tokens, Eigen::
     return e;
 }
 
-TrainingSet who_did_it(std::uint64_t seed, std::size_t count, std::size_t held_out) {
+// `gap`: every sentence's verb that many words after its subject (0: 1 to 32, drawn).
+TrainingSet who_did_it(std::uint64_t seed, std::size_t count, std::size_t held_out, std::size_t fixed_gap = 0) {
     TrainingSet set;
     set.task = "who_did_it";
-    set.description = "the last word, a verb, should put its weight on its subject, 1 to 32 words back";
+    set.description = fixed_gap > 0 ? fmt::format("the last word, a verb, should put its weight on its subject, {} "
+                                                  "words back",
+                                                  fixed_gap)
+                                    : "the last word, a verb, should put its weight on its subject, 1 to 32 words back";
     set.d_in = feature_count;
     SplitMix64 rng(seed);
     const Vocab& v = vocabulary();
     for (std::size_t i = 0; i < count; ++i) {
-        const std::size_t gap = 1 + rng.next() % 32;  // the verb's position minus the subject's
+        const std::size_t gap = fixed_gap > 0 ? fixed_gap : 1 + rng.next() % 32;  // the verb's position minus the subject's
         std::vector<std::string> tokens{"the", std::string(pick(rng, v.of(subjects)))};
         for (auto& w : middle(rng, gap - 1)) tokens.push_back(std::move(w));
         tokens.emplace_back(pick(rng, v.of(verbs)));
@@ -248,6 +252,15 @@ TrainingExample line_example(const Reader& in, const Json& doc, TrainingSet& set
 }  // namespace
 
 std::vector<std::string> built_in_tasks() { return {"who_did_it", "recall"}; }
+
+TrainingSet who_did_it_at_gap(std::uint64_t seed, std::size_t count, std::size_t held_out, std::size_t gap) {
+    return who_did_it(seed, count, held_out, gap);
+}
+
+std::vector<std::string> who_did_it_subjects() {
+    const auto& words = word_classes()[subjects].words;
+    return {words.begin(), words.end()};
+}
 
 TrainingSet built_in_task(std::string_view name, std::uint64_t seed, std::size_t count, std::size_t held_out) {
     if (name == "who_did_it") return who_did_it(seed, count, held_out);

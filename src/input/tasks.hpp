@@ -24,6 +24,11 @@ std::vector<std::string> built_in_tasks();
 // Throws UsageError for a name that is none of them.
 TrainingSet built_in_task(std::string_view name, std::uint64_t seed, std::size_t count, std::size_t held_out);
 
+// who_did_it with every verb `gap` words after its subject (the same words and vectors).
+TrainingSet who_did_it_at_gap(std::uint64_t seed, std::size_t count, std::size_t held_out, std::size_t gap);
+// The words who_did_it's subjects are drawn from, in a fixed order.
+std::vector<std::string> who_did_it_subjects();
+
 // A learner's examples, one JSON object a line (blank lines skipped): "tokens", "embeddings"
 // (a row per token) and "focus": {"query": Q, "key": K} (a token as spelled, once in the line,
 // or a 1-based position) or "target" (a row per token). The last `held_out` lines are held

@@ -43,6 +43,9 @@ void write_bench_json(JsonWriter& json, const BenchReport& report);
 void write_training_text(const TrainReport& report, const RenderOptions& options, std::ostream& out);
 void write_training_json(JsonWriter& json, const TrainReport& report);
 
+// rnn (render/rnn_report.cpp): the members of its JSON document (its tables: rnn_text_report).
+void write_rnn_json(JsonWriter& json, const RnnReport& report);
+
 // One query's strongest keys, largest weight and entropy ("top", "max_weight", "entropy"), as
 // members of the object being written: a query of a JSON summary, or a JSON Lines line
 // (render/json.cpp).

@@ -353,7 +353,8 @@ class JsonRenderer final : public Renderer,
                            public ShowsAnswers,
                            public ShowsQuiz,
                            public ShowsBench,
-                           public ShowsTraining {
+                           public ShowsTraining,
+                           public ShowsRnn {
 public:
     // Measured on the project's machine, one thread: a full trace of 1000 tokens (4 n×n stages, 4
     // million numbers) took 145 ns of CPU time a number, a decode (1000 tokens of 8 numbers) 150,
@@ -539,6 +540,9 @@ public:
     }
     void training(const TrainReport& report, const RenderOptions&, std::ostream& os) const override {
         write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) { write_training_json(json, report); });
+    }
+    void rnn(const RnnReport& report, const RenderOptions&, std::ostream& os) const override {
+        write_document(os, [&](JsonWriter& json, fmt::memory_buffer&) { write_rnn_json(json, report); });
     }
 };
 

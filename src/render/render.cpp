@@ -43,6 +43,7 @@ constexpr ProductEntry product_table[] = {
     {Product::quiz, "a quiz", "quiz writes table (a transcript) or json"},
     {Product::bench, "the report of bench", "bench writes table or json"},
     {Product::training, "the report of train", "train writes table or json"},
+    {Product::rnn, "the report of rnn", "rnn writes table or json"},
 };
 
 // Which format shows which product: a row a format, with its renderer and, for a format that
@@ -57,7 +58,7 @@ constexpr Products documents{Product::trace, Product::summary, Product::similari
                              Product::check, Product::decode,  Product::gradients};
 constexpr Products everything{Product::trace,     Product::summary, Product::similarity, Product::comparison,
                               Product::check,     Product::decode,  Product::gradients,  Product::answers,
-                              Product::quiz,      Product::bench,   Product::training};
+                              Product::quiz,      Product::bench,   Product::training, Product::rnn};
 constexpr FormatEntry format_table[] = {
     {Format::table, table_renderer, everything, ""},
     {Format::json, json_renderer, everything, ""},
@@ -135,6 +136,9 @@ void render(const BenchReport& report, const RenderOptions& options, std::ostrea
 }
 void render(const TrainReport& report, const RenderOptions& options, std::ostream& out) {
     shown_by<ShowsTraining>(options.format, Product::training).training(report, options, out);
+}
+void render(const RnnReport& report, const RenderOptions& options, std::ostream& out) {
+    shown_by<ShowsRnn>(options.format, Product::rnn).rnn(report, options, out);
 }
 
 std::vector<Shown> shown_stages(const Trace& trace, const RenderOptions& options) {

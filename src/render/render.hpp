@@ -53,7 +53,7 @@ struct RenderOptions {
 };
 
 // The products a format may show: which format shows which is the table of render.cpp.
-enum class Product { trace, summary, similarity, comparison, check, decode, gradients, answers, quiz, bench, training };
+enum class Product { trace, summary, similarity, comparison, check, decode, gradients, answers, quiz, bench, training, rnn };
 
 // How a format writes a decode, for the estimates of commands/guards.
 enum class DecodeLayout {
@@ -98,6 +98,7 @@ struct AnswerReport;     // practice/verdicts.hpp
 struct QuizEvent;     // practice/quiz.hpp
 struct BenchReport;   // core/bench.hpp
 struct TrainReport;   // attention/training.hpp
+struct RnnReport;     // attention/rnn.hpp
 
 // One interface per product.
 class ShowsTrace {
@@ -174,6 +175,13 @@ public:
 protected:
     ~ShowsTraining() = default;
 };
+// `attntrace rnn`: the RNN's parameters, hidden states and influences beside attention's.
+class ShowsRnn {
+public:
+    virtual void rnn(const RnnReport& report, const RenderOptions& options, std::ostream& out) const = 0;
+protected:
+    ~ShowsRnn() = default;
+};
 
 // The registry: the renderer of each format.
 const Renderer& renderer(Format format);
@@ -197,6 +205,7 @@ void render(const AnswerReport& report, const RenderOptions& options, std::ostre
 void render(const QuizEvent& event, const RenderOptions& options, std::ostream& out);
 void render(const BenchReport& report, const RenderOptions& options, std::ostream& out);
 void render(const TrainReport& report, const RenderOptions& options, std::ostream& out);
+void render(const RnnReport& report, const RenderOptions& options, std::ostream& out);
 
 // JSON Lines of a summary (render/jsonl.cpp): one whole JSON object a query, for the queries
 // of `rows`, as the streaming path finishes them. Returns how many of them were written:

@@ -37,6 +37,8 @@ Stage parameter_table(const Parameter& parameter);
 std::string check_verdict(const CheckReport& report);
 
 Report similarity_report(const Similarity& similarity, int digits);
+// attntrace rnn's tables and sentences (render/rnn_report.cpp).
+Report rnn_text_report(const RnnReport& report);
 Report comparison_report(const Comparison& comparison, int digits);
 // The decode: its heading (with --explain's reasons), one report per step shown, and the
 // summary (the cost of the steps and the bytes of the cache). render/decode_report.cpp.

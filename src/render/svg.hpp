@@ -13,6 +13,13 @@
 #include <string>
 
 namespace attntrace {
+struct RnnReport;  // attention/rnn.hpp
+// attntrace rnn --svg: the RNN's and attention's influence on the last output against distance,
+// on a logarithmic scale (render/rnn_report.cpp).
+void write_rnn_svg(const RnnReport& report, std::ostream& out);
+}  // namespace attntrace
+
+namespace attntrace {
 
 // The stages --svg can draw: the matrices with a row per query and a column per key.
 inline constexpr std::array<StageId, 4> svg_stages{StageId::scores, StageId::scaled, StageId::masked,

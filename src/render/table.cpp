@@ -369,7 +369,7 @@ void write_parameters(const Trace& trace, const RenderOptions& options, std::ost
 }
 
 class TableRenderer final : public TextRenderer, public ShowsGradients, public ShowsAnswers, public ShowsQuiz, public ShowsBench,
-                            public ShowsTraining {
+                            public ShowsTraining, public ShowsRnn {
 public:
     void gradients(const StreamGradients& g, const RenderOptions& options, std::ostream& out) const override {
         write_gradients_table(g, options, out);
@@ -482,6 +482,9 @@ public:
     }
     void training(const TrainReport& report, const RenderOptions& options, std::ostream& out) const override {
         write_training_text(report, options, out);
+    }
+    void rnn(const RnnReport& r, const RenderOptions& options, std::ostream& out) const override {
+        report(rnn_text_report(r), options, out);
     }
 
     void report(const Report& report, const RenderOptions& options, std::ostream& out) const override {

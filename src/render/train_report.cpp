@@ -1,5 +1,6 @@
 // attntrace train's report: what was trained on and how, the curve every K steps, and the weight
 // the task is about before and after.
+#include "attention/rnn_compare.hpp"
 #include "attention/training.hpp"
 #include "render/formats.hpp"
 #include "render/json_writer.hpp"
@@ -36,9 +37,82 @@ std::string optimizer_text(const TrainSettings& s) {
 
 std::string percent(double x) { return fmt::format("{:.1f}%", 100 * x); }
 
+// --compare-rnn: what both models were given, then a row per gap.
+void write_comparison_text(const TrainReport& report, std::ostream& out) {
+    const RnnComparison& c = *report.comparison;
+    const TrainSettings& s = report.settings;
+    out << "compare-rnn: who_did_it with the subject a fixed number of words before the verb; from the verb's output "
+           "each model names the subject, one of "
+        << c.classes << " words\n";
+    out << fmt::format("examples per gap: {} trained on, {} held out · vectors: the task's 8 features and a one-hot of "
+                       "the {} subject words (d = {})\n",
+                       c.train, c.held_out, c.classes, c.d);
+    out << fmt::format("attention: one head, d_k = {}, logits = z_n (W_v is d × {}) · RNN: tanh, d_h = {}, logits = "
+                       "h_n·W_r + b_r, trained through time\n",
+                       c.d_k, c.classes, c.d_h);
+    out << fmt::format("both: {}{} · batch {} · {} steps · seed {} · float64 · loss −log softmax(logits)[subject]\n\n",
+                       optimizer_text(s), s.clip > 0 ? fmt::format(", gradient norm clipped at {}", s.clip) : "", s.batch,
+                       s.steps, s.seed);
+    out << fmt::format("{:>4}  {:>11}  {:>8}  {:>9}  {:>17}  {:>8}  {:>14}\n", "", "RNN", "", "", "attention", "", "");
+    out << fmt::format("{:>4}  {:>11}  {:>8}  {:>9}  {:>17}  {:>8}  {:>14}\n", "gap", "accuracy", "95% at", "loss",
+                       "accuracy", "95% at", "loss");
+    const auto at = [](const std::optional<std::int64_t>& step) {
+        return step ? fmt::format("{}", *step) : std::string("never");
+    };
+    for (const GapResult& r : c.rows)
+        out << fmt::format("{:>4}  {:>11}  {:>8}  {:>9.4f}  {:>17}  {:>8}  {:>14.4f}\n", r.gap, percent(r.rnn_accuracy),
+                           at(r.rnn_reached), r.rnn_loss, percent(r.attention_accuracy), at(r.attention_reached),
+                           r.attention_loss);
+    out << fmt::format("\naccuracy: held out, at the end; 95% at: the first step at which held-out accuracy was 95% "
+                       "or more (judged every {} steps); loss: the mean over the training examples at the end; "
+                       "chance: {} (1 in {})\n",
+                       std::max<std::int64_t>(1, s.steps / 100), percent(1.0 / static_cast<double>(c.classes)), c.classes);
+    const GapResult &first = c.rows.front(), &last = c.rows.back();
+    out << fmt::format("from gap {} to gap {}: the RNN {} → {}, attention {} → {}\n", first.gap, last.gap,
+                       percent(first.rnn_accuracy), percent(last.rnn_accuracy), percent(first.attention_accuracy),
+                       percent(last.attention_accuracy));
+}
+
+void write_comparison_json(JsonWriter& json, const TrainReport& report) {
+    using Layout = JsonWriter::Layout;
+    const RnnComparison& c = *report.comparison;
+    const TrainSettings& s = report.settings;
+    json.key("schema").string("attntrace.compare_rnn/1");
+    json.key("task").string("who_did_it");
+    json.key("classes").integer(c.classes);
+    json.key("examples").object(Layout::inline_).key("train").unsigned_integer(c.train);
+    json.key("held_out").unsigned_integer(c.held_out).end();
+    json.key("dims").object(Layout::inline_).key("d").integer(c.d).key("d_k").integer(c.d_k).key("d_h").integer(c.d_h).end();
+    json.key("optimizer").object(Layout::inline_).key("name").string(to_string(s.optimizer)).key("lr").real(s.lr);
+    json.key("clip");
+    if (s.clip > 0) json.real(s.clip);
+    else json.null();
+    json.end();
+    json.key("batch").integer(s.batch).key("steps").integer(s.steps).key("seed").unsigned_integer(s.seed);
+    json.key("gaps").array();
+    const auto step = [&](const char* name, const std::optional<std::int64_t>& at) {
+        json.key(name);
+        if (at) json.integer(*at);
+        else json.null();
+    };
+    for (const GapResult& r : c.rows) {
+        json.object(Layout::inline_)
+            .key("gap").unsigned_integer(r.gap)
+            .key("rnn_accuracy").number(r.rnn_accuracy, Dtype::float64)
+            .key("attention_accuracy").number(r.attention_accuracy, Dtype::float64)
+            .key("rnn_loss").number(r.rnn_loss, Dtype::float64)
+            .key("attention_loss").number(r.attention_loss, Dtype::float64);
+        step("rnn_reached", r.rnn_reached);
+        step("attention_reached", r.attention_reached);
+        json.key("seconds").real(r.seconds).end();
+    }
+    json.end();
+}
+
 }  // namespace
 
 void write_training_text(const TrainReport& report, const RenderOptions& options, std::ostream& out) {
+    if (report.comparison) return write_comparison_text(report, out);
     const TrainingSet& set = *report.set;
     const TrainSettings& s = report.settings;
     const Training& t = report.training;
@@ -83,6 +157,7 @@ void write_training_text(const TrainReport& report, const RenderOptions& options
 }
 
 void write_training_json(JsonWriter& json, const TrainReport& report) {
+    if (report.comparison) return write_comparison_json(json, report);
     using Layout = JsonWriter::Layout;
     const TrainingSet& set = *report.set;
     const TrainSettings& s = report.settings;

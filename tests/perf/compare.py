@@ -50,6 +50,8 @@ otherwise (its largest count is taken):
     rates) and wall seconds (all threads');
   - n = --memory-tokens causal, loss sum, float32, from a float32 safetensors file: peak
     memory against the file's size + 64 MiB; and the time per doubling of n from n = --tokens.
+With --train (issue 32), instead, tests/perf/train_compare.py: attntrace train against the same
+training in PyTorch (agreement of the curves, steps per second); its options are its own.
 Debian's numpy and torch use the libblas.so.3 that update-alternatives chooses; when that is
 the reference BLAS and OpenBLAS is installed (libopenblas0-pthread), the Python children
 here are pointed at OpenBLAS (LD_LIBRARY_PATH), which the report says.
@@ -551,6 +553,10 @@ def backward_report(args, binary, folder):
 
 
 def main():
+    if "--train" in sys.argv[1:]:  # issue 32's report: attntrace train against PyTorch (its own options)
+        import train_compare
+        sys.argv.remove("--train")
+        return train_compare.main()
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--attntrace", default=os.path.join(HERE, "..", "..", "build", "attntrace"))
     p.add_argument("--tokens", type=int, default=8192)

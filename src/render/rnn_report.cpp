@@ -1,0 +1,226 @@
+// attntrace rnn's report: the RNN's parameters and hidden states, the one vector it hands on,
+// and each token's influence on the last output beside attention's, as tables (a Report the
+// text formats print), as JSON, and as a picture.
+#include "attention/rnn.hpp"
+#include "render/formats.hpp"
+#include "render/json_writer.hpp"
+#include "render/number.hpp"
+#include "render/reports.hpp"
+#include "render/svg.hpp"
+#include "render/svg_document.hpp"
+#include "util/utf8.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+
+namespace attntrace {
+namespace {
+
+std::vector<std::string> numbered_labels(std::string_view prefix, Eigen::Index count) {
+    std::vector<std::string> out;
+    for (Eigen::Index i = 1; i <= count; ++i) out.push_back(fmt::format("{}{}", prefix, i));
+    return out;
+}
+
+Stage table(StageId id, std::string title, std::string formula, Labels rows, Labels cols, Matrix data,
+            std::string parameter = "") {
+    Stage s;
+    s.id = id;
+    s.parameter = std::move(parameter);
+    s.title = std::move(title);
+    s.formula = std::move(formula);
+    s.rows = std::move(rows);
+    s.cols = std::move(cols);
+    s.data = std::move(data);
+    return s;
+}
+
+// A line through the logarithms that explains this share of them is called a steady rate.
+constexpr double steady = 0.8;
+
+// "the RNN: ×0.612 per token further back, a steady rate (…): it halves every 1.4 tokens".
+std::string decay_text(std::string_view name, const DecayFit& fit) {
+    const double rate = std::log(fit.factor);
+    if (fit.r2 < steady)
+        return fmt::format("{}: no steady rate with distance (a line through the logarithms explains {:.0f}% of "
+                           "their variance)",
+                           name, 100 * fit.r2);
+    std::string text = fmt::format("{}: ×{:.3f} per token further back, a steady rate (the line explains {:.0f}% of "
+                                   "the logarithms' variance)",
+                                   name, fit.factor, 100 * fit.r2);
+    if (std::abs(rate) < 1e-12) return text;
+    return text + fmt::format(": it {} every {:.1f} tokens", rate < 0 ? "halves" : "doubles", std::log(2.0) / std::abs(rate));
+}
+
+// The earlier token that reaches the last output most, and how far back it is: "teacher", 10 back.
+std::string strongest_earlier(const RnnReport& r, const Vector& influence) {
+    const Eigen::Index n = influence.size();
+    Eigen::Index best = 0;
+    for (Eigen::Index j = 1; j + 1 < n; ++j)
+        if (influence(j) > influence(best)) best = j;
+    return fmt::format("\"{}\" ({} back)", printable(r.tokens[static_cast<std::size_t>(best)]), n - 1 - best);
+}
+
+std::vector<std::string> influence_sentences(const RnnReport& r) {
+    std::vector<std::string> lines;
+    const Eigen::Index n = r.rnn_influence.size();
+    const std::string last = printable(r.tokens.back());
+    if (r.rnn_decay && r.attention_decay)
+        lines.push_back(fmt::format("each influence's logarithm against its distance, by least squares: {}; {}",
+                                    decay_text("the RNN", *r.rnn_decay), decay_text("attention", *r.attention_decay)));
+    if (n >= 2) {
+        const auto kept = [&](const Vector& v) { return v(0) / v(n - 1); };
+        lines.push_back(fmt::format("the first token, {} back, reaches h_{} with {} of the influence \"{}\" has on it; it "
+                                    "reaches attention's z_{} with {}",
+                                    n - 1, n, format_significant(kept(r.rnn_influence), 3), last, n,
+                                    format_significant(kept(r.attention_influence), 3)));
+    }
+    if (n >= 3)
+        lines.push_back(fmt::format("beside \"{}\" itself, the token that reaches the last output most: in the RNN {}, in "
+                                    "attention {}",
+                                    last, strongest_earlier(r, r.rnn_influence), strongest_earlier(r, r.attention_influence)));
+    return lines;
+}
+
+}  // namespace
+
+Report rnn_text_report(const RnnReport& r) {
+    const Eigen::Index n = r.hidden.rows(), d_h = r.hidden.cols(), d_in = r.inputs.cols();
+    Report report;
+    report.title = fmt::format("attntrace rnn · {} token{} · d_in = {}, d_h = {} · {}", n, n == 1 ? "" : "s", d_in, d_h,
+                               r.origin);
+    report.preamble.push_back("An RNN encoder (Elman's) reads the tokens one at a time, each step folding one more "
+                              "into its state: h_t = tanh(x_t·W_x + h_{t−1}·W_h + b_h), with h_0 = 0.");
+    report.preamble.push_back("RNN weights: " + r.rnn_origin + ".");
+    report.preamble.push_back("Attention, beside it (one head of self-attention over the same embeddings): " +
+                              r.attention_origin + ".");
+    for (const auto& note : r.notes) report.preamble.push_back("note: " + note);
+    const Labels tokens(r.tokens), hidden_cols(numbered_labels("h", d_h));
+    report.tables.push_back(table(StageId::parameters, "The input's weight into the state", "W_x (d_in × d_h)",
+                                  numbered_labels("x", d_in), hidden_cols, r.rnn.W_x, "W_x"));
+    report.tables.push_back(table(StageId::parameters, "The state's weight into the next state", "W_h (d_h × d_h)",
+                                  hidden_cols, hidden_cols, r.rnn.W_h, "W_h"));
+    report.tables.push_back(table(StageId::parameters, "The bias of the state", "b_h", Labels{"b_h"}, hidden_cols,
+                                  Matrix(r.rnn.b_h), "b_h"));
+    report.tables.push_back(table(StageId::hidden_states, "Hidden states: the RNN's state after each token",
+                                  "h_t = tanh(x_t·W_x + h_{t−1}·W_h + b_h)", tokens, hidden_cols, r.hidden));
+    report.tables.push_back(table(StageId::hidden_states,
+                                  fmt::format("The encoder's one vector: h_{}, all that an encoder–decoder hands its "
+                                              "decoder; every token before reaches it only through {} numbers",
+                                              n, d_h),
+                                  fmt::format("h_{}", n), Labels{fmt::format("h_{}", n)}, hidden_cols, Matrix(r.hidden.bottomRows(1))));
+    Matrix influence(n, 2);
+    std::vector<std::string> back;
+    for (Eigen::Index j = 0; j < n; ++j) {
+        influence.row(j) << r.rnn_influence(j), r.attention_influence(j);
+        back.push_back(fmt::format("{} ({})", r.tokens[static_cast<std::size_t>(j)], n - 1 - j));
+    }
+    report.tables.push_back(table(StageId::influence,
+                                  "Influence: how much each token (in brackets, how many tokens back) moves the last "
+                                  "output, by the gradient (the Frobenius norm of its Jacobian)",
+                                  fmt::format("‖∂h_{0}/∂x_j‖ (RNN) and ‖∂z_{0}/∂x_j‖ (attention)", n), Labels(back),
+                                  Labels{"RNN", "attention"}, std::move(influence)));
+    report.footer = influence_sentences(r);
+    return report;
+}
+
+void write_rnn_json(JsonWriter& json, const RnnReport& r) {
+    using Layout = JsonWriter::Layout;
+    const Eigen::Index n = r.hidden.rows();
+    json.key("schema").string("attntrace.rnn/1");
+    json.key("input").string(r.origin);
+    json.key("tokens").strings(r.tokens);
+    json.key("dims").object(Layout::inline_).key("d_in").integer(r.inputs.cols()).key("d_h").integer(r.hidden.cols()).end();
+    json.key("embeddings").matrix(r.inputs, Dtype::float64);
+    json.key("rnn").object();
+    json.key("formula").string("h_t = tanh(x_t·W_x + h_{t−1}·W_h + b_h), h_0 = 0");
+    json.key("origin").string(r.rnn_origin);
+    json.key("parameters").object();
+    json.key("W_x").matrix(r.rnn.W_x, Dtype::float64).key("W_h").matrix(r.rnn.W_h, Dtype::float64);
+    json.key("b_h").numbers(r.rnn.b_h, Dtype::float64);
+    json.end().end();
+    json.key("attention").object(Layout::inline_).key("origin").string(r.attention_origin).end();
+    json.key("notes").strings(r.notes);
+    json.key("stages").object();
+    json.key("hidden_states").matrix(r.hidden, Dtype::float64);
+    json.end();
+    json.key("final").numbers(r.hidden.row(n - 1), Dtype::float64);
+    json.key("influence").array();
+    for (Eigen::Index j = 0; j < n; ++j)
+        json.object(Layout::inline_)
+            .key("token").string(r.tokens[static_cast<std::size_t>(j)])
+            .key("position").integer(j + 1)
+            .key("distance").integer(n - 1 - j)
+            .key("rnn").number(r.rnn_influence(j), Dtype::float64)
+            .key("attention").number(r.attention_influence(j), Dtype::float64)
+            .end();
+    json.end();
+    json.key("decay_per_token").object(Layout::inline_);
+    for (const auto& [name, value] : {std::pair{"rnn", &r.rnn_decay}, std::pair{"attention", &r.attention_decay}}) {
+        json.key(name);
+        if (*value)
+            json.object(Layout::inline_).key("factor").number((*value)->factor, Dtype::float64)
+                .key("r2").number((*value)->r2, Dtype::float64).end();
+        else
+            json.null();
+    }
+    json.end();
+}
+
+// The two influences against distance, on a logarithmic scale: a line each.
+void write_rnn_svg(const RnnReport& r, std::ostream& stream) {
+    using namespace svg;
+    const Eigen::Index n = r.rnn_influence.size();
+    constexpr double plot_w = 520, plot_h = 260, left = 70, top = 56;
+    Buffer out;
+    open_document(out, left + plot_w + 150, top + plot_h + 60);
+    append_title(out, fmt::format("Influence on the last output by distance: RNN against attention ({})", r.origin));
+    double lo = INFINITY, hi = 0;
+    for (const Vector* v : {&r.rnn_influence, &r.attention_influence})
+        for (Eigen::Index j = 0; j < n; ++j)
+            if ((*v)(j) > 0) lo = std::min(lo, (*v)(j)), hi = std::max(hi, (*v)(j));
+    if (!(hi > 0)) lo = 0.1, hi = 1;
+    const double decade_lo = std::floor(std::log10(lo)), decade_hi = std::max(decade_lo + 1, std::ceil(std::log10(hi)));
+    const auto x_of = [&](double d) { return left + (n > 1 ? d / static_cast<double>(n - 1) : 0.5) * plot_w; };
+    const auto y_of = [&](double v) {
+        return top + plot_h * (decade_hi - std::log10(v)) / (decade_hi - decade_lo);
+    };
+    fmt::format_to(std::back_inserter(out), "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999999\"/>\n",
+                   snap(left), snap(top), snap(plot_w), snap(plot_h));
+    for (double e = decade_lo; e <= decade_hi; ++e) {
+        const double y = y_of(std::pow(10.0, e));
+        fmt::format_to(std::back_inserter(out), "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#dddddd\"/>\n",
+                       snap(left), snap(y), snap(left + plot_w), snap(y));
+        append_text(out, fmt::format("x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\"", snap(left - 6), snap(y + 4)),
+                    fmt::format("1e{}", static_cast<int>(e)));
+    }
+    for (Eigen::Index d = 0; d < n; d += std::max<Eigen::Index>(1, n / 8))
+        append_text(out, fmt::format("x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\"", snap(x_of(static_cast<double>(d))),
+                                     snap(top + plot_h + 16)),
+                    fmt::format("{}", d));
+    append_text(out, fmt::format("x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\"", snap(left + plot_w / 2),
+                                 snap(top + plot_h + 36)),
+                "distance back from the last token (tokens)");
+    const std::pair<const Vector*, const char*> lines[] = {{&r.rnn_influence, "#c0392b"}, {&r.attention_influence, "#2471a3"}};
+    const char* names[] = {"RNN ‖∂h_n/∂x_j‖", "attention ‖∂z_n/∂x_j‖"};
+    for (int k = 0; k < 2; ++k) {
+        const auto& [v, colour] = lines[k];
+        out.append(std::string_view("<polyline fill=\"none\" stroke-width=\"2\" stroke=\""));
+        out.append(std::string_view(colour));
+        out.append(std::string_view("\" points=\""));
+        for (Eigen::Index j = n - 1; j >= 0; --j)
+            if ((*v)(j) > 0)
+                fmt::format_to(std::back_inserter(out), "{},{} ", snap(x_of(static_cast<double>(n - 1 - j))), snap(y_of((*v)(j))));
+        out.append(std::string_view("\"/>\n"));
+        const double ly = top + 12 + 18 * k;
+        fmt::format_to(std::back_inserter(out), "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke-width=\"2\" stroke=\"{}\"/>\n",
+                       snap(left + plot_w + 10), snap(ly), snap(left + plot_w + 30), snap(ly), colour);
+        append_text(out, fmt::format("x=\"{}\" y=\"{}\" font-size=\"11\"", snap(left + plot_w + 34), snap(ly + 4)), names[k]);
+    }
+    close_document(out, stream);
+}
+
+}  // namespace attntrace
