@@ -401,7 +401,7 @@ TEST_CASE("each format's renderer shows exactly the products the table of format
             CHECK(shows(format, product) == implements(renderer(format), product));
         }
     // The table itself: every format but JSON Lines shows the documents; check-answers, the quiz
-    // and bench are text (table) or JSON; JSON Lines writes only a summary's lines.
+    // and bench are text (table) or JSON; JSON Lines writes only lines: a summary's, train's curve.
     for (const Format format : {Format::table, Format::json, Format::markdown, Format::csv})
         for (const Product product : {Product::trace, Product::summary, Product::similarity, Product::comparison,
                                       Product::check, Product::decode, Product::gradients})
@@ -412,7 +412,9 @@ TEST_CASE("each format's renderer shows exactly the products the table of format
         CHECK_FALSE(shows(Format::markdown, product));
         CHECK_FALSE(shows(Format::csv, product));
     }
-    for (const Product product : products) CHECK(shows(Format::jsonl, product) == (product == Product::summary));
+    for (const Product product : products)
+        CHECK(shows(Format::jsonl, product) == (product == Product::summary || product == Product::training));
+    CHECK(formats_showing(Product::training) == std::vector<std::string>{"table", "json", "jsonl"});
     // The choices a command offers come from the table, in its order.
     CHECK(formats_showing(Product::trace) == std::vector<std::string>{"table", "json", "markdown", "csv"});
     CHECK(formats_showing(Product::summary) == std::vector<std::string>{"table", "json", "markdown", "csv", "jsonl"});
@@ -430,10 +432,10 @@ TEST_CASE("a format that does not show a product is refused, saying which format
         return "(not refused)";
     };
     CHECK(refusal(Format::jsonl, Product::trace) ==
-          "--format jsonl writes the lines of --summary, one per query; a trace is one document: use --format json");
+          "--format jsonl writes lines (a --summary's, one per query, or train's curve, one per point); a trace is one document: use --format json");
     CHECK(refusal(Format::jsonl, Product::decode) ==
-          "--format jsonl writes the lines of --summary, one per query; a decode is one document: use --format json");
-    CHECK(refusal(Format::jsonl, Product::check) == "--format jsonl writes the lines of --summary, one per query; the "
+          "--format jsonl writes lines (a --summary's, one per query, or train's curve, one per point); a decode is one document: use --format json");
+    CHECK(refusal(Format::jsonl, Product::check) == "--format jsonl writes lines (a --summary's, one per query, or train's curve, one per point); the "
                                                      "report of --check is one document: use --format json");
     CHECK(refusal(Format::markdown, Product::answers) == "check-answers writes table (text) or json");
     CHECK(refusal(Format::jsonl, Product::answers) == "check-answers writes table (text) or json");

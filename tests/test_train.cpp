@@ -10,12 +10,17 @@
 #include "support/catch.hpp"
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <csignal>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 using namespace attntrace;
+using Catch::Matchers::Contains;
 
 namespace {
 
@@ -353,4 +358,85 @@ TEST_CASE("train --write-examples writes the task as a file of examples that tra
     CHECK(line["focus"]["query"] == line["tokens"].size());
     cli::require_error_line(cli::run({"train", "who_did_it", "-o", dir / "same", "--write-examples", dir / "same"}), 2,
                             "two outputs go to");
+}
+
+TEST_CASE("train shows a progress line on a terminal once it takes a second, and erases it before the report",
+          "[train][progress]") {
+    // Stopped by Ctrl-C while the line shows: the step, the loss and held-out accuracy of the
+    // curve's last point (step 0 here: --every is far away), erased by the signal.
+    const auto stopped = cli::run_in_terminal_until({"train", "who_did_it", "--steps", "100000000", "--every", "100000000"},
+                                                    "ETA", SIGINT);
+    CHECK(stopped.exit_code == 128 + SIGINT);
+    const auto first = json_of(cli::run({"train", "who_did_it", "--steps", "0", "--format", "json"}));
+    const std::string loss = fmt::format("loss {:.4f}, held-out {:.1f}% at step 0", first["curve"][0]["loss"].get<double>(),
+                                         100 * first["curve"][0]["held_out_accuracy"].get<double>());
+    const std::size_t bar = stopped.out.rfind("train · step ");
+    REQUIRE(bar != std::string::npos);
+    CHECK_THAT(stopped.out.substr(bar), Contains(loss) && Contains("elapsed · ETA"));
+    CHECK(stopped.out.substr(stopped.out.find("\x1b[K", bar) + 3) == "\r\x1b[K");
+    // A run that ends: the line erased, then the report, whole.
+    const auto ended = cli::run_in_terminal({"train", "who_did_it", "--steps", "150000", "--every", "150000"});
+    REQUIRE(ended.exit_code == 0);
+    const std::size_t last = ended.out.rfind("train · step ");
+    REQUIRE(last != std::string::npos);
+    const std::string after = ended.out.substr(ended.out.find("\x1b[K", last) + 3);
+    CHECK(after.starts_with("\r\x1b[Ktrain who_did_it: "));
+    CHECK_THAT(after, Contains("150000 steps in"));
+    // A short run shows none, and neither does a run whose stderr is not a terminal.
+    CHECK(cli::run_in_terminal({"train", "who_did_it"}).out.find("train · step") == std::string::npos);
+    CHECK(cli::run({"train", "who_did_it", "--steps", "150000", "--every", "150000"}).err.empty());
+}
+
+TEST_CASE("train -f jsonl writes the curve a point a line and --snapshots keeps the weights a shorter run ends with",
+          "[train]") {
+    const auto whole = json_of(cli::run({"train", "who_did_it", "--steps", "6", "--every", "2", "--snapshots", "3",
+                                         "--format", "json"}));
+    const auto lines = cli::run({"train", "who_did_it", "--steps", "6", "--every", "2", "--snapshots", "3", "--format", "jsonl"});
+    REQUIRE(lines.exit_code == 0);
+    std::istringstream in(lines.out);
+    std::vector<nlohmann::json> points, snapshots;
+    for (std::string line; std::getline(in, line);) {
+        const auto j = nlohmann::json::parse(line);
+        (j["schema"] == "attntrace.train-line/1" ? points : snapshots).push_back(j);
+    }
+    REQUIRE(points.size() == whole["curve"].size());
+    for (std::size_t i = 0; i < points.size(); ++i) {
+        auto p = points[i];
+        p.erase("schema");
+        CHECK(p == whole["curve"][i]);
+    }
+    // Each snapshot is the model a run of that many steps writes with -o.
+    REQUIRE(snapshots.size() == 3);
+    REQUIRE(whole["snapshots"].size() == 3);
+    cli::TempDir dir;
+    for (std::size_t i = 0; i < 3; ++i) {
+        const int step = static_cast<int>(3 * i);
+        CHECK(snapshots[i]["step"] == step);
+        CHECK(snapshots[i]["weights"] == whole["snapshots"][i]["weights"]);
+        const std::string model = dir / fmt::format("m{}.json", step);
+        REQUIRE(cli::run({"train", "who_did_it", "--steps", std::to_string(step), "-o", model}).exit_code == 0);
+        CHECK(snapshots[i]["weights"] == nlohmann::json::parse(cli::read_file(model))["weights"]);
+    }
+    cli::require_error_line(cli::run({"train", "who_did_it", "--snapshots", "3"}), 2,
+                            "--snapshots keeps the weights in the report's JSON: add -f json or -f jsonl");
+}
+
+TEST_CASE("train --svg draws the curve's four lines with a point per point of the curve", "[train]") {
+    const cli::TempDir dir;
+    const auto r = cli::run({"train", "who_did_it", "--every", "30", "--svg", dir / "curve.svg", "--format", "json"});
+    REQUIRE(r.exit_code == 0);
+    const auto report = json_of(r);
+    const std::string svg = dir / "curve.svg";
+    CHECK(cli::run_program({"xmllint", "--noout", svg}).exit_code == 0);
+    CHECK(cli::run_program({"xmllint", "--xpath", "count(//*[local-name()='polyline'])", svg}).out == "4\n");
+    // Each line has a point per point of the curve: pairs "x,y" separated by spaces.
+    const std::string text = cli::read_file(svg);
+    const std::size_t at = text.find("points=\"");
+    REQUIRE(at != std::string::npos);
+    const std::string points = text.substr(at + 8, text.find('"', at + 8) - at - 8);
+    CHECK(static_cast<std::size_t>(std::count(points.begin(), points.end(), ',')) == report["curve"].size());
+    CHECK_THAT(text, Contains("weight smiled → teacher"));
+    cli::require_error_line(cli::run({"train", "who_did_it", "--compare-rnn", "--svg", dir / "no.svg"}), 2,
+                            "--svg draws train's own curve");
+    CHECK_FALSE(std::filesystem::exists(dir / "no.svg"));
 }

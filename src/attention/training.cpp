@@ -251,6 +251,7 @@ Training train_in(const TrainingSet& set, const TrainSettings& settings, const P
     Training out;
     out.initial = start;
     out.curve.push_back(evaluate<T>(0, l, params, train, held, set, settings.causal));
+    if (settings.snapshots > 0) out.snapshots.emplace_back(0, start);
     if (observe) observe(0, &out.curve.back());
     Order order(train.size(), settings.seed);
     Updater<T> updater{settings, {}, {}, 0};
@@ -267,6 +268,7 @@ Training train_in(const TrainingSet& set, const TrainSettings& settings, const P
                                         step, settings.lr));
         const bool record = step % every == 0 || step == settings.steps;
         if (record) out.curve.push_back(evaluate<T>(step, l, params, train, held, set, settings.causal));
+        if (settings.snapshots > 0 && step % settings.snapshots == 0) out.snapshots.emplace_back(step, unflatten<T>(params, l));
         if (observe) observe(step, record ? &out.curve.back() : nullptr);
     }
     out.learned = unflatten<T>(params, l);

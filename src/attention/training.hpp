@@ -49,6 +49,7 @@ struct TrainSettings {
     std::int64_t steps = 300;
     std::int64_t batch = 16;             // examples per step (the last batch of an epoch may have fewer)
     std::int64_t every = 0;              // a point of the curve every this many steps (0: steps / 10)
+    std::int64_t snapshots = 0;          // the weights kept every this many steps, and at step 0 (0: none)
     std::uint64_t seed = 123;            // the initial weights and the order of the examples
 };
 
@@ -64,6 +65,7 @@ struct CurvePoint {
 struct Training {
     Projections initial, learned;
     std::vector<CurvePoint> curve;
+    std::vector<std::pair<std::int64_t, Projections>> snapshots;  // (step, weights), with --snapshots
     std::int64_t steps = 0;
     std::int64_t epochs_begun = 0;  // how many times the order of the examples was drawn
     double seconds = 0;             // the steps alone: the curve's evaluations are not counted

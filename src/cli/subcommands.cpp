@@ -228,6 +228,13 @@ void add_train_output(CLI::App* command, TrainRequest& r, TrainFlags& f) {
              "Training", "N");
     choose(command->add_option("-f,--format", f.format, "the report's format"), "Output", formats_showing(Product::training))
         ->capture_default_str();
+    describe(command->add_option("--svg", r.svg, "also draw the loss, the followed weight and held-out accuracy against "
+                                                 "steps in this SVG file"),
+             "Output", "FILE", Completes::file);
+    describe(command->add_option("--snapshots", t.snapshots,
+                                 "keep the weights every N steps (and at step 0) in the report: -f json or jsonl")
+                 ->transform(in_range(std::int64_t{1}, std::int64_t{100000000})),
+             "Output", "N");
     describe(command->add_option("--digits", f.digits, "decimals in the table")->transform(in_range(0, 17))->capture_default_str(),
              "Output", "N");
     describe(command->add_option("-o,--output", r.save, "write the learned model to FILE, an input every command reads"),

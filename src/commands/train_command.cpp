@@ -5,6 +5,8 @@
 #include "input/source.hpp"
 #include "input/tasks.hpp"
 #include "render/json_writer.hpp"
+#include "render/svg.hpp"
+#include "util/progress.hpp"
 
 #include <fmt/format.h>
 
@@ -88,11 +90,7 @@ void write_model(std::ostream& out, const TrainReport& report) {
 // ones (so that the same --held-out splits them again), each focus by 1-based positions.
 void write_examples(std::ostream& out, const TrainingSet& set) {
     using Layout = JsonWriter::Layout;
-    const auto rows = [](JsonWriter& json, const Matrix& m) {
-        json.array(Layout::inline_);
-        for (Eigen::Index r = 0; r < m.rows(); ++r) json.numbers(m.row(r), Dtype::float64);
-        json.end();
-    };
+    const auto rows = [](JsonWriter& json, const Matrix& m) { json.matrix(m, Dtype::float64, Layout::inline_); };
     for (const auto* part : {&set.train, &set.held_out})
         for (const TrainingExample& e : *part) {
             fmt::memory_buffer buffer;
@@ -125,6 +123,27 @@ NamedExample named(const TrainingExample& e, const std::vector<std::string>& sub
     return out;
 }
 
+// "train · step 1200 · loss 0.0012, held-out 100.0% at step 1000": the bar's words, with the
+// curve's last point (the loss is judged only every --every steps).
+std::string progress_label(std::int64_t step, const CurvePoint& last) {
+    std::string text = fmt::format("train · step {} · loss {:.4f}", step, last.loss);
+    if (last.accuracy) text += fmt::format(", held-out {:.1f}%", 100 * *last.accuracy);
+    return text + fmt::format(" at step {}", last.step);
+}
+
+// The layer trained, with a progress bar on a terminal once it takes a second (erased when
+// it ends, before the report is written).
+Training train_watched(const TrainingSet& set, const TrainSettings& settings) {
+    ProgressBar bar("train");
+    CurvePoint last;
+    return train(set, settings, std::nullopt, [&](std::int64_t step, const CurvePoint* point) {
+        if (point) last = *point;
+        if (!bar.due()) return;
+        bar.set_label(progress_label(step, last));
+        bar.update(static_cast<std::size_t>(step), static_cast<std::size_t>(settings.steps));
+    });
+}
+
 // --compare-rnn: who_did_it at each gap, the same examples for both models.
 RnnComparison compare_rnn(const TrainRequest& r) {
     if (r.task != "who_did_it")
@@ -154,6 +173,11 @@ void run_train(const TrainRequest& request, Outputs& outputs) {
     require_format(request.format, Product::training);
     RenderOptions options = request.render;
     options.format = request.format;
+    if (request.settings.snapshots > 0 && (request.format == Format::table || request.compare_rnn))
+        throw UsageError(request.compare_rnn ? "--snapshots keeps the weights of train's own run, not of --compare-rnn's"
+                                             : "--snapshots keeps the weights in the report's JSON: add -f json or -f jsonl");
+    if (request.svg && request.compare_rnn) throw UsageError("--svg draws train's own curve, not --compare-rnn's table");
+    std::ostream* svg = request.svg ? &outputs.add(*request.svg) : nullptr;  // refused at once if it cannot be written
     if (request.compare_rnn) {
         if (request.save || request.examples_out)
             throw UsageError("--compare-rnn trains ten models and saves none: leave out -o and --write-examples");
@@ -169,12 +193,13 @@ void run_train(const TrainRequest& request, Outputs& outputs) {
     report.set = &set;
     report.settings = settings_for(request, set);
     if (request.examples_out) write_examples(outputs.add(*request.examples_out), set);
-    report.training = train(set, report.settings);
+    report.training = train_watched(set, report.settings);
     if (request.save) {
         write_model(outputs.add(*request.save), report);
         report.saved = *request.save;
     }
     render(report, options, outputs.main());
+    if (svg) write_training_svg(report, *svg);
 }
 
 }  // namespace attntrace

@@ -20,6 +20,7 @@ struct TrainRequest {
     double held_out = 0.2;        // the share of examples held out
     std::optional<std::string> save;  // -o FILE: the learned model, as an input
     std::optional<std::string> examples_out;  // --write-examples FILE: the task's examples as JSON Lines
+    std::optional<std::string> svg;   // --svg FILE: the curve drawn
     bool compare_rnn = false;         // --compare-rnn: who_did_it per gap, the RNN against attention
     Eigen::Index hidden = 16;         // --hidden: the RNN's d_h there
     std::uint64_t max_input = 0;

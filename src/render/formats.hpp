@@ -42,6 +42,9 @@ void write_bench_json(JsonWriter& json, const BenchReport& report);
 // train (render/train_report.cpp): its table, and the members of its JSON document.
 void write_training_text(const TrainReport& report, const RenderOptions& options, std::ostream& out);
 void write_training_json(JsonWriter& json, const TrainReport& report);
+// As JSON Lines: a line per point of the curve (attntrace.train-line/1), or with --compare-rnn a
+// line per gap (attntrace.compare-rnn-line/1).
+void write_training_lines(const TrainReport& report, std::ostream& out);
 
 // rnn (render/rnn_report.cpp): the members of its JSON document (its tables: rnn_text_report).
 void write_rnn_json(JsonWriter& json, const RnnReport& report);

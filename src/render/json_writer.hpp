@@ -107,9 +107,9 @@ public:
         for (const double value : values) number(value, dtype);
         return end();
     }
-    // An array of rows, a row a line.
-    JsonWriter& matrix(const Matrix& m, Dtype dtype) {
-        array();
+    // An array of rows, a row a line (Layout::inline_: all on one line, for JSON Lines).
+    JsonWriter& matrix(const Matrix& m, Dtype dtype, Layout layout = Layout::lines) {
+        array(layout);
         for (Eigen::Index r = 0; r < m.rows(); ++r) numbers(m.row(r), dtype);
         return end();
     }

@@ -2,7 +2,8 @@
 // query, each on its own line with its schema (attntrace.summary-line/1), so that a consumer
 // can read each line as it comes. The streaming path hands the lines over as it finishes them
 // (write_summary_lines); rendering a whole summary writes the same lines at once. Only the
-// summary has a line per item: the table of render.cpp refuses the other products here.
+// summary has a line per item, and train's curve a line per point (render/train_report.cpp):
+// the table of render.cpp refuses the other products here.
 #include "render/formats.hpp"
 #include "render/json_writer.hpp"
 
@@ -24,13 +25,16 @@ bool finite(const SummaryRows& rows, std::size_t i) {
     return !rows.context || rows.context->row(static_cast<Eigen::Index>(i - rows.first)).allFinite();
 }
 
-class JsonlRenderer final : public Renderer, public ShowsSummary {
+class JsonlRenderer final : public Renderer, public ShowsSummary, public ShowsTraining {
 public:
     // Only summaries, whose estimates do not depend on the format (commands/guards'
     // summary_bytes and summary_seconds): the other figures are JSON's, each line a JSON object.
     RenderCost cost(const RenderOptions& options) const override { return json_renderer().cost(options); }
     void summary(const Summary& s, const RenderOptions&, std::ostream& out) const override {
         write_summary_lines(s, summary_rows(s), out);
+    }
+    void training(const TrainReport& report, const RenderOptions&, std::ostream& out) const override {
+        write_training_lines(report, out);
     }
 };
 

@@ -64,8 +64,9 @@ constexpr FormatEntry format_table[] = {
     {Format::json, json_renderer, everything, ""},
     {Format::markdown, markdown_renderer, documents, ""},
     {Format::csv, csv_renderer, documents, ""},
-    {Format::jsonl, jsonl_renderer, {Product::summary},
-     "--format jsonl writes the lines of --summary, one per query; {} is one document: use --format json"},
+    {Format::jsonl, jsonl_renderer, {Product::summary, Product::training},
+     "--format jsonl writes lines (a --summary's, one per query, or train's curve, one per point); {} is one document: "
+     "use --format json"},
 };
 
 const FormatEntry& entry(Format format) {

@@ -7,7 +7,7 @@
 #include "render/number.hpp"
 #include "render/reports.hpp"
 #include "render/svg.hpp"
-#include "render/svg_document.hpp"
+#include "render/svg_chart.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
@@ -172,55 +172,22 @@ void write_rnn_json(JsonWriter& json, const RnnReport& r) {
 
 // The two influences against distance, on a logarithmic scale: a line each.
 void write_rnn_svg(const RnnReport& r, std::ostream& stream) {
-    using namespace svg;
     const Eigen::Index n = r.rnn_influence.size();
-    constexpr double plot_w = 520, plot_h = 260, left = 70, top = 56;
-    Buffer out;
-    open_document(out, left + plot_w + 150, top + plot_h + 60);
-    append_title(out, fmt::format("Influence on the last output by distance: RNN against attention ({})", r.origin));
-    double lo = INFINITY, hi = 0;
-    for (const Vector* v : {&r.rnn_influence, &r.attention_influence})
-        for (Eigen::Index j = 0; j < n; ++j)
-            if ((*v)(j) > 0) lo = std::min(lo, (*v)(j)), hi = std::max(hi, (*v)(j));
-    if (!(hi > 0)) lo = 0.1, hi = 1;
-    const double decade_lo = std::floor(std::log10(lo)), decade_hi = std::max(decade_lo + 1, std::ceil(std::log10(hi)));
-    const auto x_of = [&](double d) { return left + (n > 1 ? d / static_cast<double>(n - 1) : 0.5) * plot_w; };
-    const auto y_of = [&](double v) {
-        return top + plot_h * (decade_hi - std::log10(v)) / (decade_hi - decade_lo);
-    };
-    fmt::format_to(std::back_inserter(out), "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999999\"/>\n",
-                   snap(left), snap(top), snap(plot_w), snap(plot_h));
-    for (double e = decade_lo; e <= decade_hi; ++e) {
-        const double y = y_of(std::pow(10.0, e));
-        fmt::format_to(std::back_inserter(out), "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#dddddd\"/>\n",
-                       snap(left), snap(y), snap(left + plot_w), snap(y));
-        append_text(out, fmt::format("x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\"", snap(left - 6), snap(y + 4)),
-                    fmt::format("1e{}", static_cast<int>(e)));
+    svg::Panel panel;
+    panel.log_y = true;
+    panel.x_label = "distance back from the last token (tokens)";
+    panel.y_label = fmt::format("influence on the last output (h_{0} for the RNN, z_{0} for attention)", n);
+    svg::Series rnn{"RNN ‖∂h_n/∂x_j‖", "#c0392b", {}}, attention{"attention ‖∂z_n/∂x_j‖", "#2471a3", {}};
+    for (Eigen::Index j = n - 1; j >= 0; --j) {
+        const auto distance = static_cast<double>(n - 1 - j);
+        rnn.points.emplace_back(distance, r.rnn_influence(j));
+        attention.points.emplace_back(distance, r.attention_influence(j));
     }
-    for (Eigen::Index d = 0; d < n; d += std::max<Eigen::Index>(1, n / 8))
-        append_text(out, fmt::format("x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\"", snap(x_of(static_cast<double>(d))),
-                                     snap(top + plot_h + 16)),
-                    fmt::format("{}", d));
-    append_text(out, fmt::format("x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\"", snap(left + plot_w / 2),
-                                 snap(top + plot_h + 36)),
-                "distance back from the last token (tokens)");
-    const std::pair<const Vector*, const char*> lines[] = {{&r.rnn_influence, "#c0392b"}, {&r.attention_influence, "#2471a3"}};
-    const char* names[] = {"RNN ‖∂h_n/∂x_j‖", "attention ‖∂z_n/∂x_j‖"};
-    for (int k = 0; k < 2; ++k) {
-        const auto& [v, colour] = lines[k];
-        out.append(std::string_view("<polyline fill=\"none\" stroke-width=\"2\" stroke=\""));
-        out.append(std::string_view(colour));
-        out.append(std::string_view("\" points=\""));
-        for (Eigen::Index j = n - 1; j >= 0; --j)
-            if ((*v)(j) > 0)
-                fmt::format_to(std::back_inserter(out), "{},{} ", snap(x_of(static_cast<double>(n - 1 - j))), snap(y_of((*v)(j))));
-        out.append(std::string_view("\"/>\n"));
-        const double ly = top + 12 + 18 * k;
-        fmt::format_to(std::back_inserter(out), "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke-width=\"2\" stroke=\"{}\"/>\n",
-                       snap(left + plot_w + 10), snap(ly), snap(left + plot_w + 30), snap(ly), colour);
-        append_text(out, fmt::format("x=\"{}\" y=\"{}\" font-size=\"11\"", snap(left + plot_w + 34), snap(ly + 4)), names[k]);
-    }
-    close_document(out, stream);
+    svg::Buffer out;
+    svg::open_document(out, panel.left + panel.width + svg::legend_width, panel.top + panel.height + 56);
+    svg::append_title(out, fmt::format("The RNN's influence against attention's, by distance ({})", r.origin));
+    svg::append_panel(out, panel, {rnn, attention});
+    svg::close_document(out, stream);
 }
 
 }  // namespace attntrace

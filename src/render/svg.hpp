@@ -17,6 +17,10 @@ struct RnnReport;  // attention/rnn.hpp
 // attntrace rnn --svg: the RNN's and attention's influence on the last output against distance,
 // on a logarithmic scale (render/rnn_report.cpp).
 void write_rnn_svg(const RnnReport& report, std::ostream& out);
+struct TrainReport;  // attention/training.hpp
+// attntrace train --svg: the loss curves (logarithmic), and below them the followed weight and
+// held-out accuracy (0 to 1), against steps (render/train_report.cpp).
+void write_training_svg(const TrainReport& report, std::ostream& out);
 }  // namespace attntrace
 
 namespace attntrace {

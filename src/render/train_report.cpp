@@ -5,6 +5,8 @@
 #include "render/formats.hpp"
 #include "render/json_writer.hpp"
 #include "render/render.hpp"
+#include "render/svg.hpp"
+#include "render/svg_chart.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
@@ -36,6 +38,50 @@ std::string optimizer_text(const TrainSettings& s) {
 }
 
 std::string percent(double x) { return fmt::format("{:.1f}%", 100 * x); }
+
+// A point of the curve's members: "step", "loss", "held_out_loss", "held_out_accuracy", "focus".
+void point_members(JsonWriter& json, const CurvePoint& p) {
+    const auto optional = [&](const char* name, const std::optional<double>& x) {
+        json.key(name);
+        if (x) json.number(*x, Dtype::float64);
+        else json.null();
+    };
+    json.key("step").integer(p.step).key("loss").number(p.loss, Dtype::float64);
+    optional("held_out_loss", p.held_out_loss);
+    optional("held_out_accuracy", p.accuracy);
+    optional("focus", p.focus);
+}
+
+// A snapshot's members: "step" and "weights" (as a model file holds them).
+void snapshot_members(JsonWriter& json, std::int64_t step, const Projections& w) {
+    json.key("step").integer(step).key("weights").object(JsonWriter::Layout::inline_);
+    constexpr auto one_line = JsonWriter::Layout::inline_;
+    json.key("query").matrix(w.query, Dtype::float64, one_line).key("key").matrix(w.key, Dtype::float64, one_line);
+    json.key("value").matrix(w.value, Dtype::float64, one_line);
+    if (w.query_bias) {
+        json.key("query_bias").numbers(*w.query_bias, Dtype::float64);
+        json.key("key_bias").numbers(*w.key_bias, Dtype::float64);
+        json.key("value_bias").numbers(*w.value_bias, Dtype::float64);
+    }
+    json.end();
+}
+
+// A gap of --compare-rnn's members.
+void gap_members(JsonWriter& json, const GapResult& r) {
+    const auto step = [&](const char* name, const std::optional<std::int64_t>& at) {
+        json.key(name);
+        if (at) json.integer(*at);
+        else json.null();
+    };
+    json.key("gap").unsigned_integer(r.gap);
+    json.key("rnn_accuracy").number(r.rnn_accuracy, Dtype::float64);
+    json.key("attention_accuracy").number(r.attention_accuracy, Dtype::float64);
+    json.key("rnn_loss").number(r.rnn_loss, Dtype::float64);
+    json.key("attention_loss").number(r.attention_loss, Dtype::float64);
+    step("rnn_reached", r.rnn_reached);
+    step("attention_reached", r.attention_reached);
+    json.key("seconds").real(r.seconds);
+}
 
 // --compare-rnn: what both models were given, then a row per gap.
 void write_comparison_text(const TrainReport& report, std::ostream& out) {
@@ -90,21 +136,10 @@ void write_comparison_json(JsonWriter& json, const TrainReport& report) {
     json.end();
     json.key("batch").integer(s.batch).key("steps").integer(s.steps).key("seed").unsigned_integer(s.seed);
     json.key("gaps").array();
-    const auto step = [&](const char* name, const std::optional<std::int64_t>& at) {
-        json.key(name);
-        if (at) json.integer(*at);
-        else json.null();
-    };
     for (const GapResult& r : c.rows) {
-        json.object(Layout::inline_)
-            .key("gap").unsigned_integer(r.gap)
-            .key("rnn_accuracy").number(r.rnn_accuracy, Dtype::float64)
-            .key("attention_accuracy").number(r.attention_accuracy, Dtype::float64)
-            .key("rnn_loss").number(r.rnn_loss, Dtype::float64)
-            .key("attention_loss").number(r.attention_loss, Dtype::float64);
-        step("rnn_reached", r.rnn_reached);
-        step("attention_reached", r.attention_reached);
-        json.key("seconds").real(r.seconds).end();
+        json.object(Layout::inline_);
+        gap_members(json, r);
+        json.end();
     }
     json.end();
 }
@@ -197,17 +232,88 @@ void write_training_json(JsonWriter& json, const TrainReport& report) {
         else json.null();
     };
     for (const CurvePoint& p : t.curve) {
-        json.object(Layout::inline_).key("step").integer(p.step).key("loss").number(p.loss, Dtype::float64);
-        optional("held_out_loss", p.held_out_loss);
-        optional("held_out_accuracy", p.accuracy);
-        optional("focus", p.focus);
+        json.object(Layout::inline_);
+        point_members(json, p);
         json.end();
     }
     json.end();
+    if (s.snapshots > 0) {
+        json.key("snapshots").array();
+        for (const auto& [step, weights] : t.snapshots) {
+            json.object(Layout::inline_);
+            snapshot_members(json, step, weights);
+            json.end();
+        }
+        json.end();
+    }
     json.key("seconds").real(t.seconds);
     json.key("output");
     if (report.saved.empty()) json.null();
     else json.string(report.saved);
+}
+
+void write_training_lines(const TrainReport& report, std::ostream& out) {
+    using Layout = JsonWriter::Layout;
+    fmt::memory_buffer buffer;
+    JsonWriter json(buffer);
+    if (report.comparison) {
+        for (const GapResult& r : report.comparison->rows) {
+            json.object(Layout::inline_).key("schema").string("attntrace.compare-rnn-line/1");
+            gap_members(json, r);
+            json.end();
+            buffer.push_back('\n');
+        }
+    } else {
+        for (const CurvePoint& p : report.training.curve) {
+            json.object(Layout::inline_).key("schema").string("attntrace.train-line/1");
+            point_members(json, p);
+            json.end();
+            buffer.push_back('\n');
+        }
+        for (const auto& [step, weights] : report.training.snapshots) {
+            json.object(Layout::inline_).key("schema").string("attntrace.train-snapshot/1");
+            snapshot_members(json, step, weights);
+            json.end();
+            buffer.push_back('\n');
+        }
+    }
+    out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+}
+
+void write_training_svg(const TrainReport& report, std::ostream& stream) {
+    const Training& t = report.training;
+    svg::Series loss{"loss (training examples)", "#c0392b", {}}, held{"loss (held out)", "#e59866", {}};
+    svg::Series focus{"", "#2471a3", {}}, accuracy{"held-out accuracy", "#229954", {}};
+    const TrainingSet& set = *report.set;
+    if (set.shown && set.shown->focus) focus.name = "weight " + followed_pair(*set.shown);
+    for (const CurvePoint& p : t.curve) {
+        const auto x = static_cast<double>(p.step);
+        loss.points.emplace_back(x, p.loss);
+        if (p.held_out_loss) held.points.emplace_back(x, *p.held_out_loss);
+        if (p.focus) focus.points.emplace_back(x, *p.focus);
+        if (p.accuracy) accuracy.points.emplace_back(x, *p.accuracy);
+    }
+    svg::Panel top, bottom;
+    top.log_y = true;
+    top.y_label = "loss";
+    top.x_label = "step";
+    bottom.top = top.top + top.height + 80;
+    bottom.y_range = std::pair{0.0, 1.0};
+    bottom.y_label = focus.name.empty() ? "held-out accuracy" : "the followed weight and held-out accuracy";
+    bottom.x_label = "step";
+    std::vector<svg::Series> lines{loss};
+    if (!held.points.empty()) lines.push_back(held);
+    std::vector<svg::Series> shares;
+    if (!focus.points.empty()) shares.push_back(focus);
+    if (!accuracy.points.empty()) shares.push_back(accuracy);
+    svg::Buffer out;
+    const double height = (shares.empty() ? top.top + top.height : bottom.top + bottom.height) + 56;
+    svg::open_document(out, top.left + top.width + svg::legend_width, height);
+    svg::append_title(out, fmt::format("attntrace train {}: {} steps of {}", set.task, t.steps,
+                                       to_string(report.settings.optimizer)));
+    svg::append_panel(out, top, lines);
+    if (!shares.empty()) svg::append_panel(out, bottom, shares);
+    svg::close_document(out, stream);
 }
 
 }  // namespace attntrace

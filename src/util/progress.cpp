@@ -115,10 +115,15 @@ std::string ProgressBar::line(const std::string& label, std::size_t done, std::s
                        tail, eta);
 }
 
-void ProgressBar::update(std::size_t done, std::size_t total) {
-    if (!screen_.terminal || total == 0) return;
+bool ProgressBar::due() const {
+    if (!screen_.terminal) return false;
     const auto now = screen_.now();
-    if (now - start_ < std::chrono::seconds(1) || (drawn_ && now - last_ < std::chrono::milliseconds(100))) return;
+    return now - start_ >= std::chrono::seconds(1) && (!drawn_ || now - last_ >= std::chrono::milliseconds(100));
+}
+
+void ProgressBar::update(std::size_t done, std::size_t total) {
+    if (total == 0 || !due()) return;
+    const auto now = screen_.now();
     last_ = now;
     if (!drawn_) erase_on_signals(::fileno(screen_.file));
     drawn_ = true;

@@ -36,6 +36,10 @@ public:
     ProgressBar& operator=(const ProgressBar&) = delete;
 
     void update(std::size_t done, std::size_t total);
+    // What the bar says before itself, from the next redraw on (train: the step and the loss).
+    void set_label(std::string label) { label_ = std::move(label); }
+    // Whether update() would redraw now: a terminal, a second gone, a tenth since the last.
+    bool due() const;
 
     // The line as drawn at `elapsed` seconds with `done` of `total` done, in `columns` columns:
     // "attention [########......]  40% · 0:02 elapsed · ETA 0:03", one column short of the
