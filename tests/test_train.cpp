@@ -440,3 +440,36 @@ TEST_CASE("train --svg draws the curve's four lines with a point per point of th
                             "--svg draws train's own curve");
     CHECK_FALSE(std::filesystem::exists(dir / "no.svg"));
 }
+
+TEST_CASE("train -o FILE.safetensors or .npz writes the same model as arrays that traces as the JSON one does",
+          "[train]") {
+    const cli::TempDir dir;
+    for (const char* name : {"m.json", "m.safetensors", "m.npz"})
+        REQUIRE(cli::run({"train", "who_did_it", "--steps", "60", "-o", dir / name}).exit_code == 0);
+    const auto weights = [](const nlohmann::json& trace) { return trace["stages"][0]["data"]; };
+    const auto json_trace = json_of(cli::run({dir / "m.json", "-s", "weights", "--format", "json"}));
+    // safetensors keeps the tokens, the mode, the description and the note in its metadata.
+    const auto safe = json_of(cli::run({dir / "m.safetensors", "-s", "weights", "--format", "json"}));
+    CHECK(safe["mode"] == "self");
+    CHECK(safe["tokens"] == json_trace["tokens"]);
+    CHECK(safe["description"] == json_trace["description"]);
+    CHECK(weights(safe) == weights(json_trace));
+    bool noted = false;
+    for (const auto& note : safe["notes"])
+        noted = noted || note.get<std::string>().starts_with("the weights were learned by attntrace train: task who_did_it, 60 steps");
+    CHECK(noted);
+    // .npz keeps arrays alone, and the report says how to trace it: that command gives the same.
+    const auto saved = cli::run({"train", "who_did_it", "--steps", "60", "-o", dir / "n.npz"});
+    const std::string hint = "trace it with attntrace ";
+    const std::size_t at = saved.out.find(hint);
+    REQUIRE(at != std::string::npos);
+    const std::string command = saved.out.substr(at + hint.size(), saved.out.find('\n', at) - at - hint.size());
+    CHECK(command == dir / "n.npz" + " -m self --layout in_out --tokens \"the teacher who was teaching a difficult concept "
+                                    "to the students smiled\"");
+    const auto npz = json_of(cli::run({dir / "n.npz", "-m", "self", "--layout", "in_out", "--tokens",
+                                       "the teacher who was teaching a difficult concept to the students smiled", "-s",
+                                       "weights", "--format", "json"}));
+    CHECK(npz["tokens"] == json_trace["tokens"]);
+    CHECK(weights(npz) == weights(json_trace));
+    CHECK(cli::read_file(dir / "m.npz") == cli::read_file(dir / "n.npz"));
+}

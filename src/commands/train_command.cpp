@@ -2,6 +2,8 @@
 
 #include "attention/rnn_compare.hpp"
 #include "core/error.hpp"
+#include "input/npz.hpp"
+#include "input/safetensors.hpp"
 #include "input/source.hpp"
 #include "input/tasks.hpp"
 #include "render/json_writer.hpp"
@@ -43,6 +45,66 @@ TrainSettings settings_for(const TrainRequest& r, const TrainingSet& set) {
     return s;
 }
 
+// What the weights show is a claim about the mode they were trained in: described for it alone.
+std::string model_description(const TrainReport& report) {
+    const TrainingSet& set = *report.set;
+    std::string text = fmt::format("Weights learned by attntrace train on {}: {}.", set.task, set.description);
+    if (set.shown && set.shown->focus) {
+        const auto& f = *set.shown->focus;
+        text += fmt::format(" After training, with the default options, \"{}\" gives \"{}\" {:.2f} of its weight.",
+                            set.shown->tokens[static_cast<std::size_t>(f.query)],
+                            set.shown->tokens[static_cast<std::size_t>(f.key)], *report.training.curve.back().focus);
+    }
+    return text;
+}
+
+// The "learned" object: where the weights came from.
+void learned_members(JsonWriter& json, const TrainReport& report) {
+    const Training& t = report.training;
+    json.key("task").string(report.set->task).key("optimizer").string(to_string(report.settings.optimizer));
+    json.key("lr").real(report.settings.lr).key("steps").integer(t.steps);
+    json.key("seed").unsigned_integer(report.settings.seed);
+    json.key("final_loss").number(t.curve.back().loss, Dtype::float64);
+}
+
+// The same model as float64 arrays (.npz or .safetensors): embeddings, query, key, value and the
+// biases; a safetensors file also keeps the tokens, the mode, the description and "learned" in its
+// metadata, which the array reader gives back. An .npz file holds arrays alone.
+void write_model_arrays(std::ostream& out, const TrainReport& report, bool safetensors) {
+    const TrainingSet& set = *report.set;
+    const TrainingExample& e = set.shown ? *set.shown : set.train.front();
+    const Projections& w = report.training.learned;
+    std::vector<NamedMatrix> arrays{{"embeddings", &e.inputs}, {"query", &w.query}, {"key", &w.key}, {"value", &w.value}};
+    const Matrix qb = w.query_bias ? Matrix(*w.query_bias) : Matrix(), kb = w.key_bias ? Matrix(*w.key_bias) : Matrix(),
+                 vb = w.value_bias ? Matrix(*w.value_bias) : Matrix();
+    if (w.query_bias) arrays.insert(arrays.end(), {{"query_bias", &qb, true}, {"key_bias", &kb, true}, {"value_bias", &vb, true}});
+    std::string bytes;
+    if (!safetensors) {
+        bytes = write_npz(arrays, ElementType::float64);
+    } else {
+        const auto text = [](const auto& write) {
+            fmt::memory_buffer b;
+            JsonWriter json(b);
+            write(json);
+            return fmt::to_string(b);
+        };
+        const std::string mode = report.settings.causal ? "causal" : "self";
+        bytes = write_safetensors(arrays, ElementType::float64,
+                                  {{"layout", "in_out"},
+                                   {"mode", mode},
+                                   {"tokens", text([&](JsonWriter& j) { j.strings(e.tokens); })},
+                                   {"description", text([&](JsonWriter& j) {
+                                        j.object(JsonWriter::Layout::inline_).key(mode).string(model_description(report)).end();
+                                    })},
+                                   {"learned", text([&](JsonWriter& j) {
+                                        j.object(JsonWriter::Layout::inline_);
+                                        learned_members(j, report);
+                                        j.end();
+                                    })}});
+    }
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
 // The learned model as an ordinary input: the followed example's tokens and vectors, the
 // weights, and where they came from ("learned").
 void write_model(std::ostream& out, const TrainReport& report) {
@@ -54,15 +116,7 @@ void write_model(std::ostream& out, const TrainReport& report) {
     JsonWriter json(buffer);
     using Layout = JsonWriter::Layout;
     json.object();
-    // What the weights show is a claim about the mode they were trained in: described for it alone.
-    std::string text = fmt::format("Weights learned by attntrace train on {}: {}.", set.task, set.description);
-    if (set.shown && set.shown->focus) {
-        const auto& f = *set.shown->focus;
-        text += fmt::format(" After training, with the default options, \"{}\" gives \"{}\" {:.2f} of its weight.",
-                            e.tokens[static_cast<std::size_t>(f.query)], e.tokens[static_cast<std::size_t>(f.key)],
-                            *t.curve.back().focus);
-    }
-    json.key("description").object().key(report.settings.causal ? "causal" : "self").string(text).end();
+    json.key("description").object().key(report.settings.causal ? "causal" : "self").string(model_description(report)).end();
     json.key("mode").string(report.settings.causal ? "causal" : "self");
     json.key("tokens").strings(e.tokens);
     json.key("embeddings").matrix(e.inputs, Dtype::float64);
@@ -76,10 +130,7 @@ void write_model(std::ostream& out, const TrainReport& report) {
     }
     json.end();
     json.key("learned").object(Layout::inline_);
-    json.key("task").string(set.task).key("optimizer").string(to_string(report.settings.optimizer));
-    json.key("lr").real(report.settings.lr).key("steps").integer(t.steps);
-    json.key("seed").unsigned_integer(report.settings.seed);
-    json.key("final_loss").number(t.curve.back().loss, Dtype::float64);
+    learned_members(json, report);
     json.end();
     json.end();
     out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
@@ -195,7 +246,11 @@ void run_train(const TrainRequest& request, Outputs& outputs) {
     if (request.examples_out) write_examples(outputs.add(*request.examples_out), set);
     report.training = train_watched(set, report.settings);
     if (request.save) {
-        write_model(outputs.add(*request.save), report);
+        const std::string& path = *request.save;
+        if (path.ends_with(".npz") || path.ends_with(".safetensors"))
+            write_model_arrays(outputs.add(path), report, path.ends_with(".safetensors"));
+        else
+            write_model(outputs.add(path), report);
         report.saved = *request.save;
     }
     render(report, options, outputs.main());

@@ -1,6 +1,7 @@
 #include "input/arrays.hpp"
 
 #include "core/error.hpp"
+#include "input/json_text.hpp"
 #include "input/source.hpp"
 #include "util/suggest.hpp"
 #include "util/utf8.hpp"
@@ -148,11 +149,23 @@ void put(Json& doc, std::string_view pointer, Json value) {
 std::string array_name(const std::string& name) { return fmt::format("array \"{}\"", printable(name)); }
 
 // The layout stated by --layout, else by a safetensors file's metadata ("layout"), put where a
-// JSON input states it; the metadata's "description" becomes the input's description.
+// JSON input states it; the metadata's "description" becomes the input's description (an
+// object of one per mode when it is one as text, as attntrace train writes it), its "mode" the
+// input's mode and its "learned" (an object as text) the input's "learned".
 void put_layout(ArrayDocument& out, const LoadOptions& options, const TensorFile& file) {
     if (const auto it = file.metadata.find("description"); it != file.metadata.end()) {
-        out.doc["description"] = it->second;
+        out.doc["description"] = it->second.starts_with('{')
+                                     ? parse_json(it->second, file.origin + ": the metadata's \"description\"")
+                                     : Json(it->second);
         out.names["/description"] = "the metadata's \"description\"";
+    }
+    if (const auto it = file.metadata.find("mode"); it != file.metadata.end()) {
+        out.doc["mode"] = it->second;
+        out.names["/mode"] = "the metadata's \"mode\"";
+    }
+    if (const auto it = file.metadata.find("learned"); it != file.metadata.end()) {
+        out.doc["learned"] = parse_json(it->second, file.origin + ": the metadata's \"learned\"");
+        out.names["/learned"] = "the metadata's \"learned\"";
     }
     if (options.layout) {
         out.doc["layout"] = std::string(to_string(*options.layout));
@@ -212,6 +225,11 @@ ArrayDocument named_arrays(const TensorFile& file, const LoadOptions& options, M
                                         file.tensors.empty() ? "; the file holds no arrays"
                                                              : fmt::format("; it holds {}", fmt::join(file.names(), ", "))));
         out.doc["tokens"] = tokens_for(*embeddings, options, "t", file.origin, array_name("embeddings"));
+        // The metadata's "tokens" (a JSON array of strings, as attntrace train writes it), unless --tokens.
+        if (const auto it = file.metadata.find("tokens"); it != file.metadata.end() && !options.tokens) {
+            out.doc["tokens"] = parse_json(it->second, file.origin + ": the metadata's \"tokens\"");
+            out.names["/tokens"] = "the metadata's \"tokens\"";
+        }
     }
     for (const auto& place : places)
         if (const Tensor* t = file.find(place.array)) {

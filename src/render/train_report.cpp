@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ostream>
 #include <string>
 
@@ -186,9 +187,20 @@ void write_training_text(const TrainReport& report, const RenderOptions& options
     if (t.steps > 0)
         out << fmt::format("{} steps in {:.3f} s: {:.0f} steps per second (the curve's evaluations not counted)\n", t.steps,
                            t.seconds, t.seconds > 0 ? static_cast<double>(t.steps) / t.seconds : 0.0);
-    if (!report.saved.empty())
+    if (!report.saved.empty() && report.saved.ends_with(".npz")) {  // arrays alone: no words, no mode, no note
+        const TrainingExample& e = set.shown ? *set.shown : set.train.front();
+        const bool plain = std::all_of(e.tokens.begin(), e.tokens.end(), [](const std::string& t) {
+            return t.find_first_of(" \t\"\\$`") == std::string::npos;
+        });
+        out << fmt::format("learned model written to {} (arrays only: its tokens, mode and the note of where the weights "
+                           "came from are not kept): trace it with attntrace {} -m {} --layout in_out {}\n",
+                           printable(report.saved), printable(report.saved), s.causal ? "causal" : "self",
+                           plain ? fmt::format("--tokens \"{}\"", sentence_of(e))
+                                 : fmt::format("and --tokens giving its {} labels", e.tokens.size()));
+    } else if (!report.saved.empty()) {
         out << fmt::format("learned model written to {}: trace it with attntrace {} -m {}\n", printable(report.saved),
                            printable(report.saved), s.causal ? "causal" : "self");
+    }
 }
 
 void write_training_json(JsonWriter& json, const TrainReport& report) {
