@@ -395,6 +395,9 @@ TEST_CASE("rnn --compare-rnn: a row per gap, its defaults said, and what it cann
     const auto table = cli::run({"train", "who_did_it", "--compare-rnn", "--steps", "40"});
     CHECK_THAT(table.out, Contains("chance: 10.0% (1 in 10)") && Contains("adam (lr 0.01") && Contains("40 steps"));
     cli::require_error_line(cli::run({"train", "recall", "--compare-rnn"}), 2, "--compare-rnn trains on who_did_it");
+    cli::require_error_line(cli::run({"train", "who_did_it", "--compare-rnn", "--embeddings"}), 2,
+                            "--compare-rnn trains its own two models");
+    cli::require_error_line(cli::run({"train", "who_did_it", "--compare-rnn", "-m", "causal"}), 2, "leave out -m causal");
     cli::require_error_line(cli::run({"train", "who_did_it", "--hidden", "4"}), 2,
                             "--hidden sizes the RNN of --compare-rnn, which was not asked for");
     const cli::TempDir dir;

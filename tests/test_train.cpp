@@ -473,3 +473,56 @@ TEST_CASE("train -o FILE.safetensors or .npz writes the same model as arrays tha
     CHECK(weights(npz) == weights(json_trace));
     CHECK(cli::read_file(dir / "m.npz") == cli::read_file(dir / "n.npz"));
 }
+
+TEST_CASE("train --embeddings: the inputs' gradient is central differences' and the learned vectors are the model's",
+          "[train]") {
+    // The gradient of the inputs, against central differences of the test's own loss.
+    for (const bool focus : {true, false})
+        for (const bool causal : {false, true}) {
+            INFO("focus " << focus << " causal " << causal);
+            TrainingExample e = small_example(focus);
+            const Projections w = small_weights(true);
+            Matrix dX;
+            (void)example_loss(w, e, causal, nullptr, &dX);
+            for (Eigen::Index i = 0; i < e.inputs.rows(); ++i)
+                for (Eigen::Index c = 0; c < e.inputs.cols(); ++c) {
+                    const double kept = e.inputs(i, c);
+                    e.inputs(i, c) = kept + 1e-6;
+                    const double up = naive_loss(w, e, causal);
+                    e.inputs(i, c) = kept - 1e-6;
+                    const double down = naive_loss(w, e, causal);
+                    e.inputs(i, c) = kept;
+                    CHECK(dX(i, c) == Approx((up - down) / 2e-6).margin(1e-8));
+                }
+        }
+    // The command: the saved vectors moved, shared by a word's every use, and the report's
+    // followed weight is the saved model's, recomputed in plain loops.
+    const cli::TempDir dir;
+    const auto report = json_of(cli::run({"train", "who_did_it", "--embeddings", "--steps", "40", "--format", "json", "-o",
+                                          dir / "m.json"}));
+    CHECK(report["embeddings"]["learned"] == true);
+    const auto model = nlohmann::json::parse(cli::read_file(dir / "m.json"));
+    const auto given = nlohmann::json::parse(cli::read_file(cli::data_file("teacher_learned.json")));
+    CHECK(model["tokens"] == given["tokens"]);
+    const Grid X = model["embeddings"].get<Grid>();
+    CHECK(X != given["embeddings"].get<Grid>());
+    CHECK(X[0] == X[9]);  // "the", twice: one vector
+    CHECK(model["learned"]["embeddings"] == true);
+    const Grid Q = project(X, model["weights"]["query"].get<Grid>(), nullptr);
+    const Grid K = project(X, model["weights"]["key"].get<Grid>(), nullptr);
+    CHECK(weights_row(Q, K, 11, false)[1] == Approx(report["curve"].back()["focus"].get<double>()).epsilon(1e-12));
+    const auto trace = json_of(cli::run({dir / "m.json", "-s", "weights", "--format", "json"}));
+    CHECK(trace["notes"][0].get<std::string>().starts_with("the weights and the embeddings were learned by attntrace train"));
+    // The same bytes for any thread count, the table's gradients summed in order too.
+    const auto one = cli::run({"train", "who_did_it", "--embeddings", "--steps", "40", "--format", "jsonl", "--threads", "1"});
+    const auto two = cli::run({"train", "who_did_it", "--embeddings", "--steps", "40", "--format", "jsonl", "--threads", "2"});
+    CHECK(one.out == two.out);
+    // A word with two vectors cannot share one.
+    {
+        std::ofstream f(dir / "two.jsonl");
+        f << R"({"tokens": ["x", "y"], "embeddings": [[1, 0], [0, 1]], "focus": {"query": 1, "key": 2}})" << "\n"
+          << R"({"tokens": ["x", "y"], "embeddings": [[1, 1], [0, 1]], "focus": {"query": 1, "key": 2}})" << "\n";
+    }
+    cli::require_error_line(cli::run({"train", dir / "two.jsonl", "--embeddings"}), 1,
+                            "\"x\" comes with two different vectors, and --embeddings learns one vector per word");
+}

@@ -22,10 +22,12 @@ template <typename T>
 using Row = Eigen::Matrix<T, 1, Eigen::Dynamic>;
 
 // Where each parameter sits in one flat array (the optimizer's view): W_q, W_k, W_v by rows,
-// then b_q, b_k, b_v when the layer has biases.
+// then b_q, b_k, b_v when the layer has biases, then the embedding table (a row per word) when
+// the embeddings are learned.
 struct Layout {
     Eigen::Index d_in = 0, d_k = 0, d_v = 0;
     bool bias = false;
+    Eigen::Index words = 0;  // rows of the embedding table (0: the inputs are fixed)
 
     Eigen::Index w_q() const { return 0; }
     Eigen::Index w_k() const { return d_in * d_k; }
@@ -33,7 +35,8 @@ struct Layout {
     Eigen::Index b_q() const { return d_in * (2 * d_k + d_v); }
     Eigen::Index b_k() const { return b_q() + d_k; }
     Eigen::Index b_v() const { return b_k() + d_k; }
-    Eigen::Index size() const { return b_q() + (bias ? 2 * d_k + d_v : 0); }
+    Eigen::Index embedding() const { return b_q() + (bias ? 2 * d_k + d_v : 0); }
+    Eigen::Index size() const { return embedding() + words * d_in; }
 };
 
 Layout layout_of(const Projections& p) {
@@ -88,10 +91,11 @@ T softmax_row(const Row<T>& s, Eigen::Index visible, Row<T>& a) {
     return top + std::log(total);
 }
 
-// A focus example: only the query's row of the scores is needed.
+// A focus example: only the query's row of the scores is needed. With `dX`, the gradient of
+// the inputs is added there too.
 template <typename T>
 double focus_pass(const Layout& l, const T* p, const Mat<T>& X, const TrainingExample::Focus& f, bool causal,
-                  T* g, Row<T>* weights) {
+                  T* g, Row<T>* weights, Mat<T>* dX = nullptr) {
     const Views<T, const T*> w(p, l);
     const T scale = std::sqrt(static_cast<T>(l.d_k));
     Mat<T> K = X * w.W_k;
@@ -112,13 +116,15 @@ double focus_pass(const Layout& l, const T* p, const Mat<T>& X, const TrainingEx
         d.W_q += X.row(f.query).transpose() * dq;
         d.W_k += X.transpose() * dK;
         if (l.bias) d.b_q += dq, d.b_k += dK.colwise().sum();
+        if (dX) *dX += dK * w.W_k.transpose(), dX->row(f.query) += dq * w.W_q.transpose();
     }
     return static_cast<double>(lse - s(f.key));
 }
 
 // A target example: the whole layer, forward and back.
 template <typename T>
-double target_pass(const Layout& l, const T* p, const Mat<T>& X, const Matrix& target, bool causal, T* g) {
+double target_pass(const Layout& l, const T* p, const Mat<T>& X, const Matrix& target, bool causal, T* g,
+                   Mat<T>* dX = nullptr) {
     const Views<T, const T*> w(p, l);
     const T scale = std::sqrt(static_cast<T>(l.d_k));
     Mat<T> Q = X * w.W_q, K = X * w.W_k, V = X * w.W_v;
@@ -142,6 +148,7 @@ double target_pass(const Layout& l, const T* p, const Mat<T>& X, const Matrix& t
         const Mat<T> dQ = dS * K, dK = dS.transpose() * Q;
         d.W_q += X.transpose() * dQ, d.W_k += X.transpose() * dK, d.W_v += X.transpose() * dV;
         if (l.bias) d.b_q += dQ.colwise().sum(), d.b_k += dK.colwise().sum(), d.b_v += dV.colwise().sum();
+        if (dX) *dX += dQ * w.W_q.transpose() + dK * w.W_k.transpose() + dV * w.W_v.transpose();
     }
     return loss;
 }
@@ -149,25 +156,42 @@ double target_pass(const Layout& l, const T* p, const Mat<T>& X, const Matrix& t
 // An example's loss, and its gradient added into `g` when given. A focus example with a
 // target too is judged by both: the sum of the two losses.
 template <typename T>
-double example_pass(const Layout& l, const T* p, const Mat<T>& X, const TrainingExample& ex, bool causal, T* g) {
+double example_pass(const Layout& l, const T* p, const Mat<T>& X, const TrainingExample& ex, bool causal, T* g,
+                    Mat<T>* dX = nullptr) {
     double loss = 0;
-    if (ex.focus) loss += focus_pass<T>(l, p, X, *ex.focus, causal, g, nullptr);
-    if (ex.target) loss += target_pass<T>(l, p, X, *ex.target, causal, g);
+    if (ex.focus) loss += focus_pass<T>(l, p, X, *ex.focus, causal, g, nullptr, dX);
+    if (ex.target) loss += target_pass<T>(l, p, X, *ex.target, causal, g, dX);
     return loss;
 }
 
-// The examples with their inputs in the working precision, once.
+// The examples with their inputs in the working precision, once; with learned embeddings,
+// each token's row of the table (`ids`) instead.
 template <typename T>
 struct Prepared {
     const TrainingExample* example;
     Mat<T> X;
+    std::vector<Eigen::Index> ids;
 };
 template <typename T>
-std::vector<Prepared<T>> prepare(const std::vector<TrainingExample>& examples) {
+std::vector<Prepared<T>> prepare(const std::vector<TrainingExample>& examples, const WordTable* words = nullptr) {
     std::vector<Prepared<T>> out;
     out.reserve(examples.size());
-    for (const auto& e : examples) out.push_back({&e, e.inputs.cast<T>()});
+    for (const auto& e : examples) {
+        out.push_back({&e, e.inputs.cast<T>(), {}});
+        if (words)
+            for (const auto& t : e.tokens) out.back().ids.push_back(words->index.at(t));
+    }
     return out;
+}
+
+// An example's inputs under `p`: its own, or its tokens' rows of the embedding table.
+template <typename T>
+const Mat<T>& inputs_of(const Prepared<T>& e, const Layout& l, const T* p, Mat<T>& scratch) {
+    if (l.words == 0) return e.X;
+    const Eigen::Map<const Mat<T>> table(p + l.embedding(), l.words, l.d_in);
+    scratch.resize(static_cast<Eigen::Index>(e.ids.size()), l.d_in);
+    for (std::size_t i = 0; i < e.ids.size(); ++i) scratch.row(static_cast<Eigen::Index>(i)) = table.row(e.ids[i]);
+    return scratch;
 }
 
 // The arithmetic of one example, for worth_threads.
@@ -194,8 +218,17 @@ double mean_pass(const Layout& l, const std::vector<T>& params, const std::vecto
     for (std::size_t b = 0; b < count; ++b)
         errors.run([&] {
             const Prepared<T>& e = examples[items[b]];
-            losses[b] = example_pass<T>(l, params.data(), e.X, *e.example, causal,
-                                        gradient ? parts.data() + b * size : nullptr);
+            Mat<T> scratch;
+            const Mat<T>& X = inputs_of(e, l, params.data(), scratch);
+            T* g = gradient ? parts.data() + b * size : nullptr;
+            if (!g || l.words == 0) {
+                losses[b] = example_pass<T>(l, params.data(), X, *e.example, causal, g);
+                return;
+            }
+            Mat<T> dX = Mat<T>::Zero(X.rows(), X.cols());  // scattered into the table's rows
+            losses[b] = example_pass<T>(l, params.data(), X, *e.example, causal, g, &dX);
+            Eigen::Map<Mat<T>> table(g + l.embedding(), l.words, l.d_in);
+            for (std::size_t i = 0; i < e.ids.size(); ++i) table.row(e.ids[i]) += dX.row(static_cast<Eigen::Index>(i));
         });
     errors.rethrow();
     double total = 0;
@@ -218,39 +251,74 @@ std::vector<std::size_t> all_of(std::size_t count) {
 // The point of the curve under `params`.
 template <typename T>
 CurvePoint evaluate(std::int64_t step, const Layout& l, const std::vector<T>& params, const std::vector<Prepared<T>>& train,
-                    const std::vector<Prepared<T>>& held, const TrainingSet& set, bool causal) {
+                    const std::vector<Prepared<T>>& held, const std::vector<Prepared<T>>& shown, bool causal) {
     CurvePoint point;
     point.step = step;
     point.loss = mean_pass<T>(l, params, train, all_of(train.size()), causal, nullptr);
     if (!held.empty()) point.held_out_loss = mean_pass<T>(l, params, held, all_of(held.size()), causal, nullptr);
     std::size_t asked = 0, right = 0;
     Row<T> a;
+    Mat<T> scratch;
     for (const Prepared<T>& e : held) {
         if (!e.example->focus) continue;
-        (void)focus_pass<T>(l, params.data(), e.X, *e.example->focus, causal, nullptr, &a);
+        (void)focus_pass<T>(l, params.data(), inputs_of(e, l, params.data(), scratch), *e.example->focus, causal, nullptr, &a);
         Eigen::Index top = 0;
         a.maxCoeff(&top);
         ++asked;
         right += top == e.example->focus->key;
     }
     if (asked > 0) point.accuracy = static_cast<double>(right) / static_cast<double>(asked);
-    if (set.shown && set.shown->focus) {
-        (void)focus_pass<T>(l, params.data(), set.shown->inputs.cast<T>(), *set.shown->focus, causal, nullptr, &a);
-        point.focus = static_cast<double>(a(set.shown->focus->key));
+    if (!shown.empty() && shown.front().example->focus) {
+        const Prepared<T>& e = shown.front();
+        (void)focus_pass<T>(l, params.data(), inputs_of(e, l, params.data(), scratch), *e.example->focus, causal, nullptr, &a);
+        point.focus = static_cast<double>(a(e.example->focus->key));
     }
     return point;
+}
+
+// --embeddings: a row per word, as spelled, from its first use; a word used with two vectors
+// cannot share one.
+WordTable word_table(const TrainingSet& set) {
+    WordTable table;
+    std::vector<Vector> rows;
+    for (const auto* part : {&set.train, &set.held_out})
+        for (const TrainingExample& e : *part)
+            for (std::size_t i = 0; i < e.tokens.size(); ++i) {
+                const Vector x = e.inputs.row(static_cast<Eigen::Index>(i));
+                const auto [at, added] = table.index.emplace(e.tokens[i], static_cast<Eigen::Index>(rows.size()));
+                if (added) {
+                    table.words.push_back(e.tokens[i]), rows.push_back(x);
+                } else if (rows[static_cast<std::size_t>(at->second)] != x) {
+                    throw DataError(fmt::format("{}: \"{}\" comes with two different vectors, and --embeddings learns one "
+                                                "vector per word",
+                                                set.task, e.tokens[i]));
+                }
+            }
+    table.vectors.resize(static_cast<Eigen::Index>(rows.size()), set.d_in);
+    for (std::size_t r = 0; r < rows.size(); ++r) table.vectors.row(static_cast<Eigen::Index>(r)) = rows[r];
+    return table;
 }
 
 template <typename T>
 Training train_in(const TrainingSet& set, const TrainSettings& settings, const Projections& start,
                   const StepObserver& observe) {
-    const Layout l = layout_of(start);
+    Layout l = layout_of(start);
+    std::optional<WordTable> table;
+    if (settings.embeddings) table = word_table(set), l.words = table->vectors.rows();
     std::vector<T> params = flatten<T>(start, l), gradient;
-    const auto train = prepare<T>(set.train), held = prepare<T>(set.held_out);
+    if (table)
+        Eigen::Map<Mat<T>>(params.data() + l.embedding(), l.words, l.d_in) = table->vectors.cast<T>();
+    const WordTable* words = table ? &*table : nullptr;
+    std::vector<TrainingExample> followed;  // the example the report follows, prepared as the others
+    if (set.shown && (!table || std::all_of(set.shown->tokens.begin(), set.shown->tokens.end(),
+                                            [&](const std::string& t) { return table->index.count(t) > 0; })))
+        followed.push_back(*set.shown);
+    const auto train = prepare<T>(set.train, words), held = prepare<T>(set.held_out, words);
+    const auto shown = prepare<T>(followed, words);
     const std::int64_t every = settings.every > 0 ? settings.every : std::max<std::int64_t>(1, settings.steps / 10);
     Training out;
     out.initial = start;
-    out.curve.push_back(evaluate<T>(0, l, params, train, held, set, settings.causal));
+    out.curve.push_back(evaluate<T>(0, l, params, train, held, shown, settings.causal));
     if (settings.snapshots > 0) out.snapshots.emplace_back(0, start);
     if (observe) observe(0, &out.curve.back());
     Order order(train.size(), settings.seed);
@@ -267,11 +335,15 @@ Training train_in(const TrainingSet& set, const TrainSettings& settings, const P
                                         "large for this task: try a smaller --lr)",
                                         step, settings.lr));
         const bool record = step % every == 0 || step == settings.steps;
-        if (record) out.curve.push_back(evaluate<T>(step, l, params, train, held, set, settings.causal));
+        if (record) out.curve.push_back(evaluate<T>(step, l, params, train, held, shown, settings.causal));
         if (settings.snapshots > 0 && step % settings.snapshots == 0) out.snapshots.emplace_back(step, unflatten<T>(params, l));
         if (observe) observe(step, record ? &out.curve.back() : nullptr);
     }
     out.learned = unflatten<T>(params, l);
+    if (table) {
+        out.embeddings = *table;
+        out.embeddings->vectors = Eigen::Map<const Mat<T>>(params.data() + l.embedding(), l.words, l.d_in).template cast<double>();
+    }
     out.steps = settings.steps;
     out.epochs_begun = order.epochs();
     out.seconds = seconds;
@@ -303,13 +375,17 @@ Training train(const TrainingSet& set, const TrainSettings& settings, const std:
                                             : train_in<double>(set, settings, first, observe);
 }
 
-double example_loss(const Projections& weights, const TrainingExample& example, bool causal, Projections* gradient) {
+double example_loss(const Projections& weights, const TrainingExample& example, bool causal, Projections* gradient,
+                    Matrix* input_gradient) {
     const Layout l = layout_of(weights);
     const std::vector<double> params = flatten<double>(weights, l);
-    std::vector<double> g(gradient ? params.size() : 0, 0.0);
+    std::vector<double> g(params.size(), 0.0);
+    Matrix dX = Matrix::Zero(example.inputs.rows(), example.inputs.cols());
     const double loss = example_pass<double>(l, params.data(), example.inputs, example, causal,
-                                             gradient ? g.data() : nullptr);
+                                             gradient || input_gradient ? g.data() : nullptr,
+                                             input_gradient ? &dX : nullptr);
     if (gradient) *gradient = unflatten<double>(g, l);
+    if (input_gradient) *input_gradient = dX;
     return loss;
 }
 

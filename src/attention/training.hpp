@@ -25,6 +25,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <string>
 #include <optional>
 #include <vector>
 
@@ -50,6 +52,7 @@ struct TrainSettings {
     std::int64_t batch = 16;             // examples per step (the last batch of an epoch may have fewer)
     std::int64_t every = 0;              // a point of the curve every this many steps (0: steps / 10)
     std::int64_t snapshots = 0;          // the weights kept every this many steps, and at step 0 (0: none)
+    bool embeddings = false;             // learn a vector per word too, from the examples' own
     std::uint64_t seed = 123;            // the initial weights and the order of the examples
 };
 
@@ -62,10 +65,18 @@ struct CurvePoint {
     std::optional<double> focus;            // the shown example's A[q, k]
 };
 
+// The embeddings of --embeddings: a row per word, in order of first use.
+struct WordTable {
+    std::vector<std::string> words;
+    std::map<std::string, Eigen::Index, std::less<>> index;  // word → row
+    Matrix vectors;                                          // words × d_in
+};
+
 struct Training {
     Projections initial, learned;
     std::vector<CurvePoint> curve;
     std::vector<std::pair<std::int64_t, Projections>> snapshots;  // (step, weights), with --snapshots
+    std::optional<WordTable> embeddings;                          // learned, with --embeddings
     std::int64_t steps = 0;
     std::int64_t epochs_begun = 0;  // how many times the order of the examples was drawn
     double seconds = 0;             // the steps alone: the curve's evaluations are not counted
@@ -84,9 +95,10 @@ Training train(const TrainingSet& set, const TrainSettings& settings, const std:
                const StepObserver& observe = {});
 
 // One example's loss under `weights`, in float64, and, with `gradient`, its gradient with the
-// shapes of `weights` (biases present when `weights` has them). For the tests and the report.
+// shapes of `weights` (biases present when `weights` has them), and with `input_gradient` the
+// gradient of its inputs (a row per token). For the tests and the report.
 double example_loss(const Projections& weights, const TrainingExample& example, bool causal,
-                    Projections* gradient = nullptr);
+                    Projections* gradient = nullptr, Matrix* input_gradient = nullptr);
 
 }  // namespace attntrace
 

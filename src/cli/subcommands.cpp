@@ -192,6 +192,24 @@ struct TrainFlags {
     std::optional<std::int64_t> dim;
 };
 
+// train's options of the layer: its mode, its size, what else is trained, its precision.
+void add_train_layer(CLI::App* command, TrainRequest& r, TrainFlags& f) {
+    TrainSettings& t = r.settings;
+    choose(command->add_option("-m,--mode", f.mode, "the layer: self, or causal (a query sees only keys up to itself)"),
+           "Layer", {"self", "causal"})
+        ->capture_default_str();
+    describe(command->add_option("--dim", f.dim, "d_k, the columns of W_q and W_k (default 4; recall 8); d_v too unless targets say")
+                 ->transform(in_range(std::int64_t{1}, std::int64_t{4096})),
+             "Layer", "N");
+    describe(command->add_flag("--bias", t.bias, "train biases b_q, b_k, b_v too (they start at 0)"), "Layer", "");
+    describe(command->add_flag("--embeddings", t.embeddings,
+                               "learn the embeddings too: one vector per word, shared by its every use, starting from "
+                               "the examples' own"),
+             "Layer", "");
+    choose(command->add_option("--dtype", f.dtype, "the working precision"), "Layer", enum_names<Dtype>())
+        ->capture_default_str();
+}
+
 // train's --compare-rnn, the RNN against attention, and the RNN's size there.
 void add_train_comparison(CLI::App* command, TrainRequest& r) {
     describe(command->add_flag("--compare-rnn", r.compare_rnn,
@@ -260,15 +278,7 @@ Runner add_train(CLI::App* command) {
                  ->check(real_at_least_zero(true, 1))
                  ->capture_default_str(),
              "Task", "F");
-    choose(command->add_option("-m,--mode", f.mode, "the layer: self, or causal (a query sees only keys up to itself)"),
-           "Layer", {"self", "causal"})
-        ->capture_default_str();
-    describe(command->add_option("--dim", f.dim, "d_k, the columns of W_q and W_k (default 4; recall 8); d_v too unless targets say")
-                 ->transform(in_range(std::int64_t{1}, std::int64_t{4096})),
-             "Layer", "N");
-    describe(command->add_flag("--bias", t.bias, "train biases b_q, b_k, b_v too (they start at 0)"), "Layer", "");
-    choose(command->add_option("--dtype", f.dtype, "the working precision"), "Layer", enum_names<Dtype>())
-        ->capture_default_str();
+    add_train_layer(command, r, f);
     choose(command->add_option("--optimizer", f.optimizer, "adam, or sgd (with --momentum)"), "Training",
            enum_names<Optimizer>())
         ->capture_default_str();

@@ -65,6 +65,20 @@ void learned_members(JsonWriter& json, const TrainReport& report) {
     json.key("lr").real(report.settings.lr).key("steps").integer(t.steps);
     json.key("seed").unsigned_integer(report.settings.seed);
     json.key("final_loss").number(t.curve.back().loss, Dtype::float64);
+    if (t.embeddings) json.key("embeddings").boolean(true);
+}
+
+// The model's sentence as vectors: its own, or with --embeddings the learned rows of its words.
+Matrix model_inputs(const TrainReport& report, const TrainingExample& e) {
+    const auto& table = report.training.embeddings;
+    if (!table) return e.inputs;
+    Matrix X(e.inputs.rows(), e.inputs.cols());
+    for (std::size_t i = 0; i < e.tokens.size(); ++i) {
+        const auto at = table->index.find(e.tokens[i]);
+        X.row(static_cast<Eigen::Index>(i)) = at == table->index.end() ? Vector(e.inputs.row(static_cast<Eigen::Index>(i)))
+                                                                      : Vector(table->vectors.row(at->second));
+    }
+    return X;
 }
 
 // The same model as float64 arrays (.npz or .safetensors): embeddings, query, key, value and the
@@ -74,7 +88,8 @@ void write_model_arrays(std::ostream& out, const TrainReport& report, bool safet
     const TrainingSet& set = *report.set;
     const TrainingExample& e = set.shown ? *set.shown : set.train.front();
     const Projections& w = report.training.learned;
-    std::vector<NamedMatrix> arrays{{"embeddings", &e.inputs}, {"query", &w.query}, {"key", &w.key}, {"value", &w.value}};
+    const Matrix X = model_inputs(report, e);
+    std::vector<NamedMatrix> arrays{{"embeddings", &X}, {"query", &w.query}, {"key", &w.key}, {"value", &w.value}};
     const Matrix qb = w.query_bias ? Matrix(*w.query_bias) : Matrix(), kb = w.key_bias ? Matrix(*w.key_bias) : Matrix(),
                  vb = w.value_bias ? Matrix(*w.value_bias) : Matrix();
     if (w.query_bias) arrays.insert(arrays.end(), {{"query_bias", &qb, true}, {"key_bias", &kb, true}, {"value_bias", &vb, true}});
@@ -119,7 +134,7 @@ void write_model(std::ostream& out, const TrainReport& report) {
     json.key("description").object().key(report.settings.causal ? "causal" : "self").string(model_description(report)).end();
     json.key("mode").string(report.settings.causal ? "causal" : "self");
     json.key("tokens").strings(e.tokens);
-    json.key("embeddings").matrix(e.inputs, Dtype::float64);
+    json.key("embeddings").matrix(model_inputs(report, e), Dtype::float64);
     json.key("weights").object();
     json.key("query").matrix(w.query, Dtype::float64).key("key").matrix(w.key, Dtype::float64);
     json.key("value").matrix(w.value, Dtype::float64);
@@ -232,6 +247,14 @@ void run_train(const TrainRequest& request, Outputs& outputs) {
     if (request.compare_rnn) {
         if (request.save || request.examples_out)
             throw UsageError("--compare-rnn trains ten models and saves none: leave out -o and --write-examples");
+        const TrainSettings& t = request.settings;
+        for (const auto& [given, name] : {std::pair{t.embeddings, "--embeddings"}, std::pair{t.bias, "--bias"},
+                                          std::pair{t.causal, "-m causal"}, std::pair{t.dtype == Dtype::float32, "--dtype float32"},
+                                          std::pair{t.every > 0, "--every"}})
+            if (given)
+                throw UsageError(fmt::format("--compare-rnn trains its own two models (float64, one head of self-attention "
+                                             "without biases, embeddings as given, judged at the end): leave out {}",
+                                             name));
         const RnnComparison comparison = compare_rnn(request);
         TrainReport report;
         report.settings = request.settings;

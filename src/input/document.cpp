@@ -58,14 +58,17 @@ Projections read_projections(const Reader& in, const Json& weights, Eigen::Index
 // "learned": where attntrace train's weights came from, said by every run of the model as a note.
 std::string learned_note(const Reader& in, const Json& learned) {
     in.require_object(learned, "/learned");
-    in.only_keys(learned, "/learned", {"task", "optimizer", "lr", "steps", "seed", "final_loss"}, Aliases{});
+    in.only_keys(learned, "/learned", {"task", "optimizer", "lr", "steps", "seed", "final_loss", "embeddings"}, Aliases{});
     for (const char* key : {"task", "optimizer", "lr", "steps", "seed", "final_loss"})
         if (!learned.contains(key)) in.fail("/learned", fmt::format("missing \"{}\"", key));
     const double steps = in.number(learned["steps"], "/learned/steps");
     const double seed = in.number(learned["seed"], "/learned/seed");
-    return fmt::format("the weights were learned by attntrace train: task {}, {} steps of {} (lr {}), seed {}, final "
+    if (learned.contains("embeddings") && !learned["embeddings"].is_boolean())
+        in.fail("/learned/embeddings", "expected true or false, found " + describe(learned["embeddings"]));
+    const bool embeddings = learned.contains("embeddings") && learned["embeddings"].get<bool>();
+    return fmt::format("the weights{} were learned by attntrace train: task {}, {} steps of {} (lr {}), seed {}, final "
                        "loss {:.4g} over its training examples",
-                       printable(in.string(learned["task"], "/learned/task")), steps,
+                       embeddings ? " and the embeddings" : "", printable(in.string(learned["task"], "/learned/task")), steps,
                        printable(in.string(learned["optimizer"], "/learned/optimizer")),
                        in.number(learned["lr"], "/learned/lr"), seed, in.number(learned["final_loss"], "/learned/final_loss"));
 }

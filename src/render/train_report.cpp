@@ -154,9 +154,11 @@ void write_training_text(const TrainReport& report, const RenderOptions& options
     const Training& t = report.training;
     const int digits = options.digits;
     out << fmt::format("train {}: {}\n", printable(set.task), set.description);
-    out << fmt::format("examples: {} trained on, {} held out · {} mode · d_in = {}, d_k = {}, d_v = {} · {} · {}\n",
+    out << fmt::format("examples: {} trained on, {} held out · {} mode · d_in = {}, d_k = {}, d_v = {} · {} · {}{}\n",
                        set.train.size(), set.held_out.size(), s.causal ? "causal" : "self", set.d_in, s.d_k, s.d_v,
-                       s.bias ? "biases b_q, b_k, b_v" : "no biases", to_string(s.dtype));
+                       s.bias ? "biases b_q, b_k, b_v" : "no biases", to_string(s.dtype),
+                       t.embeddings ? fmt::format(" · the embeddings learned too ({} words)", t.embeddings->words.size())
+                                    : "");
     out << fmt::format("optimizer: {}{} · batch {} · {} steps ({} epoch{} begun) · seed {}\n", optimizer_text(s),
                        s.clip > 0 ? fmt::format(", gradient norm clipped at {}", s.clip) : "", s.batch, t.steps,
                        t.epochs_begun, t.epochs_begun == 1 ? "" : "s", s.seed);
@@ -219,6 +221,11 @@ void write_training_json(JsonWriter& json, const TrainReport& report) {
     json.key("dims").object(Layout::inline_).key("d_in").integer(set.d_in).key("d_k").integer(s.d_k);
     json.key("d_v").integer(s.d_v).end();
     json.key("bias").boolean(s.bias);
+    json.key("embeddings");
+    if (t.embeddings)
+        json.object(Layout::inline_).key("learned").boolean(true).key("words").unsigned_integer(t.embeddings->words.size()).end();
+    else
+        json.object(Layout::inline_).key("learned").boolean(false).end();
     json.key("optimizer").object(Layout::inline_).key("name").string(to_string(s.optimizer)).key("lr").real(s.lr);
     if (s.optimizer == Optimizer::sgd) json.key("momentum").real(s.momentum);
     else json.key("beta1").real(s.beta1).key("beta2").real(s.beta2).key("epsilon").real(s.epsilon);
