@@ -8,6 +8,8 @@
 #include "support/error_line.hpp"
 
 #include "support/catch.hpp"
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>

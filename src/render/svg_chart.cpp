@@ -34,7 +34,8 @@ void append_panel(Buffer& out, const Panel& p, const std::vector<Series>& series
     for (const Series& s : series)
         for (const auto& point : s.points) x_lo = std::min(x_lo, point.first), x_hi = std::max(x_hi, point.first);
     if (!(x_lo < x_hi)) x_lo = std::isfinite(x_lo) ? x_lo - 1 : 0, x_hi = x_lo + 2;
-    const auto [y_lo, y_hi] = y_extent(p, series);
+    const std::pair<double, double> extent = y_extent(p, series);
+    const double y_lo = extent.first, y_hi = extent.second;
     const auto x_of = [&](double x) { return p.left + (x - x_lo) / (x_hi - x_lo) * p.width; };
     const auto y_of = [&](double y) {
         const double v = p.log_y ? std::log10(y) : y;
