@@ -190,7 +190,7 @@ TEST_CASE("rnn: the fitted rate of a geometric influence is its ratio, and a V h
 
 TEST_CASE("rnn: the command's states and influences are its printed weights' own, and its sentences hold for them",
           "[rnn]") {
-    for (const std::vector<std::string> extra : {std::vector<std::string>{}, {"--init", "orthogonal"}, {"--gain", "0.5"},
+    for (const std::vector<std::string>& extra : {std::vector<std::string>{}, {"--init", "orthogonal"}, {"--gain", "0.5"},
                                                  {"example:teacher_smiled", "--hidden", "3"}}) {
         std::vector<std::string> args{"rnn"};
         args.insert(args.end(), extra.begin(), extra.end());
