@@ -400,6 +400,8 @@ TEST_CASE("rnn --compare-rnn: a row per gap, its defaults said, and what it cann
     cli::require_error_line(cli::run({"train", "who_did_it", "--compare-rnn", "--embeddings"}), 2,
                             "--compare-rnn trains its own two models");
     cli::require_error_line(cli::run({"train", "who_did_it", "--compare-rnn", "-m", "causal"}), 2, "leave out -m causal");
+    cli::require_error_line(cli::run({"train", "who_did_it", "--compare-rnn", "--held-out", "0"}), 2,
+                            "--compare-rnn judges both models on held-out examples, and none is held out");
     cli::require_error_line(cli::run({"train", "who_did_it", "--hidden", "4"}), 2,
                             "--hidden sizes the RNN of --compare-rnn, which was not asked for");
     const cli::TempDir dir;

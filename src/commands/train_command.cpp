@@ -227,6 +227,9 @@ RnnComparison compare_rnn(const TrainRequest& r) {
         for (const auto& e : set.train) train.push_back(named(e, subjects));
         for (const auto& e : set.held_out) held_out.push_back(named(e, subjects));
         if (train.empty()) throw UsageError("nothing to train on: every example is held out (lower --held-out)");
+        if (held_out.empty())
+            throw UsageError("--compare-rnn judges both models on held-out examples, and none is held out: raise "
+                             "--held-out or --examples");
         c.d = train.front().X.cols(), c.train = train.size(), c.held_out = held_out.size();
         c.rows.push_back(compare_at_gap(gap, train, held_out, c.classes, c.d_k, c.d_h, r.settings));
     }

@@ -110,10 +110,12 @@ void write_comparison_text(const TrainReport& report, std::ostream& out) {
         out << fmt::format("{:>4}  {:>11}  {:>8}  {:>9.4f}  {:>17}  {:>8}  {:>14.4f}\n", r.gap, percent(r.rnn_accuracy),
                            at(r.rnn_reached), r.rnn_loss, percent(r.attention_accuracy), at(r.attention_reached),
                            r.attention_loss);
+    const std::int64_t judged = std::max<std::int64_t>(1, s.steps / 100);
     out << fmt::format("\naccuracy: held out, at the end; 95% at: the first step at which held-out accuracy was 95% "
-                       "or more (judged every {} steps); loss: the mean over the training examples at the end; "
+                       "or more (judged every {}); loss: the mean over the training examples at the end; "
                        "chance: {} (1 in {})\n",
-                       std::max<std::int64_t>(1, s.steps / 100), percent(1.0 / static_cast<double>(c.classes)), c.classes);
+                       judged == 1 ? std::string("step") : fmt::format("{} steps", judged),
+                       percent(1.0 / static_cast<double>(c.classes)), c.classes);
     const GapResult &first = c.rows.front(), &last = c.rows.back();
     out << fmt::format("from gap {} to gap {}: the RNN {} → {}, attention {} → {}\n", first.gap, last.gap,
                        percent(first.rnn_accuracy), percent(last.rnn_accuracy), percent(first.attention_accuracy),
