@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -224,7 +225,10 @@ TEST_CASE("rnn: the command's states and influences are its printed weights' own
         for (const auto& [name, values] : {std::pair{"the RNN", &rnn}, std::pair{"attention", &attention}}) {
             const auto [factor, r2] = fit(*values);
             INFO(name << ": factor " << factor << ", r2 " << r2);
-            if (r2 >= 0.8) {
+            const auto [low, high] = std::minmax_element(values->begin(), values->end());
+            if (*high <= 1.05 * *low) {
+                CHECK_THAT(table.out, Contains(fmt::format("{}: about the same at every distance", name)));
+            } else if (r2 >= 0.8) {
                 CHECK_THAT(table.out, Contains(fmt::format("{}: ×{:.3f} per token further back, a steady rate", name, factor)));
                 CHECK_THAT(table.out, Contains(fmt::format("it {} every {:.1f} tokens", factor < 1 ? "halves" : "doubles",
                                                            std::log(2.0) / std::abs(std::log(factor)))));
@@ -239,6 +243,9 @@ TEST_CASE("rnn: the command's states and influences are its printed weights' own
             std::size_t best = 0;
             for (std::size_t j = 1; j + 1 < v.size(); ++j)
                 if (v[j] > v[best]) best = j;
+            REQUIRE(v[best] > 0);
+            const auto alike = std::count(v.begin(), v.end() - 1, v[best]);  // tokens with the same vector tie
+            if (alike > 1) return fmt::format("{} earlier tokens, tied", alike);
             return fmt::format("\"{}\" ({} back)", tokens[best], v.size() - 1 - best);
         };
         CHECK_THAT(table.out, Contains(fmt::format("in the RNN {}, in attention {}", strongest(rnn), strongest(attention))));
@@ -408,4 +415,20 @@ TEST_CASE("rnn --compare-rnn: a row per gap, its defaults said, and what it cann
     cli::require_error_line(cli::run({"train", "who_did_it", "--compare-rnn", "-o", dir / "m.json"}), 2,
                             "--compare-rnn trains ten models and saves none");
     CHECK(dir.names().empty());
+}
+
+TEST_CASE("rnn: influences that are all 0 or all alike are said so and no token is named from noise", "[rnn]") {
+    // Three identical tokens: attention's influence is the same at every distance.
+    const cli::TempFile same(R"({"tokens": ["a", "b", "c"], "embeddings": [[1, 0], [1, 0], [1, 0]]})");
+    const auto r = cli::run({"rnn", same.path()});
+    REQUIRE(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("attention: about the same at every distance"));
+    // W_x = 0: no token moves the RNN's state at all.
+    const cli::TempFile zero(R"({"tokens": ["a", "b", "c", "d"], "embeddings": [[1, 0], [0, 1], [1, 1], [2, 0]],
+        "rnn": {"W_x": [[0, 0], [0, 0]], "W_h": [[0.5, 0], [0, 0.5]], "b_h": [0, 0]}})");
+    const auto z = cli::run({"rnn", zero.path()});
+    REQUIRE(z.exit_code == 0);
+    CHECK_THAT(z.out, Contains("in the RNN no earlier token (every influence 0)"));
+    CHECK_THAT(z.out, Contains("reaches h_4 with 0 while \"d\" has none"));
+    CHECK(z.out.find("nan") == std::string::npos);
 }

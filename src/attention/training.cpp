@@ -281,7 +281,8 @@ CurvePoint evaluate(std::int64_t step, const Layout& l, const std::vector<T>& pa
 WordTable word_table(const TrainingSet& set) {
     WordTable table;
     std::vector<Vector> rows;
-    for (const auto* part : {&set.train, &set.held_out})
+    const std::vector<TrainingExample> shown = set.shown ? std::vector{*set.shown} : std::vector<TrainingExample>{};  // its words too
+    for (const auto* part : {&set.train, &set.held_out, &shown})
         for (const TrainingExample& e : *part)
             for (std::size_t i = 0; i < e.tokens.size(); ++i) {
                 const Vector x = e.inputs.row(static_cast<Eigen::Index>(i));

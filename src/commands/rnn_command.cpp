@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace attntrace {
@@ -75,6 +76,11 @@ RnnReport rnn_report(const Problem& problem, const RnnRequest& request) {
         report.notes.push_back(fmt::format("the input's positions ({}) are left out: the RNN and attention here both "
                                            "read the embeddings as they are",
                                            to_string(*in.positions)));
+    const std::vector<std::string> pads = in.padding.value_or(std::vector<std::string>{"<pad>"});
+    if (std::any_of(report.tokens.begin(), report.tokens.end(),
+                    [&](const std::string& t) { return std::find(pads.begin(), pads.end(), t) != pads.end(); }))
+        report.notes.push_back("the input's padding tokens are read here as tokens like any other: neither the RNN nor "
+                               "attention masks them");
     report.rnn = rnn_weights(in, request, report.rnn_origin);
     const Projections attention = attention_weights(in, request, report.attention_origin);
     report.hidden = rnn_hidden_states(report.rnn, report.inputs);

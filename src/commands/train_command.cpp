@@ -49,7 +49,7 @@ TrainSettings settings_for(const TrainRequest& r, const TrainingSet& set) {
 std::string model_description(const TrainReport& report) {
     const TrainingSet& set = *report.set;
     std::string text = fmt::format("Weights learned by attntrace train on {}: {}.", set.task, set.description);
-    if (set.shown && set.shown->focus) {
+    if (set.shown && set.shown->focus && report.training.curve.back().focus) {
         const auto& f = *set.shown->focus;
         text += fmt::format(" After training, with the default options, \"{}\" gives \"{}\" {:.2f} of its weight.",
                             set.shown->tokens[static_cast<std::size_t>(f.query)],

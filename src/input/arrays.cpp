@@ -154,9 +154,15 @@ std::string array_name(const std::string& name) { return fmt::format("array \"{}
 // input's mode and its "learned" (an object as text) the input's "learned".
 void put_layout(ArrayDocument& out, const LoadOptions& options, const TensorFile& file) {
     if (const auto it = file.metadata.find("description"); it != file.metadata.end()) {
-        out.doc["description"] = it->second.starts_with('{')
-                                     ? parse_json(it->second, file.origin + ": the metadata's \"description\"")
-                                     : Json(it->second);
+        Json text(it->second);
+        if (it->second.starts_with('{')) {  // one per mode, as attntrace train writes it; else text as it is
+            try {
+                Json object = parse_json(it->second, file.origin + ": the metadata's \"description\"");
+                if (object.is_object()) text = std::move(object);
+            } catch (const DataError&) {
+            }
+        }
+        out.doc["description"] = std::move(text);
         out.names["/description"] = "the metadata's \"description\"";
     }
     if (const auto it = file.metadata.find("mode"); it != file.metadata.end()) {

@@ -11,6 +11,7 @@
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -41,8 +42,12 @@ Stage table(StageId id, std::string title, std::string formula, Labels rows, Lab
 // A line through the logarithms that explains this share of them is called a steady rate.
 constexpr double steady = 0.8;
 
-// "the RNN: ×0.612 per token further back, a steady rate (…): it halves every 1.4 tokens".
-std::string decay_text(std::string_view name, const DecayFit& fit) {
+// "the RNN: ×0.612 per token further back, a steady rate (…): it halves every 1.4 tokens"; an
+// influence whose largest is within 5% of its smallest is the same at every distance, whatever
+// a line through its rounding noise explains.
+std::string decay_text(std::string_view name, const DecayFit& fit, const Vector& influence) {
+    if (influence.maxCoeff() <= 1.05 * influence.minCoeff())
+        return fmt::format("{}: about the same at every distance (the largest within 5% of the smallest)", name);
     const double rate = std::log(fit.factor);
     if (fit.r2 < steady)
         return fmt::format("{}: no steady rate with distance (a line through the logarithms explains {:.0f}% of "
@@ -55,12 +60,17 @@ std::string decay_text(std::string_view name, const DecayFit& fit) {
     return text + fmt::format(": it {} every {:.1f} tokens", rate < 0 ? "halves" : "doubles", std::log(2.0) / std::abs(rate));
 }
 
-// The earlier token that reaches the last output most, and how far back it is: "teacher", 10 back.
+// The earlier token that reaches the last output most, and how far back it is: "teacher" (10
+// back); or that none does, or that several tie.
 std::string strongest_earlier(const RnnReport& r, const Vector& influence) {
     const Eigen::Index n = influence.size();
     Eigen::Index best = 0;
     for (Eigen::Index j = 1; j + 1 < n; ++j)
         if (influence(j) > influence(best)) best = j;
+    if (influence(best) <= 0) return "no earlier token (every influence 0)";
+    Eigen::Index ties = 0;
+    for (Eigen::Index j = 0; j + 1 < n; ++j) ties += influence(j) == influence(best);
+    if (ties > 1) return fmt::format("{} earlier tokens, tied", ties);
     return fmt::format("\"{}\" ({} back)", printable(r.tokens[static_cast<std::size_t>(best)]), n - 1 - best);
 }
 
@@ -68,15 +78,19 @@ std::vector<std::string> influence_sentences(const RnnReport& r) {
     std::vector<std::string> lines;
     const Eigen::Index n = r.rnn_influence.size();
     const std::string last = printable(r.tokens.back());
-    if (r.rnn_decay && r.attention_decay)
-        lines.push_back(fmt::format("each influence's logarithm against its distance, by least squares: {}; {}",
-                                    decay_text("the RNN", *r.rnn_decay), decay_text("attention", *r.attention_decay)));
+    std::vector<std::string> fits;
+    if (r.rnn_decay) fits.push_back(decay_text("the RNN", *r.rnn_decay, r.rnn_influence));
+    if (r.attention_decay) fits.push_back(decay_text("attention", *r.attention_decay, r.attention_influence));
+    if (!fits.empty())
+        lines.push_back(fmt::format("each influence's logarithm against its distance, by least squares: {}",
+                                    fmt::join(fits, "; ")));
     if (n >= 2) {
-        const auto kept = [&](const Vector& v) { return v(0) / v(n - 1); };
-        lines.push_back(fmt::format("the first token, {} back, reaches h_{} with {} of the influence \"{}\" has on it; it "
-                                    "reaches attention's z_{} with {}",
-                                    n - 1, n, format_significant(kept(r.rnn_influence), 3), last, n,
-                                    format_significant(kept(r.attention_influence), 3)));
+        const auto kept = [&](const Vector& v) {
+            return v(n - 1) > 0 ? format_significant(v(0) / v(n - 1), 3) + fmt::format(" of the influence \"{}\" has on it", last)
+                                : fmt::format("{} while \"{}\" has none", format_significant(v(0), 3), last);
+        };
+        lines.push_back(fmt::format("the first token, {} back, reaches h_{} with {}; it reaches attention's z_{} with {}",
+                                    n - 1, n, kept(r.rnn_influence), n, kept(r.attention_influence)));
     }
     if (n >= 3)
         lines.push_back(fmt::format("beside \"{}\" itself, the token that reaches the last output most: in the RNN {}, in "
@@ -109,8 +123,11 @@ Report rnn_text_report(const RnnReport& r) {
                                   "h_t = tanh(x_t·W_x + h_{t−1}·W_h + b_h)", tokens, hidden_cols, r.hidden));
     report.tables.push_back(table(StageId::hidden_states,
                                   fmt::format("The encoder's one vector: h_{}, all that an encoder–decoder hands its "
-                                              "decoder; every token before reaches it only through {} numbers",
-                                              n, d_h),
+                                              "decoder{}",
+                                              n, n > 1 ? fmt::format("; every token before reaches it only through {} "
+                                                                     "number{}",
+                                                                     d_h, d_h == 1 ? "" : "s")
+                                                       : ""),
                                   fmt::format("h_{}", n), Labels{fmt::format("h_{}", n)}, hidden_cols, Matrix(r.hidden.bottomRows(1))));
     Matrix influence(n, 2);
     std::vector<std::string> back;

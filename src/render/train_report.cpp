@@ -164,7 +164,7 @@ void write_training_text(const TrainReport& report, const RenderOptions& options
     out << fmt::format("optimizer: {}{} · batch {} · {} steps ({} epoch{} begun) · seed {}\n", optimizer_text(s),
                        s.clip > 0 ? fmt::format(", gradient norm clipped at {}", s.clip) : "", s.batch, t.steps,
                        t.epochs_begun, t.epochs_begun == 1 ? "" : "s", s.seed);
-    const bool follows = set.shown && set.shown->focus;
+    const bool follows = set.shown && set.shown->focus && t.curve.back().focus;
     if (follows)
         out << fmt::format("follows: the weight of {} in \"{}\"\n", followed_pair(*set.shown), sentence_of(*set.shown));
     out << '\n';
