@@ -86,7 +86,7 @@ Matrix model_inputs(const TrainReport& report, const TrainingExample& e) {
 // metadata, which the array reader gives back. An .npz file holds arrays alone.
 void write_model_arrays(std::ostream& out, const TrainReport& report, bool safetensors) {
     const TrainingSet& set = *report.set;
-    const TrainingExample& e = set.shown ? *set.shown : set.train.front();
+    const TrainingExample& e = saved_example(set);
     const Projections& w = report.training.learned;
     const Matrix X = model_inputs(report, e);
     std::vector<NamedMatrix> arrays{{"embeddings", &X}, {"query", &w.query}, {"key", &w.key}, {"value", &w.value}};
@@ -124,7 +124,7 @@ void write_model_arrays(std::ostream& out, const TrainReport& report, bool safet
 // weights, and where they came from ("learned").
 void write_model(std::ostream& out, const TrainReport& report) {
     const TrainingSet& set = *report.set;
-    const TrainingExample& e = set.shown ? *set.shown : set.train.front();
+    const TrainingExample& e = saved_example(set);
     const Training& t = report.training;
     const Projections& w = t.learned;
     fmt::memory_buffer buffer;

@@ -36,6 +36,10 @@ struct TrainingSet {
     Eigen::Index target_width = 0;  // d_v the targets ask for (0: no target example)
 };
 
+// The sentence a saved model holds (its tokens and vectors): the followed example, else the
+// first trained on. The model file, its arrays and the report's hint for tracing them agree on it.
+inline const TrainingExample& saved_example(const TrainingSet& set) { return set.shown ? *set.shown : set.train.front(); }
+
 // Where a model's weights came from when attntrace train learned them: written into the model
 // it saves ("learned" in the input) and said by every trace of that model.
 struct Learned {

@@ -91,9 +91,9 @@ void write_comparison_text(const TrainReport& report, std::ostream& out) {
     out << "compare-rnn: who_did_it with the subject a fixed number of words before the verb; from the verb's output "
            "each model names the subject, one of "
         << c.classes << " words\n";
-    out << fmt::format("examples per gap: {} trained on, {} held out · vectors: the task's 8 features and a one-hot of "
+    out << fmt::format("examples per gap: {} trained on, {} held out · vectors: the task's {} features and a one-hot of "
                        "the {} subject words (d = {})\n",
-                       c.train, c.held_out, c.classes, c.d);
+                       c.train, c.held_out, c.d - c.classes, c.classes, c.d);
     out << fmt::format("attention: one head, d_k = {}, logits = z_n (W_v is d × {}) · RNN: tanh, d_h = {}, logits = "
                        "h_n·W_r + b_r, trained through time\n",
                        c.d_k, c.classes, c.d_h);
@@ -192,7 +192,7 @@ void write_training_text(const TrainReport& report, const RenderOptions& options
         out << fmt::format("{} steps in {:.3f} s: {:.0f} steps per second (the curve's evaluations not counted)\n", t.steps,
                            t.seconds, t.seconds > 0 ? static_cast<double>(t.steps) / t.seconds : 0.0);
     if (!report.saved.empty() && report.saved.ends_with(".npz")) {  // arrays alone: no words, no mode, no note
-        const TrainingExample& e = set.shown ? *set.shown : set.train.front();
+        const TrainingExample& e = saved_example(set);
         const bool plain = std::all_of(e.tokens.begin(), e.tokens.end(), [](const std::string& t) {
             return t.find_first_of(" \t\"\\$`") == std::string::npos;
         });
