@@ -6,6 +6,7 @@
 #include "input/tasks.hpp"
 #include "support/cli.hpp"
 #include "support/error_line.hpp"
+#include "support/training_loops.hpp"
 
 #include "support/catch.hpp"
 #include <fmt/format.h>
@@ -26,14 +27,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-using Grid = std::vector<std::vector<double>>;
-
-Grid grid_of(const Matrix& m) {
-    Grid g(static_cast<std::size_t>(m.rows()), std::vector<double>(static_cast<std::size_t>(m.cols())));
-    for (Eigen::Index i = 0; i < m.rows(); ++i)
-        for (Eigen::Index j = 0; j < m.cols(); ++j) g[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = m(i, j);
-    return g;
-}
+using namespace training_loops;
 
 // X·W (+ b) in plain loops.
 Grid project(const Grid& X, const Grid& W, const std::vector<double>* b) {
@@ -45,24 +39,6 @@ Grid project(const Grid& X, const Grid& W, const std::vector<double>* b) {
             out[i][c] = s;
         }
     return out;
-}
-
-// Row `i` of softmax(Q·Kᵀ/√d_k), causal or not, in plain loops.
-std::vector<double> weights_row(const Grid& Q, const Grid& K, std::size_t i, bool causal) {
-    const double scale = std::sqrt(static_cast<double>(Q[0].size()));
-    const std::size_t visible = causal ? i + 1 : K.size();
-    std::vector<double> a(K.size(), 0.0);
-    double top = -1e300, total = 0;
-    std::vector<double> s(visible);
-    for (std::size_t j = 0; j < visible; ++j) {
-        double d = 0;
-        for (std::size_t c = 0; c < Q[0].size(); ++c) d += Q[i][c] * K[j][c];
-        s[j] = d / scale;
-        top = std::max(top, s[j]);
-    }
-    for (std::size_t j = 0; j < visible; ++j) total += std::exp(s[j] - top);
-    for (std::size_t j = 0; j < visible; ++j) a[j] = std::exp(s[j] - top) / total;
-    return a;
 }
 
 std::vector<double> row_of(const std::optional<Vector>& v) {
@@ -119,19 +95,6 @@ std::vector<double> differences(Projections w, const TrainingExample& e, bool ca
     return g;
 }
 
-TrainingExample small_example(bool focus) {
-    TrainingExample e;
-    e.tokens = {"a", "b", "c", "d"};
-    e.inputs = Matrix(4, 3);
-    e.inputs << 0.5, -0.2, 0.9, 1.1, 0.3, -0.4, -0.7, 0.8, 0.2, 0.1, -0.6, 0.5;
-    if (focus) e.focus = TrainingExample::Focus{2, 0};
-    else {
-        e.target = Matrix(4, 2);
-        *e.target << 0.3, -0.1, 0.8, 0.2, -0.5, 0.4, 0.0, 0.9;
-    }
-    return e;
-}
-
 Projections small_weights(bool bias) {
     TrainingSet set;
     set.d_in = 3;
@@ -140,12 +103,6 @@ Projections small_weights(bool bias) {
     Projections w = initial_weights(set, s);
     if (bias) *w.query_bias << 0.1, -0.2, *w.key_bias << 0.3, 0.05, *w.value_bias << -0.1, 0.2;
     return w;
-}
-
-nlohmann::json json_of(const cli::Result& r) {
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    return nlohmann::json::parse(r.out);
 }
 
 }  // namespace
@@ -170,11 +127,7 @@ TEST_CASE("train: each example's loss and gradient agree with plain loops and ce
 TEST_CASE("train: full-batch sgd without momentum is W ← W − lr·∇L, step by step", "[train]") {
     // The test's own loop: the mean loss of the examples, its gradient by central differences,
     // and the plain update, against train()'s curve at every step.
-    TrainingSet set;
-    set.d_in = 3;
-    set.task = "small";
-    set.train = {small_example(true), small_example(false)};
-    set.target_width = 2;
+    const TrainingSet set = small_set();
     TrainSettings s;
     s.d_k = 2, s.d_v = 2, s.seed = 7, s.optimizer = Optimizer::sgd, s.momentum = 0, s.lr = 0.3;
     s.steps = 5, s.batch = 2, s.every = 1;

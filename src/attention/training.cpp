@@ -21,26 +21,35 @@ using Mat = MatrixT<T>;
 template <typename T>
 using Row = Eigen::Matrix<T, 1, Eigen::Dynamic>;
 
-// Where each parameter sits in one flat array (the optimizer's view): W_q, W_k, W_v by rows,
-// then b_q, b_k, b_v when the layer has biases, then the embedding table (a row per word) when
-// the embeddings are learned.
+// Where each parameter sits in one flat array (the optimizer's view): W_q, W_k, W_v by rows, W_o
+// with several heads, then b_q, b_k, b_v (and b_o) when the layer has biases, then the embedding
+// table (a row per word) when the embeddings are learned.
 struct Layout {
-    Eigen::Index d_in = 0, d_k = 0, d_v = 0;
+    Eigen::Index d_in = 0, d_k = 0, d_v = 0;  // d_k and d_v: each head's
     bool bias = false;
     Eigen::Index words = 0;  // rows of the embedding table (0: the inputs are fixed)
+    int heads = 1;
+    Eigen::Index d_out = 0;  // W_o's columns (0: none, one head)
+    int focus_head = 0;      // 1-based; 0: a focus example is about the heads' mean weight
 
+    Eigen::Index qk() const { return heads * d_k; }  // W_q's and W_k's columns
+    Eigen::Index vs() const { return heads * d_v; }  // W_v's columns
     Eigen::Index w_q() const { return 0; }
-    Eigen::Index w_k() const { return d_in * d_k; }
-    Eigen::Index w_v() const { return 2 * d_in * d_k; }
-    Eigen::Index b_q() const { return d_in * (2 * d_k + d_v); }
-    Eigen::Index b_k() const { return b_q() + d_k; }
-    Eigen::Index b_v() const { return b_k() + d_k; }
-    Eigen::Index embedding() const { return b_q() + (bias ? 2 * d_k + d_v : 0); }
+    Eigen::Index w_k() const { return d_in * qk(); }
+    Eigen::Index w_v() const { return 2 * d_in * qk(); }
+    Eigen::Index w_o() const { return w_v() + d_in * vs(); }
+    Eigen::Index b_q() const { return w_o() + vs() * d_out; }
+    Eigen::Index b_k() const { return b_q() + qk(); }
+    Eigen::Index b_v() const { return b_k() + qk(); }
+    Eigen::Index b_o() const { return b_v() + vs(); }
+    Eigen::Index embedding() const { return b_q() + (bias ? 2 * qk() + vs() + d_out : 0); }
     Eigen::Index size() const { return embedding() + words * d_in; }
 };
 
-Layout layout_of(const Projections& p) {
-    return {p.query.rows(), p.query.cols(), p.value.cols(), p.query_bias.has_value()};
+Layout layout_of(const Projections& p, HeadUse use) {
+    const Eigen::Index h = use.heads;
+    return {p.query.rows(), p.query.cols() / h, p.value.cols() / h, p.query_bias.has_value(), 0, use.heads,
+            p.output ? p.output->cols() : 0, use.focus_head};
 }
 
 template <typename T>
@@ -50,7 +59,9 @@ std::vector<T> flatten(const Projections& p, const Layout& l) {
         Eigen::Map<Mat<T>>(flat.data() + at, m.rows(), m.cols()) = m.cast<T>();
     };
     put(p.query, l.w_q()), put(p.key, l.w_k()), put(p.value, l.w_v());
+    if (l.d_out > 0) put(*p.output, l.w_o());
     if (l.bias) put(*p.query_bias, l.b_q()), put(*p.key_bias, l.b_k()), put(*p.value_bias, l.b_v());
+    if (l.bias && l.d_out > 0) put(*p.output_bias, l.b_o());
     return flat;
 }
 
@@ -60,24 +71,28 @@ Projections unflatten(const std::vector<T>& flat, const Layout& l) {
         return Eigen::Map<const Mat<T>>(flat.data() + at, rows, cols).template cast<double>();
     };
     Projections p;
-    p.query = get(l.w_q(), l.d_in, l.d_k), p.key = get(l.w_k(), l.d_in, l.d_k), p.value = get(l.w_v(), l.d_in, l.d_v);
+    p.query = get(l.w_q(), l.d_in, l.qk()), p.key = get(l.w_k(), l.d_in, l.qk()), p.value = get(l.w_v(), l.d_in, l.vs());
+    if (l.d_out > 0) p.output = get(l.w_o(), l.vs(), l.d_out);
     if (l.bias) {
-        p.query_bias = get(l.b_q(), 1, l.d_k), p.key_bias = get(l.b_k(), 1, l.d_k);
-        p.value_bias = get(l.b_v(), 1, l.d_v);
+        p.query_bias = get(l.b_q(), 1, l.qk()), p.key_bias = get(l.b_k(), 1, l.qk());
+        p.value_bias = get(l.b_v(), 1, l.vs());
+        if (l.d_out > 0) p.output_bias = get(l.b_o(), 1, l.d_out);
     }
     return p;
 }
 
-// The parameters as matrices over a flat array (const or not).
+// The parameters as matrices over a flat array (const or not); W_o and b_o are empty without
+// several heads, the biases without `bias`.
 template <typename T, typename Pointer>
 struct Views {
     using M = std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>, Eigen::Map<const Mat<T>>,
                                  Eigen::Map<Mat<T>>>;
-    M W_q, W_k, W_v, b_q, b_k, b_v;
+    M W_q, W_k, W_v, W_o, b_q, b_k, b_v, b_o;
     Views(Pointer p, const Layout& l)
-        : W_q(p + l.w_q(), l.d_in, l.d_k), W_k(p + l.w_k(), l.d_in, l.d_k), W_v(p + l.w_v(), l.d_in, l.d_v),
-          b_q(p + (l.bias ? l.b_q() : 0), 1, l.bias ? l.d_k : 0), b_k(p + (l.bias ? l.b_k() : 0), 1, l.bias ? l.d_k : 0),
-          b_v(p + (l.bias ? l.b_v() : 0), 1, l.bias ? l.d_v : 0) {}
+        : W_q(p + l.w_q(), l.d_in, l.qk()), W_k(p + l.w_k(), l.d_in, l.qk()), W_v(p + l.w_v(), l.d_in, l.vs()),
+          W_o(p + l.w_o(), l.d_out > 0 ? l.vs() : 0, l.d_out), b_q(p + (l.bias ? l.b_q() : 0), 1, l.bias ? l.qk() : 0),
+          b_k(p + (l.bias ? l.b_k() : 0), 1, l.bias ? l.qk() : 0), b_v(p + (l.bias ? l.b_v() : 0), 1, l.bias ? l.vs() : 0),
+          b_o(p + (l.bias ? l.b_o() : 0), 1, l.bias ? l.d_out : 0) {}
 };
 
 // Row i's softmax over its first `visible` scores, into `a` (the rest 0); returns logsumexp.
@@ -91,64 +106,118 @@ T softmax_row(const Row<T>& s, Eigen::Index visible, Row<T>& a) {
     return top + std::log(total);
 }
 
-// A focus example: only the query's row of the scores is needed. With `dX`, the gradient of
-// the inputs is added there too.
+// A focus example: only the query's row of each head's scores is needed. `weights` gets the row
+// the loss is about (the heads' mean, or the focus head's). With `dX`, the gradient of the inputs
+// is added there too.
 template <typename T>
 double focus_pass(const Layout& l, const T* p, const Mat<T>& X, const TrainingExample::Focus& f, bool causal,
                   T* g, Row<T>* weights, Mat<T>* dX = nullptr) {
     const Views<T, const T*> w(p, l);
     const T scale = std::sqrt(static_cast<T>(l.d_k));
-    Mat<T> K = X * w.W_k;
-    Row<T> q = X.row(f.query) * w.W_q;
-    if (l.bias) K.rowwise() += Row<T>(w.b_k), q += w.b_q;
-    const Row<T> s = (K * q.transpose()).transpose() / scale;
-    const Eigen::Index visible = causal ? f.query + 1 : X.rows();
-    Row<T> a;
-    const T lse = softmax_row<T>(s, visible, a);
-    if (weights) *weights = a;
-    if (g) {
-        Views<T, T*> d(g, l);
-        Row<T> ds = a;
-        ds(f.key) -= T(1);
-        ds /= scale;
-        const Row<T> dq = ds * K;
-        const Mat<T> dK = ds.transpose() * q;
-        d.W_q += X.row(f.query).transpose() * dq;
-        d.W_k += X.transpose() * dK;
-        if (l.bias) d.b_q += dq, d.b_k += dK.colwise().sum();
-        if (dX) *dX += dK * w.W_k.transpose(), dX->row(f.query) += dq * w.W_q.transpose();
+    const Eigen::Index visible = causal ? f.query + 1 : X.rows(), d = l.d_k;
+    const int first = l.focus_head > 0 ? l.focus_head - 1 : 0, last = l.focus_head > 0 ? l.focus_head : l.heads;
+    std::vector<Mat<T>> K(static_cast<std::size_t>(l.heads));
+    std::vector<Row<T>> q(K.size()), a(K.size());
+    std::vector<T> logs(K.size());  // log A_h[q, k] = S_hk − logsumexp(S_h), kept in logs so none underflows
+    for (int h = first; h < last; ++h) {
+        const auto u = static_cast<std::size_t>(h);
+        K[u] = X * w.W_k.middleCols(h * d, d);
+        q[u] = X.row(f.query) * w.W_q.middleCols(h * d, d);
+        if (l.bias) K[u].rowwise() += Row<T>(w.b_k.middleCols(h * d, d)), q[u] += w.b_q.middleCols(h * d, d);
+        const Row<T> s = (K[u] * q[u].transpose()).transpose() / scale;
+        logs[u] = s(f.key) - softmax_row<T>(s, visible, a[u]);
     }
-    return static_cast<double>(lse - s(f.key));
+    // log Σ_h A_h[q, k]; with one head it is log A[q, k] itself.
+    T top = logs[static_cast<std::size_t>(first)];
+    for (int h = first; h < last; ++h) top = std::max(top, logs[static_cast<std::size_t>(h)]);
+    T total = 0;
+    for (int h = first; h < last; ++h) total += std::exp(logs[static_cast<std::size_t>(h)] - top);
+    const T log_sum = top + std::log(total);
+    const T count = static_cast<T>(last - first);
+    if (weights) {
+        weights->setZero(X.rows());
+        for (int h = first; h < last; ++h) *weights += a[static_cast<std::size_t>(h)];
+        *weights /= count;
+    }
+    if (g) {
+        Views<T, T*> dw(g, l);
+        for (int h = first; h < last; ++h) {
+            const auto u = static_cast<std::size_t>(h);
+            Row<T> ds = a[u];
+            ds(f.key) -= T(1);
+            ds *= std::exp(logs[u] - log_sum);  // this head's share of the weight on the key (1 with one head)
+            ds /= scale;
+            const Row<T> dq = ds * K[u];
+            const Mat<T> dK = ds.transpose() * q[u];
+            dw.W_q.middleCols(h * d, d) += X.row(f.query).transpose() * dq;
+            dw.W_k.middleCols(h * d, d) += X.transpose() * dK;
+            if (l.bias) dw.b_q.middleCols(h * d, d) += dq, dw.b_k.middleCols(h * d, d) += dK.colwise().sum();
+            if (dX)
+                *dX += dK * w.W_k.middleCols(h * d, d).transpose(),
+                    dX->row(f.query) += dq * w.W_q.middleCols(h * d, d).transpose();
+        }
+    }
+    return static_cast<double>(std::log(count) - log_sum);
 }
 
-// A target example: the whole layer, forward and back.
+// Each head's softmax weights, its context Z_h into its block of C, for a target example.
+template <typename T>
+struct HeadPass {
+    Mat<T> Q, K, V, A;
+};
+
+// A target example: the whole layer, forward and back: each head's A_h and Z_h, then W_o
+// mixing [Z_1 … Z_H] when there are several.
 template <typename T>
 double target_pass(const Layout& l, const T* p, const Mat<T>& X, const Matrix& target, bool causal, T* g,
                    Mat<T>* dX = nullptr) {
     const Views<T, const T*> w(p, l);
     const T scale = std::sqrt(static_cast<T>(l.d_k));
-    Mat<T> Q = X * w.W_q, K = X * w.W_k, V = X * w.W_v;
-    if (l.bias) Q.rowwise() += Row<T>(w.b_q), K.rowwise() += Row<T>(w.b_k), V.rowwise() += Row<T>(w.b_v);
-    const Mat<T> S = Q * K.transpose() / scale;
-    const Eigen::Index n = X.rows();
-    Mat<T> A(n, n);
+    const Eigen::Index n = X.rows(), d = l.d_k, e = l.d_v;
+    std::vector<HeadPass<T>> heads(static_cast<std::size_t>(l.heads));
+    Mat<T> C(n, l.vs());
     Row<T> a;
-    for (Eigen::Index i = 0; i < n; ++i) {
-        (void)softmax_row<T>(S.row(i), causal ? i + 1 : n, a);
-        A.row(i) = a;
+    for (int h = 0; h < l.heads; ++h) {
+        HeadPass<T>& hp = heads[static_cast<std::size_t>(h)];
+        hp.Q = X * w.W_q.middleCols(h * d, d), hp.K = X * w.W_k.middleCols(h * d, d), hp.V = X * w.W_v.middleCols(h * e, e);
+        if (l.bias)
+            hp.Q.rowwise() += Row<T>(w.b_q.middleCols(h * d, d)), hp.K.rowwise() += Row<T>(w.b_k.middleCols(h * d, d)),
+                hp.V.rowwise() += Row<T>(w.b_v.middleCols(h * e, e));
+        const Mat<T> S = hp.Q * hp.K.transpose() / scale;
+        hp.A.resize(n, n);
+        for (Eigen::Index i = 0; i < n; ++i) {
+            (void)softmax_row<T>(S.row(i), causal ? i + 1 : n, a);
+            hp.A.row(i) = a;
+        }
+        C.middleCols(h * e, e) = hp.A * hp.V;
     }
-    const Mat<T> dZ = A * V - target.cast<T>();
-    const double loss = 0.5 * dZ.template cast<double>().squaredNorm();
-    if (g) {
-        Views<T, T*> d(g, l);
-        const Mat<T> dA = dZ * V.transpose();
-        const Mat<T> dV = A.transpose() * dZ;
-        const Eigen::Matrix<T, Eigen::Dynamic, 1> along = (dA.array() * A.array()).rowwise().sum();
-        const Mat<T> dS = (A.array() * (dA.array().colwise() - along.array())).matrix() / scale;
-        const Mat<T> dQ = dS * K, dK = dS.transpose() * Q;
-        d.W_q += X.transpose() * dQ, d.W_k += X.transpose() * dK, d.W_v += X.transpose() * dV;
-        if (l.bias) d.b_q += dQ.colwise().sum(), d.b_k += dK.colwise().sum(), d.b_v += dV.colwise().sum();
-        if (dX) *dX += dQ * w.W_q.transpose() + dK * w.W_k.transpose() + dV * w.W_v.transpose();
+    Mat<T> out = l.d_out > 0 ? Mat<T>(C * w.W_o) : C;
+    if (l.d_out > 0 && l.bias) out.rowwise() += Row<T>(w.b_o);
+    const Mat<T> dO = out - target.cast<T>();
+    const double loss = 0.5 * dO.template cast<double>().squaredNorm();
+    if (!g) return loss;
+    Views<T, T*> dw(g, l);
+    Mat<T> dC = dO;
+    if (l.d_out > 0) {
+        dw.W_o += C.transpose() * dO, dC = dO * w.W_o.transpose();
+        if (l.bias) dw.b_o += dO.colwise().sum();
+    }
+    for (int h = 0; h < l.heads; ++h) {
+        const HeadPass<T>& hp = heads[static_cast<std::size_t>(h)];
+        const Mat<T> dZ = dC.middleCols(h * e, e);
+        const Mat<T> dA = dZ * hp.V.transpose();
+        const Mat<T> dV = hp.A.transpose() * dZ;
+        const Eigen::Matrix<T, Eigen::Dynamic, 1> along = (dA.array() * hp.A.array()).rowwise().sum();
+        const Mat<T> dS = (hp.A.array() * (dA.array().colwise() - along.array())).matrix() / scale;
+        const Mat<T> dQ = dS * hp.K, dK = dS.transpose() * hp.Q;
+        dw.W_q.middleCols(h * d, d) += X.transpose() * dQ, dw.W_k.middleCols(h * d, d) += X.transpose() * dK;
+        dw.W_v.middleCols(h * e, e) += X.transpose() * dV;
+        if (l.bias)
+            dw.b_q.middleCols(h * d, d) += dQ.colwise().sum(), dw.b_k.middleCols(h * d, d) += dK.colwise().sum(),
+                dw.b_v.middleCols(h * e, e) += dV.colwise().sum();
+        if (dX)
+            *dX += dQ * w.W_q.middleCols(h * d, d).transpose() + dK * w.W_k.middleCols(h * d, d).transpose() +
+                   dV * w.W_v.middleCols(h * e, e).transpose();
     }
     return loss;
 }
@@ -198,7 +267,7 @@ const Mat<T>& inputs_of(const Prepared<T>& e, const Layout& l, const T* p, Mat<T
 template <typename T>
 double operations(const Prepared<T>& e, const Layout& l) {
     const double n = static_cast<double>(e.X.rows());
-    return n * l.d_in * (2 * l.d_k + l.d_v) * 2 + n * n * (l.d_k + l.d_v) * 4;
+    return n * l.d_in * (2 * l.qk() + l.vs()) * 2 + n * n * (l.qk() + l.vs()) * 4 + n * l.vs() * l.d_out * 2;
 }
 
 // The mean loss of `items` (indices into `examples`) and, with `gradient`, its mean gradient.
@@ -303,7 +372,7 @@ WordTable word_table(const TrainingSet& set) {
 template <typename T>
 Training train_in(const TrainingSet& set, const TrainSettings& settings, const Projections& start,
                   const StepObserver& observe) {
-    Layout l = layout_of(start);
+    Layout l = layout_of(start, {settings.heads, settings.focus_head});
     std::optional<WordTable> table;
     if (settings.embeddings) table = word_table(set), l.words = table->vectors.rows();
     std::vector<T> params = flatten<T>(start, l), gradient;
@@ -356,13 +425,16 @@ Training train_in(const TrainingSet& set, const TrainSettings& settings, const P
 Projections initial_weights(const TrainingSet& set, const TrainSettings& settings) {
     SplitMix64 rng(settings.seed);
     const double scale = 1.0 / std::sqrt(static_cast<double>(set.d_in));
+    const Eigen::Index h = settings.heads, qk = h * settings.d_k, vs = h * settings.d_v;
     Projections p;
-    p.query = random_matrix(rng, set.d_in, settings.d_k, scale);
-    p.key = random_matrix(rng, set.d_in, settings.d_k, scale);
-    p.value = random_matrix(rng, set.d_in, settings.d_v, scale);
+    p.query = random_matrix(rng, set.d_in, qk, scale);
+    p.key = random_matrix(rng, set.d_in, qk, scale);
+    p.value = random_matrix(rng, set.d_in, vs, scale);
+    if (settings.heads > 1) p.output = random_matrix(rng, vs, settings.d_out, 1.0 / std::sqrt(static_cast<double>(vs)));
     if (settings.bias) {
-        p.query_bias = Vector::Zero(settings.d_k), p.key_bias = Vector::Zero(settings.d_k);
-        p.value_bias = Vector::Zero(settings.d_v);
+        p.query_bias = Vector::Zero(qk), p.key_bias = Vector::Zero(qk);
+        p.value_bias = Vector::Zero(vs);
+        if (p.output) p.output_bias = Vector::Zero(settings.d_out);
     }
     return p;
 }
@@ -377,8 +449,8 @@ Training train(const TrainingSet& set, const TrainSettings& settings, const std:
 }
 
 double example_loss(const Projections& weights, const TrainingExample& example, bool causal, Projections* gradient,
-                    Matrix* input_gradient) {
-    const Layout l = layout_of(weights);
+                    Matrix* input_gradient, HeadUse use) {
+    const Layout l = layout_of(weights, use);
     const std::vector<double> params = flatten<double>(weights, l);
     std::vector<double> g(params.size(), 0.0);
     Matrix dX = Matrix::Zero(example.inputs.rows(), example.inputs.cols());
@@ -388,6 +460,18 @@ double example_loss(const Projections& weights, const TrainingExample& example, 
     if (gradient) *gradient = unflatten<double>(g, l);
     if (input_gradient) *input_gradient = dX;
     return loss;
+}
+
+std::vector<double> head_focus(const Projections& weights, const TrainingExample& example, bool causal, int heads) {
+    std::vector<double> out;
+    Row<double> a;
+    for (int h = 1; h <= heads; ++h) {
+        const Layout l = layout_of(weights, {heads, h});
+        const std::vector<double> params = flatten<double>(weights, l);
+        (void)focus_pass<double>(l, params.data(), example.inputs, *example.focus, causal, nullptr, &a);
+        out.push_back(a(example.focus->key));
+    }
+    return out;
 }
 
 }  // namespace attntrace

@@ -7,6 +7,13 @@
 // Its loss, the mean over a batch of each example's own:
 //   focus:  −log A[q, k]  = logsumexp(S_q) − S_qk
 //   target: ½‖Z − T‖²
+// With H heads (`heads`), W_q, W_k and W_v split their columns into H blocks, head h computing
+// its own A_h and Z_h from its blocks; the heads' contexts side by side, C = [Z_1 … Z_H], are
+// mixed by W_o into the output, O = C·W_o (+ b_o), and the target loss is ½‖O − T‖². A focus
+// example is about the heads' mean weight, Ā = (1/H)·Σ_h A_h: L = −log Ā[q, k], whose gradient
+// gives head h the one-head gradient scaled by its share of the weight on k, A_h[q, k] / Σ_g A_g[q, k]
+// (the head already looking there is pushed hardest); or, with `focus_head` h, about head h's
+// weight alone, L = −log A_h[q, k].
 // and the gradients, as the backward pass (attention/backward.hpp) gives them:
 //   dZ = Z − T;  dA = dZ·Vᵀ;  dV = Aᵀ·dZ;  dS = A ⊙ (dA − rowsum(dA ⊙ A)) / √d_k
 //   (focus: dS_q = (A_q − e_k) / √d_k, the other rows 0);  dQ = dS·K;  dK = dSᵀ·Q;
@@ -53,6 +60,9 @@ struct TrainSettings {
     std::int64_t every = 0;              // a point of the curve every this many steps (0: steps / 10)
     std::int64_t snapshots = 0;          // the weights kept every this many steps, and at step 0 (0: none)
     bool embeddings = false;             // learn a vector per word too, from the examples' own
+    int heads = 1;                       // H: above 1, d_k and d_v are each head's, and W_o (H·d_v × d_out) mixes them
+    Eigen::Index d_out = 0;              // W_o's columns with several heads (the targets' width, else d_in)
+    int focus_head = 0;                  // the 1-based head a focus example is about (0: the heads' mean weight)
     std::uint64_t seed = 123;            // the initial weights and the order of the examples
 };
 
@@ -85,8 +95,9 @@ struct Training {
 // Called after every step with the step's number and the curve's point when one was made.
 using StepObserver = std::function<void(std::int64_t step, const CurvePoint* point)>;
 
-// The weights a run starts from: generate_projections(seed, d_in, d_k) for W_q and W_k, then
-// W_v (d_in × d_v) from the same stream, and zero biases with `bias`.
+// The weights a run starts from: W_q and W_k (d_in × H·d_k), then W_v (d_in × H·d_v), each
+// uniform in ±1/√d_in from the seed's stream, then with several heads W_o (H·d_v × d_out,
+// ±1/√(H·d_v)); zero biases with `bias` (b_o too).
 Projections initial_weights(const TrainingSet& set, const TrainSettings& settings);
 
 // Trains from `start` (or the initial weights). Throws UsageError for a task without training
@@ -94,11 +105,21 @@ Projections initial_weights(const TrainingSet& set, const TrainSettings& setting
 Training train(const TrainingSet& set, const TrainSettings& settings, const std::optional<Projections>& start = {},
                const StepObserver& observe = {});
 
+// How a layer's weights are read: how many heads split them, and which head's weight a focus
+// example is about (0: the heads' mean).
+struct HeadUse {
+    int heads = 1;
+    int focus_head = 0;
+};
+
 // One example's loss under `weights`, in float64, and, with `gradient`, its gradient with the
 // shapes of `weights` (biases present when `weights` has them), and with `input_gradient` the
 // gradient of its inputs (a row per token). For the tests and the report.
 double example_loss(const Projections& weights, const TrainingExample& example, bool causal,
-                    Projections* gradient = nullptr, Matrix* input_gradient = nullptr);
+                    Projections* gradient = nullptr, Matrix* input_gradient = nullptr, HeadUse use = {});
+
+// Each head's weight A_h[q, k] for a focus example under `weights` (H numbers).
+std::vector<double> head_focus(const Projections& weights, const TrainingExample& example, bool causal, int heads);
 
 }  // namespace attntrace
 
@@ -113,6 +134,7 @@ struct TrainReport {
     TrainSettings settings;
     Training training;
     std::string saved;  // the file the learned model went to ("": none)
+    std::vector<double> head_focus;  // with several heads: each head's weight of the followed pair after training
     const RnnComparison* comparison = nullptr;
 };
 

@@ -198,8 +198,19 @@ void add_train_layer(CLI::App* command, TrainRequest& r, TrainFlags& f) {
     choose(command->add_option("-m,--mode", f.mode, "the layer: self, or causal (a query sees only keys up to itself)"),
            "Layer", {"self", "causal"})
         ->capture_default_str();
-    describe(command->add_option("--dim", f.dim, "d_k, the columns of W_q and W_k (default 4; recall 8); d_v too unless targets say")
+    describe(command->add_option("--dim", f.dim,
+                                 "the columns of W_q and W_k, all heads together (default 4, recall 8, rounded up to a "
+                                 "multiple of --heads); W_v's too unless targets say")
                  ->transform(in_range(std::int64_t{1}, std::int64_t{4096})),
+             "Layer", "N");
+    describe(command->add_option("--heads", t.heads,
+                                 "attention heads, each with its own blocks of W_q, W_k and W_v, mixed by a trained W_o")
+                 ->transform(in_range(1, 64))
+                 ->capture_default_str(),
+             "Layer", "N");
+    describe(command->add_option("--focus-head", t.focus_head,
+                                 "the head a focus example is about (default: the heads' mean weight)")
+                 ->transform(in_range(1, 64)),
              "Layer", "N");
     describe(command->add_flag("--bias", t.bias, "train biases b_q, b_k, b_v too (they start at 0)"), "Layer", "");
     describe(command->add_flag("--embeddings", t.embeddings,

@@ -151,7 +151,8 @@ std::string array_name(const std::string& name) { return fmt::format("array \"{}
 // The layout stated by --layout, else by a safetensors file's metadata ("layout"), put where a
 // JSON input states it; the metadata's "description" becomes the input's description (an
 // object of one per mode when it is one as text, as attntrace train writes it), its "mode" the
-// input's mode and its "learned" (an object as text) the input's "learned".
+// input's mode, its "learned" (an object as text) the input's "learned" and its "heads" (a
+// number as text) the input's "heads" unless --heads says.
 void put_layout(ArrayDocument& out, const LoadOptions& options, const TensorFile& file) {
     if (const auto it = file.metadata.find("description"); it != file.metadata.end()) {
         Json text(it->second);
@@ -172,6 +173,10 @@ void put_layout(ArrayDocument& out, const LoadOptions& options, const TensorFile
     if (const auto it = file.metadata.find("learned"); it != file.metadata.end()) {
         out.doc["learned"] = parse_json(it->second, file.origin + ": the metadata's \"learned\"");
         out.names["/learned"] = "the metadata's \"learned\"";
+    }
+    if (const auto it = file.metadata.find("heads"); it != file.metadata.end() && !options.heads_given) {
+        out.doc["heads"] = parse_json(it->second, file.origin + ": the metadata's \"heads\"");  // a number, as train writes it
+        out.names["/heads"] = "the metadata's \"heads\"";
     }
     if (options.layout) {
         out.doc["layout"] = std::string(to_string(*options.layout));

@@ -40,6 +40,19 @@ std::string optimizer_text(const TrainSettings& s) {
 
 std::string percent(double x) { return fmt::format("{:.1f}%", 100 * x); }
 
+// "d_in = 8, d_k = 4, d_v = 4", or with several heads "d_in = 8, 2 heads of d_k = 2 and d_v = 2, W_o 4 × 8".
+std::string dims_text(const TrainingSet& set, const TrainSettings& s) {
+    if (s.heads == 1) return fmt::format("d_in = {}, d_k = {}, d_v = {}", set.d_in, s.d_k, s.d_v);
+    return fmt::format("d_in = {}, {} heads of d_k = {} and d_v = {}, W_o {} × {}", set.d_in, s.heads, s.d_k, s.d_v,
+                       s.heads * s.d_v, s.d_out);
+}
+
+// Whose weight the focus loss, the followed weight and the accuracy are about.
+std::string whose_weight(const TrainSettings& s) {
+    if (s.heads == 1) return "the weight";
+    return s.focus_head > 0 ? fmt::format("head {}'s weight", s.focus_head) : "the heads' mean weight";
+}
+
 // A point of the curve's members: "step", "loss", "held_out_loss", "held_out_accuracy", "focus".
 void point_members(JsonWriter& json, const CurvePoint& p) {
     const auto optional = [&](const char* name, const std::optional<double>& x) {
@@ -59,11 +72,13 @@ void snapshot_members(JsonWriter& json, std::int64_t step, const Projections& w)
     constexpr auto one_line = JsonWriter::Layout::inline_;
     json.key("query").matrix(w.query, Dtype::float64, one_line).key("key").matrix(w.key, Dtype::float64, one_line);
     json.key("value").matrix(w.value, Dtype::float64, one_line);
+    if (w.output) json.key("output").matrix(*w.output, Dtype::float64, one_line);
     if (w.query_bias) {
         json.key("query_bias").numbers(*w.query_bias, Dtype::float64);
         json.key("key_bias").numbers(*w.key_bias, Dtype::float64);
         json.key("value_bias").numbers(*w.value_bias, Dtype::float64);
     }
+    if (w.output_bias) json.key("output_bias").numbers(*w.output_bias, Dtype::float64);
     json.end();
 }
 
@@ -156,9 +171,10 @@ void write_training_text(const TrainReport& report, const RenderOptions& options
     const Training& t = report.training;
     const int digits = options.digits;
     out << fmt::format("train {}: {}\n", printable(set.task), set.description);
-    out << fmt::format("examples: {} trained on, {} held out · {} mode · d_in = {}, d_k = {}, d_v = {} · {} · {}{}\n",
-                       set.train.size(), set.held_out.size(), s.causal ? "causal" : "self", set.d_in, s.d_k, s.d_v,
-                       s.bias ? "biases b_q, b_k, b_v" : "no biases", to_string(s.dtype),
+    out << fmt::format("examples: {} trained on, {} held out · {} mode · {} · {} · {}{}\n", set.train.size(),
+                       set.held_out.size(), s.causal ? "causal" : "self", dims_text(set, s),
+                       s.bias ? (s.heads > 1 ? "biases b_q, b_k, b_v, b_o" : "biases b_q, b_k, b_v") : "no biases",
+                       to_string(s.dtype),
                        t.embeddings ? fmt::format(" · the embeddings learned too ({} words)", t.embeddings->words.size())
                                     : "");
     out << fmt::format("optimizer: {}{} · batch {} · {} steps ({} epoch{} begun) · seed {}\n", optimizer_text(s),
@@ -166,7 +182,7 @@ void write_training_text(const TrainReport& report, const RenderOptions& options
                        t.epochs_begun, t.epochs_begun == 1 ? "" : "s", s.seed);
     const bool follows = set.shown && set.shown->focus && t.curve.back().focus;
     if (follows)
-        out << fmt::format("follows: the weight of {} in \"{}\"\n", followed_pair(*set.shown), sentence_of(*set.shown));
+        out << fmt::format("follows: {} of {} in \"{}\"\n", whose_weight(s), followed_pair(*set.shown), sentence_of(*set.shown));
     out << '\n';
     const std::string focus_head = follows ? followed_pair(*set.shown) : "";
     const int width = digits + 4;
@@ -185,9 +201,18 @@ void write_training_text(const TrainReport& report, const RenderOptions& options
     const CurvePoint& last = t.curve.back();
     if (first.focus && last.focus)
         out << fmt::format("{}: {:.{}f} → {:.{}f}\n", focus_head, *first.focus, digits, *last.focus, digits);
+    for (std::size_t h = 0; h < report.head_focus.size(); ++h)
+        out << fmt::format("{}{} {:.{}f}{}", h == 0 ? "each head's weight of it at the end: head " : ", head ", h + 1,
+                           report.head_focus[h], digits, h + 1 == report.head_focus.size() ? "\n" : "");
     if (last.accuracy)
-        out << fmt::format("held-out accuracy: {} → {} (the query's largest weight on its key)\n",
-                           percent(*first.accuracy), percent(*last.accuracy));
+        out << fmt::format("held-out accuracy: {} → {} ({} on its key)\n", percent(*first.accuracy),
+                           percent(*last.accuracy),
+                           s.heads == 1 ? "the query's largest weight"
+                           : s.focus_head > 0 ? fmt::format("head {}'s largest weight", s.focus_head)
+                                              : "the heads' mean weight largest");
+    if (std::none_of(set.train.begin(), set.train.end(), [](const TrainingExample& e) { return e.target.has_value(); }))
+        out << fmt::format("{}: no focus loss reaches {}, so {} as drawn\n", s.heads > 1 ? "W_v and W_o" : "W_v",
+                           s.heads > 1 ? "them" : "it", s.heads > 1 ? "they stay" : "it stays");
     if (t.steps > 0)
         out << fmt::format("{} steps in {:.3f} s: {:.0f} steps per second (the curve's evaluations not counted)\n", t.steps,
                            t.seconds, t.seconds > 0 ? static_cast<double>(t.steps) / t.seconds : 0.0);
@@ -197,8 +222,9 @@ void write_training_text(const TrainReport& report, const RenderOptions& options
             return t.find_first_of(" \t\"\\$`") == std::string::npos;
         });
         out << fmt::format("learned model written to {} (arrays only: its tokens, mode and the note of where the weights "
-                           "came from are not kept): trace it with attntrace {} -m {} --layout in_out {}\n",
+                           "came from are not kept): trace it with attntrace {} -m {}{} --layout in_out {}\n",
                            printable(report.saved), printable(report.saved), s.causal ? "causal" : "self",
+                           s.heads > 1 ? fmt::format(" --heads {}", s.heads) : "",
                            plain ? fmt::format("--tokens \"{}\"", sentence_of(e))
                                  : fmt::format("and --tokens giving its {} labels", e.tokens.size()));
     } else if (!report.saved.empty()) {
@@ -220,8 +246,13 @@ void write_training_json(JsonWriter& json, const TrainReport& report) {
     json.key("dtype").string(to_string(s.dtype));
     json.key("examples").object(Layout::inline_).key("train").unsigned_integer(set.train.size());
     json.key("held_out").unsigned_integer(set.held_out.size()).end();
-    json.key("dims").object(Layout::inline_).key("d_in").integer(set.d_in).key("d_k").integer(s.d_k);
-    json.key("d_v").integer(s.d_v).end();
+    json.key("dims").object(Layout::inline_).key("d_in").integer(set.d_in).key("heads").integer(s.heads);
+    json.key("d_k").integer(s.d_k).key("d_v").integer(s.d_v);
+    if (s.heads > 1) json.key("d_out").integer(s.d_out);
+    json.end();
+    json.key("focus_head");
+    if (s.focus_head > 0) json.integer(s.focus_head);
+    else json.null();
     json.key("bias").boolean(s.bias);
     json.key("embeddings");
     if (t.embeddings)
@@ -246,12 +277,10 @@ void write_training_json(JsonWriter& json, const TrainReport& report) {
             .end();
     else
         json.null();
+    json.key("focus_by_head");  // each head's weight of the followed pair at the end, with several heads
+    if (report.head_focus.empty()) json.null();
+    else json.numbers(Eigen::Map<const Vector>(report.head_focus.data(), static_cast<Eigen::Index>(report.head_focus.size())), Dtype::float64);
     json.key("curve").array();
-    const auto optional = [&](const char* name, const std::optional<double>& x) {
-        json.key(name);
-        if (x) json.number(*x, Dtype::float64);
-        else json.null();
-    };
     for (const CurvePoint& p : t.curve) {
         json.object(Layout::inline_);
         point_members(json, p);
