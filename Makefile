@@ -19,10 +19,11 @@ PREFIX       ?= /usr/local
 # attntrace writes; man-db, zsh and fish read the installed man page and completions;
 # qemu-user runs the portable binary on an old CPU model; dpkg-dev works out the Debian
 # package's dependencies (`make deb`) and gives the distribution's hardening flags; lintian
-# checks the package; jq runs the example of --help that pipes into it; cmark-gfm renders
+# checks the package; jq runs the example of --help that pipes into it; tmux runs attntrace step
+# in a real terminal and procps's pkill signals it there; cmark-gfm renders
 # the Markdown output as a page would, to see that no label becomes markup.
 BUILD_PACKAGES := cmake make g++ libcli11-dev libfmt-dev nlohmann-json3-dev libeigen3-dev libutf8proc-dev zlib1g-dev
-TEST_PACKAGES  := catch2 libxml2-utils librsvg2-bin jq python3-jsonschema python3-pandas python3-numpy man-db zsh fish qemu-user dpkg-dev lintian cmark-gfm
+TEST_PACKAGES  := catch2 tmux procps libxml2-utils librsvg2-bin jq python3-jsonschema python3-pandas python3-numpy man-db zsh fish qemu-user dpkg-dev lintian cmark-gfm
 PACKAGES       := $(BUILD_PACKAGES) $(TEST_PACKAGES)
 CLANG_PACKAGES := clang libclang-rt-14-dev libomp-dev
 SUDO           := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -742,7 +742,7 @@ TEST_CASE("CLI11's messages are said our way: what is wrong, and what to give", 
          "--context: expected a whole number from 1 to 1099511627776, found 0 (see attntrace decode --help)"},
         {{"help", "decod"},
          "attntrace help: no command named \"decod\" (did you mean decode?); the commands are similarity, generate, "
-         "bench, train, rnn, compare, decode, check-answers, quiz, help (see attntrace --help)"},
+         "bench, train, rnn, compare, decode, step, check-answers, quiz, help (see attntrace --help)"},
     };
     for (const auto& [args, message] : cases) {
         INFO(fmt::format("{}", fmt::join(args, " ")));

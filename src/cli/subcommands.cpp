@@ -8,6 +8,7 @@
 #include "attention/modes.hpp"
 #include "commands/bench_command.hpp"
 #include "commands/rnn_command.hpp"
+#include "commands/step_command.hpp"
 #include "commands/train_command.hpp"
 #include "input/tasks.hpp"
 #include "commands/check_answers_command.hpp"
@@ -435,6 +436,40 @@ Runner add_decode(CLI::App* command) {
     return run_traced(s, [](DecodeRequest request, Outputs& outputs) { run_decode(std::move(request), outputs.main()); });
 }
 
+Runner add_step(CLI::App* command) {
+    auto s = std::make_shared<State<StepRequest, TracedFlags>>();
+    StepRequest& r = s->request;
+    describe(command->add_option("INPUT", r.input_path,
+                                 "input JSON file, - for stdin, or example:NAME (default: what is piped in, else the "
+                                 "built-in example your_journey)"),
+             "Input", "", Completes::input);
+    describe(command->add_option("--keys", r.keys,
+                                 "replay the keys of SCRIPT (names such as j Tab Enter \"0.5\" q; docs/stepper.md) and "
+                                 "write each frame as text, without a terminal"),
+             "Stepping", "SCRIPT", Completes::file);
+    describe(command->add_flag("--plain", r.plain,
+                               "no screen: one line of text per key (where the cursor is, the value, its arithmetic), "
+                               "for a screen reader"),
+             "Stepping", "");
+    describe(command->add_option("--size", r.size, "the frames' size with --keys, COLUMNSxROWS (default 80x24)"),
+             "Stepping", "WxH");
+    describe(command->add_option("--stage", r.stage, "start on this stage (or a weight, W_q …) instead of the inputs"),
+             "Stepping", "NAME");
+    describe(command->add_option("-q,--query", r.row, "start on this row: a token as spelled, or a 1-based position"),
+             "Stepping", "ROW");
+    s->flags.add_to(*command);
+    s->flags.limits.add_to(*command);
+    return [s] {
+        return run(
+            [&](Outputs& outputs) {
+                s->flags.apply(s->request, outputs.main_output());
+                s->request.to_file = s->flags.output.path.has_value();
+                return run_step(std::move(s->request), outputs);
+            },
+            s->flags.output.path);
+    };
+}
+
 Runner add_check_answers(CLI::App* command) {
     auto s = std::make_shared<State<CheckAnswersRequest, TracedFlags>>();
     describe(command->add_option("INPUT", s->request.input_path,
@@ -556,6 +591,13 @@ const std::vector<Subcommand> table{
      add_decode,
      {{"attntrace decode --step 4", "generation: token 4 against the KV cache, checked against the full trace"},
       {"attntrace decode --dim 8 --heads 4 --kv-heads 2 --context 4096", "the cache's bytes for MHA, GQA and MQA"}}},
+    {"step",
+     "step through the trace on a terminal: stage by stage, cell by cell, each cell's arithmetic, recomputed as you "
+     "change the mode, the scaling, the temperature or an input number",
+     add_step,
+     {{"attntrace step", "the built-in example, full screen (? shows the keys)"},
+      {"attntrace step example:teacher_smiled -m causal", "the lecture's sentence with the causal mask"},
+      {"attntrace step --keys keys.txt", "replay keys without a terminal and print each frame as text"}}},
     {"check-answers",
      "compare a learner's own numbers for some stages with the trace, and name the known mistake that explains a "
      "difference (exit 1 when something differs)",
