@@ -284,3 +284,71 @@ TEST_CASE("step in a real terminal (tmux): the frames of --keys at two sizes, a 
         (void)tmux.run({"kill-session", "-t", "t"});
     }
 }
+
+TEST_CASE("step --backward: the gradients follow the forward stages, each the backward pass's number, traced again "
+          "with every change",
+          "[step]") {
+    cli::TempDir dir;
+    const std::vector<std::string> args{"example:teacher_smiled", "-m", "self", "--backward", "focus:smiled=teacher",
+                                        "--stage", "d_masked", "-q", "smiled", "--plain"};
+    auto with = args;
+    const auto plain = lines_of(step(dir, "l", with).out);
+    REQUIRE(plain.size() == 2);
+    CHECK_THAT(plain.back(), Catch::StartsWith("d_masked · 12×12 · dS'' = A ⊙ (dA − rowsum(dA ⊙ A))"));
+    const json trace = trace_json({"example:teacher_smiled", "-m", "self", "--backward", "focus:smiled=teacher"});
+    CHECK(cell_value(plain.back()) == fmt::format("{:.4f}", trace["gradients"]["masked"]["data"][11][1].get<double>()));
+    // The loss in the status line; T doubled traces both passes again.
+    const auto frames = frames_of(step(dir, "l T", {"example:teacher_smiled", "-m", "self", "--backward",
+                                                    "focus:smiled=teacher", "--stage", "d_masked", "-q", "smiled"})
+                                      .out);
+    CHECK_THAT(frames[1].back(), Catch::Contains(fmt::format("L = {:.4f}", trace["loss"]["value"].get<double>())));
+    const json hotter = trace_json({"example:teacher_smiled", "-m", "self", "--temperature", "2", "--backward",
+                                    "focus:smiled=teacher"});
+    CHECK_THAT(frames[2].back(), Catch::Contains(fmt::format("L = {:.4f}", hotter["loss"]["value"].get<double>())));
+    CHECK(hotter["loss"]["value"] != trace["loss"]["value"]);
+    cli::require_error_line(step(dir, "j", {"--backward", "nonsense"}), 2, "--backward");
+}
+
+TEST_CASE("step keeps the columns aligned under tokens of any width, and scrolls a matrix wider than the screen",
+          "[step]") {
+    cli::TempDir dir;
+    std::ofstream(dir / "wide.json") << R"({"tokens": ["naïve", "日本語", "x", "über", "ß", "中", "emoji😀", "z", "y", "w", "v"],
+        "embeddings": [[1, 0], [0, 1], [1, 1], [0.5, 0], [0, 0.5], [1, 0.5], [0.5, 1], [0.2, 0.3], [0.3, 0.2], [0.1, 0.9], [0.9, 0.1]]})";
+    const auto frames = frames_of(step(dir, "n n n n n n n n n n", {dir / "wide.json", "--stage", "weights"}).out);
+    REQUIRE_FALSE(frames.empty());
+    const auto& frame = frames.front();
+    // The matrix lines: the column labels, then a row per token shown; every one as wide as the first full row.
+    std::vector<std::size_t> widths;
+    for (std::size_t i = 4; i < 4 + 10 && i < frame.size(); ++i) widths.push_back(attntrace::display_width(frame[i]));
+    REQUIRE(widths.size() == 10);
+    for (const std::size_t w : widths) CHECK(w == widths.front());
+    CHECK_THAT(frame[2], Catch::Contains("columns 1–"));
+    CHECK_THAT(frame[2], Catch::Contains(" of 11"));
+    // The cursor moved right past the screen's edge: the columns scroll to keep it in sight.
+    const auto moved = frames_of(step(dir, "l l l l l l l l l l", {dir / "wide.json", "--stage", "weights"}).out).back();
+    CHECK_THAT(moved[2], Catch::EndsWith("rows 1–10 of 11, columns 5–11 of 11"));
+    bool cursor = false;
+    for (const auto& line : moved) cursor = cursor || line.find('[') != std::string::npos;
+    CHECK(cursor);
+}
+
+TEST_CASE("step H moves to the same stage of the next head, each head's weights the trace's", "[step]") {
+    cli::TempDir dir;
+    const auto plain = lines_of(step(dir, "j H H", {"example:teacher_smiled", "-m", "self", "--heads", "2", "--stage",
+                                                    "weights", "--plain"})
+                                    .out);
+    REQUIRE(plain.size() == 4);
+    const json trace = trace_json({"example:teacher_smiled", "-m", "self", "--heads", "2"});
+    std::vector<double> heads;
+    for (const auto& s : trace["stages"])
+        if (s["name"] == "weights") heads.push_back(s["data"][1][0].get<double>());
+    REQUIRE(heads.size() == 2);
+    CHECK_THAT(plain[1], Catch::StartsWith("weights · head 1 · 12×12"));
+    CHECK(cell_value(plain[1]) == fmt::format("{:.4f}", heads[0]));
+    CHECK_THAT(plain[2], Catch::StartsWith("weights · head 2 · 12×12"));
+    CHECK_THAT(plain[2], Catch::EndsWith("head 2 of 2"));
+    CHECK(cell_value(plain[2]) == fmt::format("{:.4f}", heads[1]));
+    CHECK_THAT(plain[3], Catch::StartsWith("weights · head 1 · 12×12"));
+    const auto one = lines_of(step(dir, "H", {"example:teacher_smiled", "-m", "self", "--plain"}).out);
+    CHECK_THAT(one.back(), Catch::EndsWith("this run has one head (--heads 2 or more gives several)"));
+}

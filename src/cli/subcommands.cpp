@@ -457,6 +457,10 @@ Runner add_step(CLI::App* command) {
              "Stepping", "NAME");
     describe(command->add_option("-q,--query", r.row, "start on this row: a token as spelled, or a 1-based position"),
              "Stepping", "ROW");
+    describe(command->add_option("--backward", r.backward,
+                                 "after the forward stages, the backward pass of LOSS (focus:QUERY=KEY or sum), traced "
+                                 "again with every change"),
+             "Stepping", "LOSS");
     s->flags.add_to(*command);
     s->flags.limits.add_to(*command);
     return [s] {

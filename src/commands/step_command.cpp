@@ -85,7 +85,13 @@ int run_step(StepRequest request, Outputs& outputs) {
                                      "inputs",
                                      problem.origin, tokens, most_tokens));
     const std::string name = request.input_path.value_or(input.origin == "<stdin>" ? "-" : input.origin);
-    stepper::Stepper s(problem, request.trace, name, request.render.digits);
+    std::optional<LossText> loss;
+    if (request.backward) {
+        std::string error;
+        loss = parse_loss(*request.backward, error);
+        if (!loss) throw UsageError(fmt::format("--backward {}", error));
+    }
+    stepper::Stepper s(problem, request.trace, name, request.render.digits, loss);
     s.start_at(request.stage, request.row);
     if (!on_terminal) {
         replay(s, *request.keys, request, outputs.main());

@@ -31,6 +31,7 @@ struct StepRequest {
     bool to_file = false;             // -o FILE was given
     std::optional<std::string> stage;  // --stage NAME: the stage the cursor starts on
     std::optional<std::string> row;    // -q ROW: the row it starts on (a token or a 1-based position)
+    std::optional<std::string> backward;  // --backward LOSS: focus:QUERY=KEY or sum, its gradients after the stages
 };
 
 // Returns the exit status: 0, or 130 after Ctrl-C. Throws UsageError (no terminal and no

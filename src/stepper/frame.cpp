@@ -153,8 +153,7 @@ std::vector<Line> draw(const Stepper& s, int width, int height) {
         std::string extent;
         std::vector<Line> body = matrix_lines(s, w, matrix_rows, extent);
         const Matrix& m = s.matrix(v);
-        const std::string formula = v.kind == View::parameter ? s.trace().parameters[v.index].formula
-                                                              : s.trace().stages[v.index].formula;
+        const std::string formula = v.kind == View::parameter ? s.trace().parameters[v.index].formula : s.stage_of(v).formula;
         frame.push_back({{fit(fmt::format("{} · {}×{} · {}{}", s.view_name(v), m.rows(), m.cols(), formula, extent), w),
                           Span::heading}});
         for (auto& line : body) frame.push_back(std::move(line));

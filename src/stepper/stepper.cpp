@@ -1,5 +1,6 @@
 #include "stepper/stepper.hpp"
 
+#include "attention/backward.hpp"
 #include "attention/trace.hpp"
 #include "attention/worked.hpp"
 #include "core/error.hpp"
@@ -40,19 +41,44 @@ bool worked_stage(StageId id) {
 
 }  // namespace
 
-Stepper::Stepper(Problem problem, TraceOptions options, std::string input, int digits)
-    : problem_(std::move(problem)), options_(std::move(options)), input_(std::move(input)), digits_(digits) {
+Stepper::Stepper(Problem problem, TraceOptions options, std::string input, int digits, std::optional<LossText> loss)
+    : problem_(std::move(problem)), options_(std::move(options)), input_(std::move(input)), digits_(digits),
+      loss_(std::move(loss)) {
+    if (loss_ && loss_->kind == LossKind::target)
+        throw UsageError("attntrace step's --backward takes focus:QUERY=KEY or sum (a target file: trace it with --backward)");
     options_.query.reset();
     first_ = options_;
     trace_ = attntrace::trace(problem_, options_);
+    run_backward();
     rebuild_views(std::nullopt);
+}
+
+// The gradients of the loss on the current trace (none without a loss).
+void Stepper::run_backward() {
+    gradients_.reset();
+    if (!loss_) return;
+    Loss loss = Loss::sum();
+    if (loss_->kind == LossKind::focus) {
+        const int head = trace_.heads > 1 ? options_.head.value_or(1) : 0;
+        const Stage& weights = trace_.at(StageId::weights, head);
+        loss = Loss::focus(find_query_row(weights.rows, loss_->query, "--backward focus (the query)"),
+                           find_query_row(weights.cols, loss_->key, "--backward focus (the key)"), head);
+    }
+    gradients_ = backward(trace_, loss);
+}
+
+const Stage& Stepper::stage_of(const View& v) const {
+    return v.kind == View::gradient ? gradients_->stages[v.index] : trace_.stages[v.index];
+}
+
+std::string Stepper::formula_of(const View& v) const {
+    return v.kind == View::parameter ? trace_.parameters[v.index].formula : stage_of(v).formula;
 }
 
 void Stepper::start_at(const std::optional<std::string>& stage, const std::optional<std::string>& row) {
     if (stage) {
         const auto at = std::find_if(views_.begin(), views_.end(), [&](const View& v) {
-            return v.kind == View::parameter ? trace_.parameters[v.index].name == *stage
-                                             : trace_.stages[v.index].name() == *stage;
+            return view_name(v) == *stage || (v.kind == View::stage && trace_.stages[v.index].name() == *stage);
         });
         if (at == views_.end()) {
             std::vector<std::string> names;
@@ -85,6 +111,9 @@ void Stepper::rebuild_views(const std::optional<Place>& keep) {
     }
     if (!parameters_added)
         for (std::size_t p = 0; p < trace_.parameters.size(); ++p) views_.push_back({View::parameter, p});
+    if (gradients_)  // on through the backward pass, in its order: from the loss back to the inputs
+        for (std::size_t g = 0; g < gradients_->stages.size(); ++g)
+            if (gradients_->stages[g].head == 0 || gradients_->stages[g].head == head_) views_.push_back({View::gradient, g});
     std::size_t at = std::min(current_, views_.size() - 1);
     if (keep) {
         if (const auto found = find_view(*keep)) {
@@ -101,9 +130,9 @@ void Stepper::rebuild_views(const std::optional<Place>& keep) {
 }
 
 Place Stepper::place_of(const View& v) const {
-    if (v.kind == View::parameter) return {StageId::parameters, 0, trace_.parameters[v.index].name};
-    const Stage& s = trace_.stages[v.index];
-    return {s.id, s.head, {}};
+    if (v.kind == View::parameter) return {StageId::parameters, 0, trace_.parameters[v.index].name, false};
+    const Stage& s = stage_of(v);
+    return {s.id, s.head, s.parameter, v.kind == View::gradient};
 }
 
 std::optional<std::size_t> Stepper::find_view(const Place& p) const {
@@ -114,21 +143,22 @@ std::optional<std::size_t> Stepper::find_view(const Place& p) const {
 
 std::string Stepper::view_name(const View& v) const {
     if (v.kind == View::parameter) return trace_.parameters[v.index].name;
-    const Stage& s = trace_.stages[v.index];
-    return s.head > 0 ? fmt::format("{} · head {}", s.name(), s.head) : std::string(s.name());
+    const Stage& s = stage_of(v);
+    const std::string name = v.kind == View::gradient ? fmt::format("d_{}", s.key()) : std::string(s.name());
+    return s.head > 0 ? fmt::format("{} · head {}", name, s.head) : name;
 }
 
 const Matrix& Stepper::matrix(const View& v) const {
-    return v.kind == View::parameter ? trace_.parameters[v.index].data : trace_.stages[v.index].data;
+    return v.kind == View::parameter ? trace_.parameters[v.index].data : stage_of(v).data;
 }
 
 const Labels& Stepper::row_labels(const View& v) const {
     static const Labels none;
-    return v.kind == View::parameter ? none : trace_.stages[v.index].rows;
+    return v.kind == View::parameter ? none : stage_of(v).rows;
 }
 
 std::vector<std::string> Stepper::col_labels(const View& v) const {
-    if (v.kind == View::stage) return trace_.stages[v.index].cols.list();
+    if (v.kind != View::parameter) return stage_of(v).cols.list();
     const Parameter& p = trace_.parameters[v.index];
     std::vector<std::string> labels;
     for (Eigen::Index c = 0; c < p.data.cols(); ++c) labels.push_back(fmt::format("{}{}", p.col_prefix, c + 1));
@@ -304,6 +334,7 @@ bool Stepper::editable(const View& v) const {
         const std::string& n = trace_.parameters[v.index].name;
         return n == "W_q" || n == "W_k" || n == "W_v" || (n == "W_o" && trace_.has_parameter("W_o"));
     }
+    if (v.kind == View::gradient) return false;
     const StageId id = trace_.stages[v.index].id;
     // The embeddings as given: the stage `embeddings` when positions are added to them.
     return id == StageId::embeddings || (id == StageId::inputs && !trace_.find(StageId::embeddings) &&
@@ -320,10 +351,12 @@ bool Stepper::retrace(const std::string& done) {
     const Place keep = place_of(view());
     try {
         trace_ = attntrace::trace(problem_, options_);
+        run_backward();
     } catch (const std::exception& e) {  // refused: the run before it stays
         problem_ = undo_.back().problem, options_ = undo_.back().options, edits_ = undo_.back().edits;
         undo_.pop_back();
         trace_ = attntrace::trace(problem_, options_);
+        run_backward();
         message_ = fmt::format("refused, nothing changed: {}", e.what());
         rebuild_views(keep);
         return false;
@@ -350,56 +383,63 @@ void Stepper::cycle_mode() {
     });
 }
 
-void Stepper::follow() {
-    const View v = view();
-    if (v.kind == View::parameter) {
-        message_ = "a weight is an input of the run: it is computed from nothing";
-        return;
-    }
-    const Stage& s = trace_.stages[v.index];
+// The cells the cursor's cell of `s` was computed from: empty for a stage that comes from the
+// input itself.
+std::vector<Mark> Stepper::sources_of(const Stage& s) const {
     const int h = s.head;
     const bool plain = trace_.mode == Mode::plain;
     const auto head_block = [&](StageId id) {  // the first of the parameter's columns this head reads
         const Stage* own = trace_.find(id, h);
         return own ? (h > 0 ? (h - 1) : 0) * own->data.cols() : 0;
     };
-    std::vector<Mark> marks;
     const Eigen::Index r = row_, c = col_;
     switch (s.id) {
         case StageId::scores:
-            if (plain) marks = {{{StageId::inputs, 0, {}}, r, -1}, {{StageId::inputs, 0, {}}, c, -1}};
-            else marks = {{{StageId::queries, h, {}}, r, -1}, {{StageId::keys, h, {}}, c, -1}};
-            break;
-        case StageId::scaled: marks = {{{StageId::scores, h, {}}, r, c}}; break;
-        case StageId::masked: marks = {{{StageId::scaled, h, {}}, r, c}}; break;
-        case StageId::weights: marks = {{{StageId::masked, h, {}}, r, -1}}; break;
+            if (plain) return {{{StageId::inputs, 0, {}}, r, -1}, {{StageId::inputs, 0, {}}, c, -1}};
+            return {{{StageId::queries, h, {}}, r, -1}, {{StageId::keys, h, {}}, c, -1}};
+        case StageId::scaled: return {{{StageId::scores, h, {}}, r, c}};
+        case StageId::masked: return {{{StageId::scaled, h, {}}, r, c}};
+        case StageId::weights: return {{{StageId::masked, h, {}}, r, -1}};
         case StageId::context:
-            marks = {{{StageId::weights, h, {}}, r, -1}, {{plain ? StageId::inputs : StageId::values, plain ? 0 : h, {}}, -1, c}};
-            break;
+            return {{{StageId::weights, h, {}}, r, -1}, {{plain ? StageId::inputs : StageId::values, plain ? 0 : h, {}}, -1, c}};
         case StageId::queries:
         case StageId::keys:
         case StageId::values: {
             const char* name = s.id == StageId::queries ? "W_q" : s.id == StageId::keys ? "W_k" : "W_v";
             const bool from_layernorm = trace_.find(StageId::layernorm) != nullptr;
-            marks = {{{from_layernorm ? StageId::layernorm : StageId::inputs, 0, {}}, r, -1},
-                     {{StageId::parameters, 0, name}, -1, head_block(s.id) + c}};
-            break;
+            return {{{from_layernorm ? StageId::layernorm : StageId::inputs, 0, {}}, r, -1},
+                    {{StageId::parameters, 0, name}, -1, head_block(s.id) + c}};
         }
         case StageId::concat: {
             const Eigen::Index d_v = std::max<Eigen::Index>(1, s.data.cols() / std::max(1, trace_.heads));
-            marks = {{{StageId::context, static_cast<int>(c / d_v) + 1, {}}, r, c % d_v}};
-            break;
+            return {{{StageId::context, static_cast<int>(c / d_v) + 1, {}}, r, c % d_v}};
         }
-        case StageId::output: marks = {{{StageId::concat, 0, {}}, r, -1}, {{StageId::parameters, 0, "W_o"}, -1, c}}; break;
-        case StageId::queries_rotated: marks = {{{StageId::queries, h, {}}, r, -1}}; break;
-        case StageId::keys_rotated: marks = {{{StageId::keys, h, {}}, r, -1}}; break;
+        case StageId::output: return {{{StageId::concat, 0, {}}, r, -1}, {{StageId::parameters, 0, "W_o"}, -1, c}};
+        case StageId::queries_rotated: return {{{StageId::queries, h, {}}, r, -1}};
+        case StageId::keys_rotated: return {{{StageId::keys, h, {}}, r, -1}};
         case StageId::inputs:
-            if (trace_.find(StageId::embeddings)) {
-                marks = {{{StageId::embeddings, 0, {}}, r, c}, {{StageId::positions, 0, {}}, r, c}};
-                break;
-            }
-            [[fallthrough]];
-        default: message_ = fmt::format("{} comes from the input itself: nothing before it to follow", s.name()); return;
+            if (trace_.find(StageId::embeddings))
+                return {{{StageId::embeddings, 0, {}}, r, c}, {{StageId::positions, 0, {}}, r, c}};
+            return {};
+        default: return {};
+    }
+}
+
+void Stepper::follow() {
+    const View v = view();
+    if (v.kind == View::parameter) {
+        message_ = "a weight is an input of the run: it is computed from nothing";
+        return;
+    }
+    if (v.kind == View::gradient) {
+        message_ = "Enter follows the forward stages; a gradient's formula is in the pane";
+        return;
+    }
+    const Stage& s = trace_.stages[v.index];
+    const std::vector<Mark> marks = sources_of(s);
+    if (marks.empty()) {
+        message_ = fmt::format("{} comes from the input itself: nothing before it to follow", s.name());
+        return;
     }
     marks_ = marks;
     std::string names;  // "queries and keys"
@@ -426,6 +466,8 @@ std::vector<std::string> Stepper::arithmetic() const {
                             trace_.parameters[v.index].name,
                             generated ? fmt::format("generated from seed {}", trace_.seed) : "given in the input")};
     }
+    if (v.kind == View::gradient)
+        return {fmt::format("the gradient dL/d{} of {}: {}", stage_of(v).key(), gradients_->formula, stage_of(v).title)};
     const Stage& s = trace_.stages[v.index];
     if (!s.applied) return {fmt::format("skipped: {}", s.reason)};
     try {
@@ -456,13 +498,14 @@ std::vector<std::string> Stepper::pane() const {
     const std::string row_name = static_cast<std::size_t>(row_) < rows.size() ? rows[static_cast<std::size_t>(row_)]
                                                                                : fmt::format("row {}", row_ + 1);
     const std::string col_name = static_cast<std::size_t>(col_) < cols.size() ? cols[static_cast<std::size_t>(col_)] : "";
-    const std::string formula = v.kind == View::parameter ? trace_.parameters[v.index].formula : trace_.stages[v.index].formula;
+    const std::string formula = formula_of(v);
     if (m.size() > 0)
         lines.push_back(fmt::format("{} · {}×{} · {} · [{}, {}] = {}", view_name(v), m.rows(), m.cols(), formula,
                                     printable(row_name), printable(col_name), number(m(row_, col_), digits_)));
     for (auto& line : arithmetic()) lines.push_back(std::move(line));
-    const std::vector<std::string> said = v.kind == View::parameter ? parameters_explanation(trace_)
-                                                                    : explanation(trace_, trace_.stages[v.index]);
+    const std::vector<std::string> said = v.kind == View::parameter  ? parameters_explanation(trace_)
+                                          : v.kind == View::gradient ? std::vector<std::string>{}
+                                                                     : explanation(trace_, trace_.stages[v.index]);
     for (const auto& line : said) lines.push_back(line);
     return lines;
 }
@@ -484,6 +527,10 @@ std::string Stepper::status() const {
     text += fmt::format("T {} · ", trace_.temperature);
     text += trace_.window > 0 ? fmt::format("window {} · ", trace_.window) : "no window · ";
     if (trace_.heads > 1) text += fmt::format("head {} of {} · ", head_, trace_.heads);
+    if (gradients_) text += fmt::format("L = {} · ", number(gradients_->value, digits_));
+    if (trace_.positions != PositionScheme::none) text += fmt::format("{} positions · ", to_string(trace_.positions));
+    if (trace_.normalization != Normalization::softmax) text += "weights by row sums · ";
+    if (!options_.mask_method.standard()) text += "mask fill changed · ";
     if (edits_ > 0) text += fmt::format("{} edit{} · ", edits_, edits_ == 1 ? "" : "s");
     return text + "? keys · q quits";
 }
@@ -518,6 +565,7 @@ std::string Stepper::command() const {
     if (options_.temperature != 1) text += fmt::format(" --temperature {}", options_.temperature);
     if (options_.window) text += fmt::format(" --window {}", *options_.window);
     if (trace_.heads > 1) text += fmt::format(" --head {}", head_);
+    if (loss_) text += loss_->kind == LossKind::sum ? " --backward sum" : fmt::format(" --backward focus:{}={}", quoted(loss_->query), quoted(loss_->key));
     return text + fmt::format(" -q {}", row_ + 1);
 }
 

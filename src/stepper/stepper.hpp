@@ -6,6 +6,8 @@
 #pragma once
 
 #include "attention/trace_options.hpp"
+#include "commands/backward_request.hpp"
+#include "core/gradients.hpp"
 #include "core/problem.hpp"
 #include "core/stage.hpp"
 #include "stepper/keys.hpp"
@@ -17,11 +19,12 @@
 
 namespace attntrace::stepper {
 
-// One matrix the stepper can show: a stage of the trace or a parameter (W_q …).
+// One matrix the stepper can show: a stage of the trace, a parameter (W_q …), or with a loss a
+// gradient of the backward pass (dL/dA, dL/dW_q …).
 struct View {
-    enum Kind { stage, parameter };
+    enum Kind { stage, parameter, gradient };
     Kind kind = stage;
-    std::size_t index = 0;  // into trace.stages or trace.parameters
+    std::size_t index = 0;  // into trace.stages, trace.parameters or the gradients' stages
 };
 
 // A matrix named as the trace names it, so that it survives a new trace: a stage's id and head,
@@ -30,6 +33,7 @@ struct Place {
     StageId id = StageId::inputs;
     int head = 0;
     std::string parameter;  // non-empty: the parameter of this name
+    bool gradient = false;  // the backward pass's gradient of that stage or parameter
     bool operator==(const Place&) const = default;
 };
 
@@ -44,7 +48,9 @@ class Stepper {
 public:
     // `input` is how a command names the input (a path, - or example:NAME). Throws what trace()
     // throws for a run that cannot be traced.
-    Stepper(Problem problem, TraceOptions options, std::string input, int digits);
+    // With `loss` (focus or sum: --backward), the backward pass's gradients follow the forward
+    // stages, traced again with them.
+    Stepper(Problem problem, TraceOptions options, std::string input, int digits, std::optional<LossText> loss = {});
 
     // Where the cursor starts: the first stage of that name (or a parameter, W_q), and the row
     // of that token or 1-based position. Throws UsageError naming what there is.
@@ -54,10 +60,12 @@ public:
     bool finished() const { return finished_; }
 
     const Trace& trace() const { return trace_; }
+    const std::optional<Gradients>& gradients() const { return gradients_; }
+    const Stage& stage_of(const View& v) const;  // a stage or a gradient's
     const std::vector<View>& views() const { return views_; }
     std::size_t current() const { return current_; }
     const View& view() const { return views_[current_]; }
-    std::string view_name(const View& v) const;  // "weights", "weights · head 2", "W_q"
+    std::string view_name(const View& v) const;  // "weights", "weights · head 2", "W_q", "d_weights"
     const Matrix& matrix(const View& v) const;
     const Labels& row_labels(const View& v) const;
     std::vector<std::string> col_labels(const View& v) const;
@@ -98,12 +106,15 @@ private:
     void move(Eigen::Index rows, Eigen::Index cols);
     void go_to(std::size_t view);
     void follow();
+    std::vector<Mark> sources_of(const Stage& s) const;
     bool change(const std::string& what, const std::function<void(Problem&, TraceOptions&)>& apply);
     void typed(const Key& key);
     void commit_prompt();
     bool editable(const View& v) const;
     void cycle_mode();
     std::vector<std::string> arithmetic() const;
+    void run_backward();
+    std::string formula_of(const View& v) const;
 
     Problem problem_;
     TraceOptions options_;
@@ -111,6 +122,8 @@ private:
     std::string input_;
     int digits_ = 4;
     Trace trace_;
+    std::optional<LossText> loss_;
+    std::optional<Gradients> gradients_;
     std::vector<View> views_;
     std::size_t current_ = 0;
     Eigen::Index row_ = 0, col_ = 0;
