@@ -352,3 +352,26 @@ TEST_CASE("step H moves to the same stage of the next head, each head's weights 
     const auto one = lines_of(step(dir, "H", {"example:teacher_smiled", "-m", "self", "--plain"}).out);
     CHECK_THAT(one.back(), Catch::EndsWith("this run has one head (--heads 2 or more gives several)"));
 }
+
+TEST_CASE("step x writes the edited input, and c's command then traces the run on screen", "[step]") {
+    cli::TempDir dir;
+    const std::string file = dir / "edited.json";
+    const auto plain = lines_of(step(dir, fmt::format("j e \"2.5\" Enter c x \"{}\" Enter n n n n n n n n n n c", file),
+                                     {"example:your_journey", "-m", "self", "--dim", "2", "--seed", "9", "--plain"})
+                                    .out);
+    // A line at the start and one per key: j, e, 3 characters, Enter, c, x, the file's name, Enter, 10 n, c.
+    REQUIRE(plain.size() == 21 + file.size());
+    CHECK_THAT(plain[6], Catch::EndsWith("· x[2, 1] = 2.5: every stage traced again"));
+    CHECK_THAT(plain[7], Catch::EndsWith("no command repeats edits: x writes the edited input to a file"));
+    CHECK_THAT(plain[9 + file.size()], Catch::Contains("the edited input written to " + file));
+    const std::string& last = plain.back();
+    CHECK_THAT(last, Catch::StartsWith("weights · 6×6"));
+    const std::string command = last.substr(last.rfind(" · attntrace ") + std::string(" · ").size());
+    CHECK(command == "attntrace " + file + " -m self --seed 9 --dim 2 -q 2");
+    const json traced = trace_json({file, "-m", "self", "--seed", "9", "--dim", "2"});
+    CHECK(cell_value(last) == fmt::format("{:.4f}", stage_value(traced, "weights", 1, 0)));
+    const json original = trace_json({"example:your_journey", "-m", "self", "--seed", "9", "--dim", "2"});
+    CHECK(stage_value(original, "weights", 1, 0) != stage_value(traced, "weights", 1, 0));
+    CHECK(json::parse(cli::read_file(file))["embeddings"][1][0] == 2.5);
+    CHECK(dir.names() == std::vector<std::string>{"edited.json", "keys.txt"});  // no temporary left beside it
+}

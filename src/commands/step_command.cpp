@@ -108,7 +108,7 @@ int run_step(StepRequest request, Outputs& outputs) {
     }
     ::close(fd);
     const std::string command = s.command();
-    outputs.main() << (command.empty() ? fmt::format("the run on screen had {} edits, which no command repeats\n", s.edits())
+    outputs.main() << (command.empty() ? fmt::format("the run on screen had {} edit{}, which no command repeats (x writes the edited input)\n", s.edits(), s.edits() == 1 ? "" : "s")
                                        : fmt::format("the run on screen: {}\n", command));
     return result.interrupted ? 130 : 0;
 }

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "render/explain.hpp"
 #include "render/worked_text.hpp"
+#include "stepper/edited_input.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
@@ -250,6 +251,13 @@ void Stepper::press(const Key& key) {
             message_ = fmt::format("head {} of {}", head_, trace_.heads);
             return;
         case 'w': prompt_ = Prompt::window, typed_.clear(); return;
+        case 'x':
+            if (edits_ == 0) {
+                message_ = "nothing edited: c gives the command of this run";
+                return;
+            }
+            prompt_ = Prompt::write, typed_.clear();
+            return;
         case 'e':
             if (!editable(view())) {
                 message_ = "e edits an input: the embeddings or a weight matrix (this number is computed from them)";
@@ -266,7 +274,7 @@ void Stepper::press(const Key& key) {
             undo_.pop_back();
             (void)retrace("undone");
             return;
-        case 'c': message_ = command().empty() ? "no command repeats edits" : command(); return;
+        case 'c': message_ = command().empty() ? "no command repeats edits: x writes the edited input to a file" : command(); return;
         default: message_ = fmt::format("{}: no such key (? shows the keys)", printable(key_name(key)));
     }
 }
@@ -287,6 +295,20 @@ void Stepper::typed(const Key& key) {
 void Stepper::commit_prompt() {
     const Prompt prompt = prompt_;
     prompt_ = Prompt::none;
+    if (prompt == Prompt::write) {
+        if (typed_.empty()) {
+            message_ = "no file named: nothing written";
+            return;
+        }
+        const std::string failed = write_edited_input(problem_, typed_);
+        if (!failed.empty()) {
+            message_ = failed;
+            return;
+        }
+        input_ = typed_, edits_ = 0, undo_.clear();  // the run on screen is now that file's
+        message_ = fmt::format("the edited input written to {}; c gives the command that traces it", printable(typed_));
+        return;
+    }
     const auto value = parse_number(typed_);
     if (!value) {
         message_ = fmt::format("\"{}\" is not a number: nothing changed", printable(typed_));
@@ -540,6 +562,7 @@ std::string Stepper::message() const {
         return fmt::format("new value for [{}, {}], now {} (Enter sets it, Esc cancels): {}", row_ + 1, col_ + 1,
                            number(matrix(view())(row_, col_), digits_), typed_);
     if (prompt_ == Prompt::window) return fmt::format("window in keys, 0 for none (Enter sets it, Esc cancels): {}", typed_);
+    if (prompt_ == Prompt::write) return fmt::format("write the edited input to the file (Enter writes, Esc cancels): {}", typed_);
     return message_;
 }
 
@@ -583,6 +606,7 @@ std::vector<std::string> help_lines() {
         "e                 edit the number under the cursor (an embedding or a weight)",
         "u                 undo the last change",
         "c                 the command that traces this run",
+        "x                 write the edited input to a file (then c traces it)",
         "?                 these keys · q quits",
     };
 }

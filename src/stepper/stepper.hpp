@@ -96,7 +96,7 @@ private:
         TraceOptions options;
         std::size_t edits = 0;
     };
-    enum class Prompt { none, edit, window };
+    enum class Prompt { none, edit, window, write };
 
     bool retrace(const std::string& done);  // false: refused, the run before it restored
     void rebuild_views(const std::optional<Place>& keep);
