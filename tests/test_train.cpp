@@ -481,3 +481,19 @@ TEST_CASE("train --embeddings: the inputs' gradient is central differences' and 
     cli::require_error_line(cli::run({"train", dir / "two.jsonl", "--embeddings"}), 1,
                             "\"x\" comes with two different vectors, and --embeddings learns one vector per word");
 }
+
+TEST_CASE("train --epochs N takes N passes over the training examples, the last batch of each the rest", "[train]") {
+    // who_did_it: 500 examples, 20% held out, so 400 trained on.
+    for (const auto& [batch, per_epoch] : {std::pair{16, 25}, std::pair{30, 14}, std::pair{400, 1}}) {
+        INFO("batch " << batch);
+        const auto report = json_of(cli::run({"train", "who_did_it", "--epochs", "3", "--batch", std::to_string(batch), "-f", "json"}));
+        CHECK(report["steps"] == 3 * per_epoch);
+        CHECK(report["epochs_begun"] == 3);
+    }
+    // The same run as the steps it stands for.
+    const cli::TempDir dir;
+    REQUIRE(cli::run({"train", "who_did_it", "--epochs", "2", "--batch", "30", "-o", dir / "epochs.json"}).exit_code == 0);
+    REQUIRE(cli::run({"train", "who_did_it", "--steps", "28", "--batch", "30", "-o", dir / "steps.json"}).exit_code == 0);
+    CHECK(cli::read_file(dir / "epochs.json") == cli::read_file(dir / "steps.json"));
+    cli::require_error_line(cli::run({"train", "who_did_it", "--epochs", "2", "--steps", "10"}), 2, "--epochs");
+}

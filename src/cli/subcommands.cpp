@@ -304,6 +304,12 @@ Runner add_train(CLI::App* command) {
                  ->transform(in_range(std::int64_t{0}, std::int64_t{100000000}))
                  ->capture_default_str(),
              "Training", "N");
+    describe(command->add_option("--epochs", r.epochs,
+                                 "instead of --steps: enough steps for N passes over the training examples (N × "
+                                 "⌈examples / batch⌉)")
+                 ->transform(in_range(std::int64_t{1}, std::int64_t{1000000}))
+                 ->excludes("--steps"),
+             "Training", "N");
     describe(command->add_option("--batch", t.batch, "examples per step (all of them: full-batch gradient descent)")
                  ->transform(in_range(std::int64_t{1}, std::int64_t{1000000}))
                  ->capture_default_str(),

@@ -272,7 +272,8 @@ void run_train(const TrainRequest& request, Outputs& outputs) {
         for (const auto& [given, name] : {std::pair{t.embeddings, "--embeddings"}, std::pair{t.bias, "--bias"},
                                           std::pair{t.causal, "-m causal"}, std::pair{t.dtype == Dtype::float32, "--dtype float32"},
                                           std::pair{t.every > 0, "--every"}, std::pair{t.heads > 1, "--heads"},
-                                          std::pair{t.focus_head > 0, "--focus-head"}})
+                                          std::pair{t.focus_head > 0, "--focus-head"},
+                                          std::pair{request.epochs.has_value(), "--epochs"}})
             if (given)
                 throw UsageError(fmt::format("--compare-rnn trains its own two models (float64, one head of self-attention "
                                              "without biases, embeddings as given, judged at the end): leave out {}",
@@ -295,6 +296,12 @@ void run_train(const TrainRequest& request, Outputs& outputs) {
     TrainReport report;
     report.set = &set;
     report.settings = settings_for(request, set);
+    if (request.epochs) {  // N passes: each epoch is ⌈examples / batch⌉ steps, its last batch the rest
+        const auto batches = (static_cast<std::int64_t>(set.train.size()) + report.settings.batch - 1) / report.settings.batch;
+        if (*request.epochs > 100000000 / batches)
+            throw UsageError(fmt::format("--epochs {} is more than 100000000 steps of {} batches an epoch", *request.epochs, batches));
+        report.settings.steps = *request.epochs * batches;
+    }
     if (request.examples_out) write_examples(outputs.add(*request.examples_out), set);
     report.training = train_watched(set, report.settings);
     if (report.settings.heads > 1 && set.shown && set.shown->focus && report.training.curve.back().focus) {

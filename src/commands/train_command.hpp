@@ -15,7 +15,8 @@ namespace attntrace {
 struct TrainRequest {
     std::string task;             // who_did_it, recall, or a file of examples (JSON Lines)
     TrainSettings settings;
-    std::optional<Eigen::Index> dim;  // --dim: d_k (and d_v); absent: the task's own
+    std::optional<Eigen::Index> dim;  // --dim: the heads' d_k together (and d_v); absent: the task's own
+    std::optional<std::int64_t> epochs;  // --epochs N: steps enough for N passes over the training examples
     std::size_t examples = 500;   // a built-in task's examples
     double held_out = 0.2;        // the share of examples held out
     std::optional<std::string> save;  // -o FILE: the learned model, as an input
