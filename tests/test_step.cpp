@@ -375,3 +375,34 @@ TEST_CASE("step x writes the edited input, and c's command then traces the run o
     CHECK(json::parse(cli::read_file(file))["embeddings"][1][0] == 2.5);
     CHECK(dir.names() == std::vector<std::string>{"edited.json", "keys.txt"});  // no temporary left beside it
 }
+
+TEST_CASE("step: c's command traces the very numbers on screen, whatever options the run began with", "[step]") {
+    cli::TempDir dir;
+    const std::vector<std::vector<std::string>> runs{
+        {"example:teacher_smiled", "-m", "causal", "--window", "3"},
+        {"example:teacher_smiled", "-m", "self", "--positions", "rope", "--dim", "4"},
+        {"example:teacher_smiled", "-m", "self", "--positions", "sinusoidal", "--position-offset", "5"},
+        {"example:teacher_smiled", "-m", "self", "--heads", "2", "--kv-heads", "1", "--seed", "5"},
+        {"example:your_journey", "--normalize", "sum", "--window", "2"},
+        {"example:teacher_smiled", "-m", "causal", "--mask-fill", "-5"},
+        {"example:teacher_smiled", "-m", "self", "--temperature", "0.25", "--scale", "3"},
+        {"example:two_heads", "-m", "self", "--seed", "9"},
+        {"example:black_cat_fr", "--score", "general"},
+        {"example:teacher_smiled", "-m", "self", "--backward", "focus:smiled=teacher"},
+    };
+    for (auto args : runs) {
+        INFO(fmt::format("{}", fmt::join(args, " ")));
+        auto stepped = args;
+        stepped.insert(stepped.end(), {"--stage", "weights", "-q", "2", "--plain"});
+        const auto lines = lines_of(step(dir, "l c", stepped).out);
+        REQUIRE(lines.size() == 3);
+        const std::string& last = lines.back();
+        REQUIRE(last.rfind(" · attntrace ") != std::string::npos);
+        const std::string command = last.substr(last.rfind(" · attntrace ") + std::string(" · attntrace ").size());
+        std::vector<std::string> words;
+        std::istringstream in(command);
+        for (std::string w; in >> w;) words.push_back(w);
+        const json traced = trace_json(words);
+        CHECK(cell_value(last) == fmt::format("{:.4f}", stage_value(traced, "weights", 1, 1)));
+    }
+}

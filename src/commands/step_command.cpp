@@ -30,9 +30,27 @@ std::pair<int, int> parse_size(const std::string& text) {
     const bool ok = x != std::string::npos &&
                     std::from_chars(text.data(), text.data() + x, w).ptr == text.data() + x &&
                     std::from_chars(text.data() + x + 1, text.data() + text.size(), h).ptr == text.data() + text.size();
-    if (!ok || w < 1 || h < 1 || w > 1000 || h > 1000)
-        throw UsageError(fmt::format("--size \"{}\": give COLUMNSxROWS, as 80x24 (each from 1 to 1000)", printable(text)));
+    if (!ok || w < 40 || h < 12 || w > 1000 || h > 1000)
+        throw UsageError(fmt::format("--size \"{}\": give COLUMNSxROWS, as 80x24 (from 40x12 to 1000x1000)", printable(text)));
     return {w, h};
+}
+
+// The options the input was read with, as the command that repeats the run gives them.
+std::string load_arguments(const LoadOptions& load) {
+    const auto quoted = [](const std::string& word) {
+        return word.find_first_of(" \t\"'\\$`") == std::string::npos ? word : fmt::format("'{}'", word);
+    };
+    std::string text;
+    if (load.layout) text += fmt::format(" --layout {}", to_string(*load.layout));
+    if (load.tokens) {
+        std::string joined;
+        for (const auto& t : *load.tokens) joined += (joined.empty() ? "" : " ") + t;
+        text += fmt::format(" --tokens {}", quoted(joined));
+    }
+    if (load.from) text += fmt::format(" --from {}", to_string(*load.from));
+    if (load.layer) text += fmt::format(" --layer {}", *load.layer);
+    if (load.hidden_states) text += fmt::format(" --hidden-states {}", quoted(*load.hidden_states));
+    return text;
 }
 
 // The keys of --keys replayed: after each, its frame (or with --plain its line).
@@ -68,8 +86,9 @@ int run_step(StepRequest request, Outputs& outputs) {
                                      to_string(request.render.format)));
     if (request.size && !request.keys)
         throw UsageError("--size sizes the frames --keys writes; on a terminal the screen has its own size");
-    if (request.keys && *request.keys == "-" && request.input_path && *request.input_path == "-")
-        throw UsageError("--keys - and INPUT - would both read standard input: put one of them in a file");
+    if (request.keys && *request.keys == "-" && (!request.input_path || *request.input_path == "-"))
+        throw UsageError("--keys - reads the keys from standard input, so name the INPUT in a file or as example:NAME "
+                         "(the default is example:your_journey)");
     const bool on_terminal = !request.keys;
     if (on_terminal && (request.to_file || !::isatty(STDOUT_FILENO)))
         throw UsageError("attntrace step draws on a terminal, and its output is not one: --keys SCRIPT replays keys and "
@@ -91,7 +110,7 @@ int run_step(StepRequest request, Outputs& outputs) {
         loss = parse_loss(*request.backward, error);
         if (!loss) throw UsageError(fmt::format("--backward {}", error));
     }
-    stepper::Stepper s(problem, request.trace, name, request.render.digits, loss);
+    stepper::Stepper s(problem, request.trace, name, request.render.digits, loss, load_arguments(request.load));
     s.start_at(request.stage, request.row);
     if (!on_terminal) {
         replay(s, *request.keys, request, outputs.main());

@@ -42,12 +42,14 @@ bool worked_stage(StageId id) {
 
 }  // namespace
 
-Stepper::Stepper(Problem problem, TraceOptions options, std::string input, int digits, std::optional<LossText> loss)
-    : problem_(std::move(problem)), options_(std::move(options)), input_(std::move(input)), digits_(digits),
-      loss_(std::move(loss)) {
+Stepper::Stepper(Problem problem, TraceOptions options, std::string input, int digits, std::optional<LossText> loss,
+                 std::string load_args)
+    : problem_(std::move(problem)), options_(std::move(options)), input_(std::move(input)), load_args_(std::move(load_args)),
+      digits_(digits), loss_(std::move(loss)) {
     if (loss_ && loss_->kind == LossKind::target)
         throw UsageError("attntrace step's --backward takes focus:QUERY=KEY or sum (a target file: trace it with --backward)");
     options_.query.reset();
+    head_ = options_.head.value_or(1);
     first_ = options_;
     trace_ = attntrace::trace(problem_, options_);
     run_backward();
@@ -60,7 +62,7 @@ void Stepper::run_backward() {
     if (!loss_) return;
     Loss loss = Loss::sum();
     if (loss_->kind == LossKind::focus) {
-        const int head = trace_.heads > 1 ? options_.head.value_or(1) : 0;
+        const int head = trace_.heads > 1 ? std::clamp(head_, 1, trace_.heads) : 0;  // the head on screen, as -q's --head
         const Stage& weights = trace_.at(StageId::weights, head);
         loss = Loss::focus(find_query_row(weights.rows, loss_->query, "--backward focus (the query)"),
                            find_query_row(weights.cols, loss_->key, "--backward focus (the key)"), head);
@@ -79,7 +81,9 @@ std::string Stepper::formula_of(const View& v) const {
 void Stepper::start_at(const std::optional<std::string>& stage, const std::optional<std::string>& row) {
     if (stage) {
         const auto at = std::find_if(views_.begin(), views_.end(), [&](const View& v) {
-            return view_name(v) == *stage || (v.kind == View::stage && trace_.stages[v.index].name() == *stage);
+            std::string name = view_name(v);  // "d_weights · head 1" answers to d_weights
+            if (const auto dot = name.find(" · head "); dot != std::string::npos) name.resize(dot);
+            return name == *stage;
         });
         if (at == views_.end()) {
             std::vector<std::string> names;
@@ -247,6 +251,7 @@ void Stepper::press(const Key& key) {
                 return;
             }
             head_ = head_ % trace_.heads + 1;
+            if (loss_ && loss_->kind == LossKind::focus) run_backward();  // a focus loss is about the head on screen
             rebuild_views(place_of(view()));
             message_ = fmt::format("head {} of {}", head_, trace_.heads);
             return;
@@ -260,7 +265,7 @@ void Stepper::press(const Key& key) {
             return;
         case 'e':
             if (!editable(view())) {
-                message_ = "e edits an input: the embeddings or a weight matrix (this number is computed from them)";
+                message_ = "e edits a single sentence's embeddings and its W_q, W_k, W_v and W_o, not this number";
                 return;
             }
             prompt_ = Prompt::edit, typed_.clear();
@@ -315,8 +320,8 @@ void Stepper::commit_prompt() {
         return;
     }
     if (prompt == Prompt::window) {
-        if (*value < 0 || *value != std::floor(*value)) {
-            message_ = "a window is a whole number of keys (0: none): nothing changed";
+        if (*value < 0 || *value != std::floor(*value) || *value > 1e9) {
+            message_ = "a window is a whole number of keys, from 1 to 1000000000 (0: none): nothing changed";
             return;
         }
         const auto keys = static_cast<Eigen::Index>(*value);
@@ -395,14 +400,46 @@ void Stepper::cycle_mode() {
         return;
     }
     const auto at = std::find(std::begin(single_modes), std::end(single_modes), options_.mode);
-    const Mode next = at == std::end(single_modes) || at + 1 == std::end(single_modes) ? single_modes[0] : *(at + 1);
-    change(fmt::format("mode {}", to_string(next)), [&](Problem&, TraceOptions& o) {
-        o.mode = next;
-        o.heads = next == Mode::plain ? std::nullopt : first_.heads;  // plain mode has no heads, no size
-        o.kv_heads = next == Mode::plain ? std::nullopt : first_.kv_heads;
-        o.dim = next == Mode::plain || std::get<SingleSequenceInput>(problem_.input).weights ? std::nullopt : first_.dim;
-        if (next == Mode::plain) o.scale.reset();
-    });
+    std::size_t from = at == std::end(single_modes) ? 0 : static_cast<std::size_t>(at - std::begin(single_modes));
+    std::string refused;
+    for (std::size_t tries = 0; tries + 1 < std::size(single_modes); ++tries) {  // the next mode that reads this run
+        from = (from + 1) % std::size(single_modes);
+        const Mode next = single_modes[from];
+        if (change(fmt::format("mode {}", to_string(next)), [&](Problem&, TraceOptions& o) {
+                const bool plain = next == Mode::plain;  // no heads, size, positions or scaling of its own
+                o.mode = next;
+                o.heads = plain ? std::nullopt : first_.heads, o.kv_heads = plain ? std::nullopt : first_.kv_heads;
+                o.positions = plain ? std::nullopt : first_.positions;
+                o.position_offset = plain ? std::nullopt : first_.position_offset;
+                o.dim = plain || std::get<SingleSequenceInput>(problem_.input).weights ? std::nullopt : first_.dim;
+                if (plain) o.scale.reset();
+            }))
+            return;
+        refused += (refused.empty() ? "" : "; ") + message_;
+    }
+    message_ = refused;
+}
+
+// The cells the cursor's cell of `s` was computed from: empty for a stage that comes from the
+// input itself.
+// Bahdanau's and Luong's cells: from the decoder's and encoder's states, as projected.
+std::vector<Mark> Stepper::encoder_decoder_sources(const Stage& s) const {
+    const Eigen::Index r = row_, c = col_;
+    const auto shown = [&](StageId id) { const Stage* st = trace_.find(id); return st && st->applied; };
+    const bool additive = trace_.has_parameter("W_a");
+    switch (s.id) {
+        case StageId::scores:
+            return {{{shown(StageId::projected_decoder) ? StageId::projected_decoder : StageId::decoder_states, 0, {}}, r, -1},
+                    {{shown(StageId::projected_encoder) ? StageId::projected_encoder : StageId::encoder_states, 0, {}}, c, -1}};
+        case StageId::context: return {{{StageId::weights, 0, {}}, r, -1}, {{StageId::encoder_states, 0, {}}, -1, c}};
+        case StageId::projected_decoder:
+            if (!s.applied) return {};
+            return {{{StageId::decoder_states, 0, {}}, r, -1}, {{StageId::parameters, 0, additive ? "W_a" : "W"}, -1, c}};
+        case StageId::projected_encoder:
+            if (!s.applied) return {};
+            return {{{StageId::encoder_states, 0, {}}, r, -1}, {{StageId::parameters, 0, "U_a"}, -1, c}};
+        default: return {};
+    }
 }
 
 // The cells the cursor's cell of `s` was computed from: empty for a stage that comes from the
@@ -410,15 +447,21 @@ void Stepper::cycle_mode() {
 std::vector<Mark> Stepper::sources_of(const Stage& s) const {
     const int h = s.head;
     const bool plain = trace_.mode == Mode::plain;
-    const auto head_block = [&](StageId id) {  // the first of the parameter's columns this head reads
-        const Stage* own = trace_.find(id, h);
-        return own ? (h > 0 ? (h - 1) : 0) * own->data.cols() : 0;
-    };
     const Eigen::Index r = row_, c = col_;
+    if (trace_.mode == Mode::bahdanau && s.id != StageId::scaled && s.id != StageId::masked && s.id != StageId::weights)
+        return encoder_decoder_sources(s);
+    // The first of the parameter's columns this stage reads: its query head's block, or for keys
+    // and values its key/value head's (grouped-query attention).
+    const auto first_column = [&](const Stage& st) {
+        const int block = st.kv_head > 0 && st.id != StageId::queries ? st.kv_head : st.head;
+        return block > 0 ? (block - 1) * st.data.cols() : Eigen::Index{0};
+    };
+    const bool rotated = trace_.find(StageId::queries_rotated) != nullptr;  // RoPE: the scores use the turned vectors
     switch (s.id) {
         case StageId::scores:
             if (plain) return {{{StageId::inputs, 0, {}}, r, -1}, {{StageId::inputs, 0, {}}, c, -1}};
-            return {{{StageId::queries, h, {}}, r, -1}, {{StageId::keys, h, {}}, c, -1}};
+            return {{{rotated ? StageId::queries_rotated : StageId::queries, h, {}}, r, -1},
+                    {{rotated ? StageId::keys_rotated : StageId::keys, h, {}}, c, -1}};
         case StageId::scaled: return {{{StageId::scores, h, {}}, r, c}};
         case StageId::masked: return {{{StageId::scaled, h, {}}, r, c}};
         case StageId::weights: return {{{StageId::masked, h, {}}, r, -1}};
@@ -427,16 +470,18 @@ std::vector<Mark> Stepper::sources_of(const Stage& s) const {
         case StageId::queries:
         case StageId::keys:
         case StageId::values: {
+            if (plain) return {};
             const char* name = s.id == StageId::queries ? "W_q" : s.id == StageId::keys ? "W_k" : "W_v";
             const bool from_layernorm = trace_.find(StageId::layernorm) != nullptr;
             return {{{from_layernorm ? StageId::layernorm : StageId::inputs, 0, {}}, r, -1},
-                    {{StageId::parameters, 0, name}, -1, head_block(s.id) + c}};
+                    {{StageId::parameters, 0, name}, -1, first_column(s) + c}};
         }
         case StageId::concat: {
             const Eigen::Index d_v = std::max<Eigen::Index>(1, s.data.cols() / std::max(1, trace_.heads));
             return {{{StageId::context, static_cast<int>(c / d_v) + 1, {}}, r, c % d_v}};
         }
         case StageId::output: return {{{StageId::concat, 0, {}}, r, -1}, {{StageId::parameters, 0, "W_o"}, -1, c}};
+        case StageId::head_contributions: return {{{StageId::context, h, {}}, r, -1}, {{StageId::parameters, 0, "W_o"}, -1, c}};
         case StageId::queries_rotated: return {{{StageId::queries, h, {}}, r, -1}};
         case StageId::keys_rotated: return {{{StageId::keys, h, {}}, r, -1}};
         case StageId::inputs:
@@ -463,18 +508,20 @@ void Stepper::follow() {
         message_ = fmt::format("{} comes from the input itself: nothing before it to follow", s.name());
         return;
     }
-    marks_ = marks;
-    std::string names;  // "queries and keys"
-    for (const Mark& m : marks)
+    std::string names;  // "queries and keys": the sources this run shows, which are marked
+    marks_.clear();
+    for (const Mark& m : marks) {
+        if (!find_view(m.place)) continue;
+        marks_.push_back(m);
         names += (names.empty() ? "" : " and ") + (m.place.parameter.empty() ? std::string(to_string(m.place.id)) : m.place.parameter);
-    const Mark& first = marks.front();
-    const auto at = find_view(first.place);
-    if (!at) {
-        message_ = fmt::format("computed from {}, which this run does not show", names);
+    }
+    if (marks_.empty()) {
+        message_ = fmt::format("{}'s sources are not among this run's stages", s.name());
         return;
     }
+    const Mark& first = marks_.front();
     back_.emplace_back(current_, std::pair{row_, col_});
-    current_ = *at;
+    current_ = *find_view(first.place);
     row_ = first.row >= 0 ? first.row : 0, col_ = first.col >= 0 ? first.col : 0;
     move(0, 0);
     message_ = fmt::format("computed from {} (marked); Backspace goes back", names);
@@ -484,14 +531,16 @@ std::vector<std::string> Stepper::arithmetic() const {
     const View v = view();
     if (v.kind == View::parameter) {
         const bool generated = trace_.weights == WeightsOrigin::generated || trace_.parameters[v.index].generated;
-        return {fmt::format("{} is a learned weight ({}): nothing computes it here, and e edits it",
-                            trace_.parameters[v.index].name,
-                            generated ? fmt::format("generated from seed {}", trace_.seed) : "given in the input")};
+        return {fmt::format("{} is a learned weight ({}): nothing computes it here{}", trace_.parameters[v.index].name,
+                            generated ? fmt::format("generated from seed {}", trace_.seed) : "given in the input",
+                            editable(v) ? ", and e edits it" : "")};
     }
     if (v.kind == View::gradient)
         return {fmt::format("the gradient dL/d{} of {}: {}", stage_of(v).key(), gradients_->formula, stage_of(v).title)};
     const Stage& s = trace_.stages[v.index];
     if (!s.applied) return {fmt::format("skipped: {}", s.reason)};
+    if (worked_stage(s.id) && !options_.mask_method.standard())
+        return {"the arithmetic is worked for the standard mask only (−∞ before softmax), and this run's mask is another"};
     try {
         if (worked_stage(s.id)) {
             const WorkedExample w = work_through(trace_, row_, s.head > 0 ? s.head : head_);
@@ -508,6 +557,8 @@ std::vector<std::string> Stepper::arithmetic() const {
         return {fmt::format("no arithmetic here: {}", e.what())};
     }
     if (editable(v)) return {"an embedding from the input: nothing computes it here, and e edits it"};
+    if (s.id == StageId::encoder_states || s.id == StageId::decoder_states)
+        return {"a state from the input: nothing computes it here"};
     return {};
 }
 
@@ -572,7 +623,8 @@ std::string Stepper::command() const {
         return word.find_first_of(" \t\"'\\$`") == std::string::npos ? word : fmt::format("'{}'", word);
     };
     std::string text = fmt::format("attntrace {} -m {}", quoted(input_), to_string(options_.mode));
-    if (options_.seed != default_seed && trace_.weights == WeightsOrigin::generated) text += fmt::format(" --seed {}", options_.seed);
+    text += load_args_;
+    if (options_.seed != default_seed) text += fmt::format(" --seed {}", options_.seed);
     if (options_.dim) text += fmt::format(" --dim {}", *options_.dim);
     if (options_.heads) text += fmt::format(" --heads {}", *options_.heads);
     if (options_.kv_heads) text += fmt::format(" --kv-heads {}", *options_.kv_heads);
@@ -589,6 +641,7 @@ std::string Stepper::command() const {
     if (options_.window) text += fmt::format(" --window {}", *options_.window);
     if (trace_.heads > 1) text += fmt::format(" --head {}", head_);
     if (loss_) text += loss_->kind == LossKind::sum ? " --backward sum" : fmt::format(" --backward focus:{}={}", quoted(loss_->query), quoted(loss_->key));
+    if (!options_.mask_method.standard()) return text;  // -q works the standard mask only
     return text + fmt::format(" -q {}", row_ + 1);
 }
 

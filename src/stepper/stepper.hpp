@@ -50,7 +50,9 @@ public:
     // throws for a run that cannot be traced.
     // With `loss` (focus or sum: --backward), the backward pass's gradients follow the forward
     // stages, traced again with them.
-    Stepper(Problem problem, TraceOptions options, std::string input, int digits, std::optional<LossText> loss = {});
+    // `load_args`: the options the input was read with, as a command writes them (" --layout out_in").
+    Stepper(Problem problem, TraceOptions options, std::string input, int digits, std::optional<LossText> loss = {},
+            std::string load_args = {});
 
     // Where the cursor starts: the first stage of that name (or a parameter, W_q), and the row
     // of that token or 1-based position. Throws UsageError naming what there is.
@@ -107,6 +109,7 @@ private:
     void go_to(std::size_t view);
     void follow();
     std::vector<Mark> sources_of(const Stage& s) const;
+    std::vector<Mark> encoder_decoder_sources(const Stage& s) const;
     bool change(const std::string& what, const std::function<void(Problem&, TraceOptions&)>& apply);
     void typed(const Key& key);
     void commit_prompt();
@@ -120,6 +123,7 @@ private:
     TraceOptions options_;
     TraceOptions first_;  // as the run began: the heads and size a mode other than plain gets back
     std::string input_;
+    std::string load_args_;
     int digits_ = 4;
     Trace trace_;
     std::optional<LossText> loss_;
