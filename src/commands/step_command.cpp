@@ -6,6 +6,7 @@
 #include "stepper/frame.hpp"
 #include "stepper/session.hpp"
 #include "stepper/stepper.hpp"
+#include "util/terminal.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
@@ -37,9 +38,7 @@ std::pair<int, int> parse_size(const std::string& text) {
 
 // The options the input was read with, as the command that repeats the run gives them.
 std::string load_arguments(const LoadOptions& load) {
-    const auto quoted = [](const std::string& word) {
-        return word.find_first_of(" \t\"'\\$`") == std::string::npos ? word : fmt::format("'{}'", word);
-    };
+    const auto quoted = shell_word;
     std::string text;
     if (load.layout) text += fmt::format(" --layout {}", to_string(*load.layout));
     if (load.tokens) {

@@ -138,7 +138,7 @@ std::vector<Line> draw(const Stepper& s, int width, int height) {
     const auto w = static_cast<std::size_t>(width);
     const std::size_t h = static_cast<std::size_t>(height);
     const View v = s.view();
-    frame.push_back({{fit(fmt::format("attntrace step · {} · {} of {}: {}", s.trace().origin, s.current() + 1,
+    frame.push_back({{fit(fmt::format("attntrace step · {} · {} of {}: {}", printable(s.trace().origin), s.current() + 1,
                                       s.views().size(), s.view_name(v)),
                           w),
                       Span::heading}});
@@ -181,20 +181,39 @@ std::string frame_text(const std::vector<Line>& frame) {
     return out;
 }
 
+namespace {
+
+void append_line(std::string& out, const Line& line) {
+    for (const Span& span : line) {
+        const char* style = span.style == Span::cursor                                   ? "\x1b[7m"
+                            : span.style == Span::mark                                   ? "\x1b[4m"
+                            : span.style == Span::heading || span.style == Span::current ? "\x1b[1m"
+                                                                                         : "";
+        out += style;
+        out += span.text;
+        if (*style) out += "\x1b[0m";
+    }
+    out += "\x1b[K";
+}
+
+}  // namespace
+
 std::string frame_ansi(const std::vector<Line>& frame) {
     std::string out = "\x1b[H";
     for (std::size_t i = 0; i < frame.size(); ++i) {
-        for (const Span& span : frame[i]) {
-            const char* style = span.style == Span::cursor    ? "\x1b[7m"
-                                : span.style == Span::mark    ? "\x1b[4m"
-                                : span.style == Span::heading || span.style == Span::current ? "\x1b[1m"
-                                                              : "";
-            out += style;
-            out += span.text;
-            if (*style) out += "\x1b[0m";
-        }
-        out += "\x1b[K";
+        append_line(out, frame[i]);
         if (i + 1 < frame.size()) out += "\r\n";
+    }
+    return out;
+}
+
+std::string frame_ansi_changes(const std::vector<Line>& before, const std::vector<Line>& frame) {
+    if (before.size() != frame.size()) return frame_ansi(frame);
+    std::string out;
+    for (std::size_t i = 0; i < frame.size(); ++i) {
+        if (frame[i] == before[i]) continue;
+        out += fmt::format("\x1b[{};1H", i + 1);
+        append_line(out, frame[i]);
     }
     return out;
 }

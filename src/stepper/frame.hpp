@@ -16,6 +16,7 @@ struct Span {
     enum Style { plain, cursor, mark, heading, current };
     std::string text;
     Style style = plain;
+    bool operator==(const Span&) const = default;
 };
 using Line = std::vector<Span>;
 
@@ -28,5 +29,9 @@ std::string frame_text(const std::vector<Line>& frame);
 
 // A frame as a terminal draws it in place: from the top left, each line cleared to its end.
 std::string frame_ansi(const std::vector<Line>& frame);
+
+// What turns the screen `before` (as drawn, of the same size) into `frame`: each line that
+// changed, redrawn in place; the whole frame when the sizes differ (a resize, the first frame).
+std::string frame_ansi_changes(const std::vector<Line>& before, const std::vector<Line>& frame);
 
 }  // namespace attntrace::stepper

@@ -63,34 +63,28 @@ void install(int signal, void (*handler)(int)) {
     sigaction(signal, &action, nullptr);
 }
 
-// Raw mode and the handlers for as long as it lives; everything given back when it ends.
-class RawTerminal {
-public:
-    RawTerminal(int fd, bool screen) {
-        if (::tcgetattr(fd, &saved.mode) != 0)
-            throw DataError(fmt::format("cannot set up the terminal: {}", std::strerror(errno)));
-        saved.fd = fd;
-        termios raw = saved.mode;
-        raw.c_iflag &= ~static_cast<tcflag_t>(BRKINT | ICRNL | INPCK | ISTRIP | IXON);
-        raw.c_oflag &= ~static_cast<tcflag_t>(OPOST);
-        raw.c_cflag |= CS8;
-        raw.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON | IEXTEN | ISIG);
-        raw.c_cc[VMIN] = 0, raw.c_cc[VTIME] = 0;
-        for (const int s : {SIGTERM, SIGHUP, SIGINT, SIGQUIT}) install(s, on_fatal_signal);
-        install(SIGWINCH, on_resize);
-        ::tcsetattr(fd, TCSAFLUSH, &raw);
-        if (screen) write_all(fd, enter_screen, sizeof enter_screen - 1), saved.screen = true;
-    }
-    ~RawTerminal() {
-        restore_terminal();
-        for (const int s : {SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGWINCH}) std::signal(s, SIG_DFL);
-        saved = Saved{};
-    }
-    RawTerminal(const RawTerminal&) = delete;
-    RawTerminal& operator=(const RawTerminal&) = delete;
-};
-
 }  // namespace
+
+RawTerminal::RawTerminal(int fd, bool screen) {
+    if (::tcgetattr(fd, &saved.mode) != 0) throw DataError(fmt::format("cannot set up the terminal: {}", std::strerror(errno)));
+    saved.fd = fd;
+    termios raw = saved.mode;
+    raw.c_iflag &= ~static_cast<tcflag_t>(BRKINT | ICRNL | INPCK | ISTRIP | IXON);
+    raw.c_oflag &= ~static_cast<tcflag_t>(OPOST);
+    raw.c_cflag |= CS8;
+    raw.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON | IEXTEN | ISIG);
+    raw.c_cc[VMIN] = 0, raw.c_cc[VTIME] = 0;
+    for (const int s : {SIGTERM, SIGHUP, SIGINT, SIGQUIT}) install(s, on_fatal_signal);
+    install(SIGWINCH, on_resize);
+    ::tcsetattr(fd, TCSAFLUSH, &raw);
+    if (screen) write_all(fd, enter_screen, sizeof enter_screen - 1), saved.screen = true;
+}
+
+RawTerminal::~RawTerminal() {
+    restore_terminal();
+    for (const int s : {SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGWINCH}) std::signal(s, SIG_DFL);
+    saved = Saved{};
+}
 
 std::pair<int, int> terminal_size(int fd) {
     winsize size{};
@@ -101,6 +95,7 @@ std::pair<int, int> terminal_size(int fd) {
 SessionResult run_session(Stepper& stepper, int fd, bool plain) {
     SessionResult result;
     RawTerminal terminal(fd, !plain);
+    std::vector<Line> shown;  // what the terminal shows: only the lines that change are sent
     const auto draw_now = [&] {
         if (plain) {
             const std::string line = stepper.plain_line() + "\r\n";
@@ -108,8 +103,10 @@ SessionResult run_session(Stepper& stepper, int fd, bool plain) {
             return;
         }
         const auto [width, height] = terminal_size(fd);
-        const std::string screen = frame_ansi(draw(stepper, width, height));
+        std::vector<Line> frame = draw(stepper, width, height);
+        const std::string screen = frame_ansi_changes(shown, frame);
         write_all(fd, screen.data(), screen.size());
+        shown = std::move(frame);
     };
     draw_now();
     std::string pending;
@@ -119,6 +116,7 @@ SessionResult run_session(Stepper& stepper, int fd, bool plain) {
         const int ready = ::poll(&wait, 1, -1);
         if (resized) {
             resized = 0;
+            shown.clear();  // a new size: the whole screen again
             if (!plain) draw_now();
         }
         if (ready <= 0) continue;  // a signal woke it

@@ -7,9 +7,11 @@
 #include "render/explain.hpp"
 #include "render/worked_text.hpp"
 #include "stepper/edited_input.hpp"
+#include "util/terminal.hpp"
 #include "util/utf8.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -498,25 +500,30 @@ void Stepper::follow() {
         message_ = "a weight is an input of the run: it is computed from nothing";
         return;
     }
-    if (v.kind == View::gradient) {
-        message_ = "Enter follows the forward stages; a gradient's formula is in the pane";
-        return;
-    }
-    const Stage& s = trace_.stages[v.index];
-    const std::vector<Mark> marks = sources_of(s);
+    const Stage& s = stage_of(v);
+    const std::vector<Mark> marks = v.kind == View::gradient ? gradient_sources(s) : sources_of(s);
     if (marks.empty()) {
-        message_ = fmt::format("{} comes from the input itself: nothing before it to follow", s.name());
+        message_ = nothing_to_follow(v);
         return;
     }
-    std::string names;  // "queries and keys": the sources this run shows, which are marked
+    std::vector<std::string> names;  // "queries and keys": the sources this run shows, which are marked
+    std::vector<int> hidden;         // the heads of sources this screen's head does not show
     marks_.clear();
     for (const Mark& m : marks) {
-        if (!find_view(m.place)) continue;
+        const auto found = find_view(m.place);
+        if (!found) {
+            if (m.place.head > 0 && std::find(hidden.begin(), hidden.end(), m.place.head) == hidden.end()) hidden.push_back(m.place.head);
+            continue;
+        }
         marks_.push_back(m);
-        names += (names.empty() ? "" : " and ") + (m.place.parameter.empty() ? std::string(to_string(m.place.id)) : m.place.parameter);
+        if (const std::string name = view_name(views_[*found]); std::find(names.begin(), names.end(), name) == names.end())
+            names.push_back(name);
     }
+    const std::string others =
+        hidden.empty() ? "" : fmt::format("head {}'s stages, which a screen of head {} does not show (H)", fmt::join(hidden, " and "), head_);
     if (marks_.empty()) {
-        message_ = fmt::format("{}'s sources are not among this run's stages", s.name());
+        message_ = others.empty() ? fmt::format("{}'s sources are not among this run's stages", s.name())
+                                  : fmt::format("computed from {}", others);
         return;
     }
     const Mark& first = marks_.front();
@@ -524,7 +531,8 @@ void Stepper::follow() {
     current_ = *find_view(first.place);
     row_ = first.row >= 0 ? first.row : 0, col_ = first.col >= 0 ? first.col : 0;
     move(0, 0);
-    message_ = fmt::format("computed from {} (marked); Backspace goes back", names);
+    message_ = fmt::format("computed from {} (marked){}; Backspace goes back", fmt::join(names, " and "),
+                           others.empty() ? "" : " and from " + others);
 }
 
 std::vector<std::string> Stepper::arithmetic() const {
@@ -619,9 +627,7 @@ std::string Stepper::message() const {
 
 std::string Stepper::command() const {
     if (edits_ > 0) return {};
-    const auto quoted = [](const std::string& word) {
-        return word.find_first_of(" \t\"'\\$`") == std::string::npos ? word : fmt::format("'{}'", word);
-    };
+    const auto quoted = shell_word;
     std::string text = fmt::format("attntrace {} -m {}", quoted(input_), to_string(options_.mode));
     text += load_args_;
     if (options_.seed != default_seed) text += fmt::format(" --seed {}", options_.seed);

@@ -110,6 +110,13 @@ private:
     void follow();
     std::vector<Mark> sources_of(const Stage& s) const;
     std::vector<Mark> encoder_decoder_sources(const Stage& s) const;
+    // A gradient's sources (stepper/gradient_sources.cpp).
+    std::vector<Mark> gradient_sources(const Stage& g) const;
+    std::vector<Mark> core_gradient_sources(const Stage& g) const;
+    std::vector<Mark> weight_gradient_sources(const std::string& name, Eigen::Index r, Eigen::Index c) const;
+    void projection_paths(std::vector<Mark>& marks, StageId y, const char* w, Eigen::Index r, Eigen::Index c) const;
+    std::vector<int> sharing_heads(const Stage& s) const;
+    std::string nothing_to_follow(const View& v) const;
     bool change(const std::string& what, const std::function<void(Problem&, TraceOptions&)>& apply);
     void typed(const Key& key);
     void commit_prompt();

@@ -1,5 +1,9 @@
 #include "util/terminal.hpp"
 
+#include "util/utf8.hpp"
+
+#include <fmt/format.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -27,6 +31,24 @@ std::size_t output_width(int fd, bool is_stdout) {
         if (std::from_chars(columns, end, value).ptr == end) return value;
     }
     return 0;
+}
+
+std::string shell_word(const std::string& word) {
+    if (!word.empty() && word.find_first_of(" \t\"'\\$`&|;<>()*?[]#~!{}") == std::string::npos && !first_control_character(word))
+        return word;
+    if (!first_control_character(word)) {
+        std::string out = "'";
+        for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+        return out + "'";
+    }
+    std::string out = "$'";
+    for (const char c : word) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (c == '\'' || c == '\\') out += '\\', out += c;
+        else if (byte < 0x20 || byte == 0x7f) out += fmt::format("\\x{:02x}", byte);
+        else out += c;
+    }
+    return out + "'";
 }
 
 }  // namespace attntrace
