@@ -422,76 +422,22 @@ void Stepper::cycle_mode() {
     message_ = refused;
 }
 
-// The cells the cursor's cell of `s` was computed from: empty for a stage that comes from the
-// input itself.
-// Bahdanau's and Luong's cells: from the decoder's and encoder's states, as projected.
-std::vector<Mark> Stepper::encoder_decoder_sources(const Stage& s) const {
-    const Eigen::Index r = row_, c = col_;
-    const auto shown = [&](StageId id) { const Stage* st = trace_.find(id); return st && st->applied; };
-    const bool additive = trace_.has_parameter("W_a");
-    switch (s.id) {
-        case StageId::scores:
-            return {{{shown(StageId::projected_decoder) ? StageId::projected_decoder : StageId::decoder_states, 0, {}}, r, -1},
-                    {{shown(StageId::projected_encoder) ? StageId::projected_encoder : StageId::encoder_states, 0, {}}, c, -1}};
-        case StageId::context: return {{{StageId::weights, 0, {}}, r, -1}, {{StageId::encoder_states, 0, {}}, -1, c}};
-        case StageId::projected_decoder:
-            if (!s.applied) return {};
-            return {{{StageId::decoder_states, 0, {}}, r, -1}, {{StageId::parameters, 0, additive ? "W_a" : "W"}, -1, c}};
-        case StageId::projected_encoder:
-            if (!s.applied) return {};
-            return {{{StageId::encoder_states, 0, {}}, r, -1}, {{StageId::parameters, 0, "U_a"}, -1, c}};
-        default: return {};
+// Why Enter on the cursor's cell of `v` has nothing to follow.
+std::string Stepper::nothing_to_follow(const View& v) const {
+    const Stage& s = stage_of(v);
+    if (v.kind != View::gradient) return fmt::format("{} comes from the input itself: nothing before it to follow", s.name());
+    const std::string name = fmt::format("d_{}", s.key());
+    if (s.id == StageId::output || (s.id == StageId::context && !gradients_->find(StageId::concat)))
+        return fmt::format("{} is the loss's own derivative ({}): nothing before it to follow", name, gradients_->formula);
+    if (s.id == StageId::weights) {
+        const Loss& loss = gradients_->loss;
+        return fmt::format("{} is 0 here: the focus loss reads only the weight [{}, {}]", name, s.rows[static_cast<std::size_t>(loss.query)],
+                           s.cols[static_cast<std::size_t>(loss.key)]);
     }
-}
-
-// The cells the cursor's cell of `s` was computed from: empty for a stage that comes from the
-// input itself.
-std::vector<Mark> Stepper::sources_of(const Stage& s) const {
-    const int h = s.head;
-    const bool plain = trace_.mode == Mode::plain;
-    const Eigen::Index r = row_, c = col_;
-    if (trace_.mode == Mode::bahdanau && s.id != StageId::scaled && s.id != StageId::masked && s.id != StageId::weights)
-        return encoder_decoder_sources(s);
-    // The first of the parameter's columns this stage reads: its query head's block, or for keys
-    // and values its key/value head's (grouped-query attention).
-    const auto first_column = [&](const Stage& st) {
-        const int block = st.kv_head > 0 && st.id != StageId::queries ? st.kv_head : st.head;
-        return block > 0 ? (block - 1) * st.data.cols() : Eigen::Index{0};
-    };
-    const bool rotated = trace_.find(StageId::queries_rotated) != nullptr;  // RoPE: the scores use the turned vectors
-    switch (s.id) {
-        case StageId::scores:
-            if (plain) return {{{StageId::inputs, 0, {}}, r, -1}, {{StageId::inputs, 0, {}}, c, -1}};
-            return {{{rotated ? StageId::queries_rotated : StageId::queries, h, {}}, r, -1},
-                    {{rotated ? StageId::keys_rotated : StageId::keys, h, {}}, c, -1}};
-        case StageId::scaled: return {{{StageId::scores, h, {}}, r, c}};
-        case StageId::masked: return {{{StageId::scaled, h, {}}, r, c}};
-        case StageId::weights: return {{{StageId::masked, h, {}}, r, -1}};
-        case StageId::context:
-            return {{{StageId::weights, h, {}}, r, -1}, {{plain ? StageId::inputs : StageId::values, plain ? 0 : h, {}}, -1, c}};
-        case StageId::queries:
-        case StageId::keys:
-        case StageId::values: {
-            if (plain) return {};
-            const char* name = s.id == StageId::queries ? "W_q" : s.id == StageId::keys ? "W_k" : "W_v";
-            const bool from_layernorm = trace_.find(StageId::layernorm) != nullptr;
-            return {{{from_layernorm ? StageId::layernorm : StageId::inputs, 0, {}}, r, -1},
-                    {{StageId::parameters, 0, name}, -1, first_column(s) + c}};
-        }
-        case StageId::concat: {
-            const Eigen::Index d_v = std::max<Eigen::Index>(1, s.data.cols() / std::max(1, trace_.heads));
-            return {{{StageId::context, static_cast<int>(c / d_v) + 1, {}}, r, c % d_v}};
-        }
-        case StageId::output: return {{{StageId::concat, 0, {}}, r, -1}, {{StageId::parameters, 0, "W_o"}, -1, c}};
-        case StageId::head_contributions: return {{{StageId::context, h, {}}, r, -1}, {{StageId::parameters, 0, "W_o"}, -1, c}};
-        case StageId::queries_rotated: return {{{StageId::queries, h, {}}, r, -1}};
-        case StageId::keys_rotated: return {{{StageId::keys, h, {}}, r, -1}};
-        case StageId::inputs:
-            if (trace_.find(StageId::embeddings))
-                return {{{StageId::embeddings, 0, {}}, r, c}, {{StageId::positions, 0, {}}, r, c}};
-            return {};
-        default: return {};
-    }
+    if (trace_.mode == Mode::bahdanau)
+        return fmt::format("in an encoder–decoder run Enter follows the gradients back to the scores; {}'s formula is in "
+                           "the pane", name);
+    return fmt::format("Enter does not follow {} further; its formula is in the pane", name);
 }
 
 void Stepper::follow() {
@@ -501,7 +447,8 @@ void Stepper::follow() {
         return;
     }
     const Stage& s = stage_of(v);
-    const std::vector<Mark> marks = v.kind == View::gradient ? gradient_sources(s) : sources_of(s);
+    const std::vector<Mark> marks =
+        v.kind == View::gradient ? gradient_sources(trace_, *gradients_, s, row_, col_) : forward_sources(trace_, s, row_, col_);
     if (marks.empty()) {
         message_ = nothing_to_follow(v);
         return;

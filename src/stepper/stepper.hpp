@@ -5,6 +5,7 @@
 // and commands/step_command runs it on a terminal or a script of keys.
 #pragma once
 
+#include "attention/cell_sources.hpp"
 #include "attention/trace_options.hpp"
 #include "commands/backward_request.hpp"
 #include "core/gradients.hpp"
@@ -27,22 +28,8 @@ struct View {
     std::size_t index = 0;  // into trace.stages, trace.parameters or the gradients' stages
 };
 
-// A matrix named as the trace names it, so that it survives a new trace: a stage's id and head,
-// or a parameter's name.
-struct Place {
-    StageId id = StageId::inputs;
-    int head = 0;
-    std::string parameter;  // non-empty: the parameter of this name
-    bool gradient = false;  // the backward pass's gradient of that stage or parameter
-    bool operator==(const Place&) const = default;
-};
-
-// Cells that a followed cell was computed from: whole rows, whole columns or one cell of a
-// matrix (a row or column of -1: all of them).
-struct Mark {
-    Place place;
-    Eigen::Index row = -1, col = -1;
-};
+using attntrace::Mark;
+using attntrace::Place;
 
 class Stepper {
 public:
@@ -108,14 +95,6 @@ private:
     void move(Eigen::Index rows, Eigen::Index cols);
     void go_to(std::size_t view);
     void follow();
-    std::vector<Mark> sources_of(const Stage& s) const;
-    std::vector<Mark> encoder_decoder_sources(const Stage& s) const;
-    // A gradient's sources (stepper/gradient_sources.cpp).
-    std::vector<Mark> gradient_sources(const Stage& g) const;
-    std::vector<Mark> core_gradient_sources(const Stage& g) const;
-    std::vector<Mark> weight_gradient_sources(const std::string& name, Eigen::Index r, Eigen::Index c) const;
-    void projection_paths(std::vector<Mark>& marks, StageId y, const char* w, Eigen::Index r, Eigen::Index c) const;
-    std::vector<int> sharing_heads(const Stage& s) const;
     std::string nothing_to_follow(const View& v) const;
     bool change(const std::string& what, const std::function<void(Problem&, TraceOptions&)>& apply);
     void typed(const Key& key);
