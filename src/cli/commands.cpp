@@ -72,6 +72,25 @@ Runner main_runner(std::shared_ptr<MainState> s) {
     };
 }
 
+// --svg, --svg-stage and --html: the pictures a trace may write beside its output.
+void add_picture_options(CLI::App& app, MainState& s) {
+    auto* svg = describe(app.add_option("--svg", s.request.svg_path,
+                                        "also write a heatmap of the attention weights (or of --svg-stage) to this SVG "
+                                        "file; - is stdout"),
+                         "Output", "FILE", Completes::file);
+    describe(app.add_option("--html", s.request.html_path,
+                            "also write the page of the trace (its gradients with --backward; with --summary, the "
+                            "summary) to this HTML file, which needs no network; - is stdout"),
+             "Output", "FILE", Completes::file);
+    auto* svg_stage = app.add_option("--svg-stage", s.request.svg_stage,
+                                     "the stage --svg draws; with --backward, d_NAME draws its gradient")
+                          ->needs(svg)
+                          ->capture_default_str();
+    std::vector<std::string> svg_choices = svg_stage_names();
+    for (const StageId id : svg_stages) svg_choices.push_back(fmt::format("d_{}", to_string(id)));
+    describe(svg_stage, "Output", "NAME", Completes::choice, svg_choices);
+}
+
 void add_trace_options(CLI::App& app, MainState& s) {
     auto* input = describe(app.add_option("INPUT", s.request.input_path,
                                           "input JSON file (docs/input-format.md), - for stdin, example:NAME; none: "
@@ -104,17 +123,7 @@ void add_trace_options(CLI::App& app, MainState& s) {
                  ->transform(in_range(1, max_heads)),
              "Attention", "H");
     app.add_flag("--explain", s.request.render.explain, "explain each stage before showing it")->group("Output");
-    auto* svg = describe(app.add_option("--svg", s.request.svg_path,
-                                        "also write a heatmap of the attention weights (or of --svg-stage) to this SVG "
-                                        "file; - is stdout"),
-                         "Output", "FILE", Completes::file);
-    auto* svg_stage = app.add_option("--svg-stage", s.request.svg_stage,
-                                     "the stage --svg draws; with --backward, d_NAME draws its gradient")
-                          ->needs(svg)
-                          ->capture_default_str();
-    std::vector<std::string> svg_choices = svg_stage_names();
-    for (const StageId id : svg_stages) svg_choices.push_back(fmt::format("d_{}", to_string(id)));
-    describe(svg_stage, "Output", "NAME", Completes::choice, svg_choices);
+    add_picture_options(app, s);
     app.add_flag("--tidy", s.request.render.tidy,
                  "with --format csv: one line per number (columns stage, head, row, col, row_token, col_token, "
                  "value, masked), for pandas.read_csv")
@@ -176,7 +185,7 @@ ProgramDoc program_doc(const CLI::App& app, const std::vector<Command>& subcomma
         "strongest keys, its largest weight and the entropy of its weights; tables of more than 64 tokens switch to it "
         "by themselves.",
         "Errors are one line on standard error starting \"attntrace: error:\", with nothing on standard output; a file "
-        "named by -o or --svg is written whole or not at all."};
+        "named by -o, --svg or --html is written whole or not at all."};
     doc.main = command_doc(app, trace_examples);
     for (std::size_t i = 0; i < subcommands.size(); ++i)
         doc.subcommands.push_back(command_doc(*subcommands[i].app, subcommand_table()[i].examples));

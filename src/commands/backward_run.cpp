@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "input/target.hpp"
 #include "render/backward.hpp"
+#include "render/html.hpp"
 #include "render/svg.hpp"
 #include "util/suggest.hpp"
 #include "util/utf8.hpp"
@@ -257,7 +258,7 @@ void run_stream_backward(const Problem& problem, const TraceRequest& request, st
 }
 
 void run_backward(const Problem& problem, const TraceRequest& request, const Trace& t, std::ostream& out,
-                  std::ostream* svg) {
+                  std::ostream* svg, std::ostream* html) {
     const BackwardRequest& b = *request.backward;
     const WorkShape shape = work_shape(problem, request.trace);
     require_memory(trace_bytes(shape, request.trace.dtype, request.render, svg != nullptr) +
@@ -266,6 +267,7 @@ void run_backward(const Problem& problem, const TraceRequest& request, const Tra
     const Gradients g = backward(t, resolve_loss(request, t));
     if (request.check) {
         if (svg) draw_svg(request, t, g, *svg);
+        if (html) write_html(t, &g, request.render, *html);
         return run_check(problem, request, t, g, out);
     }
     const std::vector<const Stage*> shown = shown_gradients(g, request);
@@ -275,6 +277,7 @@ void run_backward(const Problem& problem, const TraceRequest& request, const Tra
     if (b.step_size) step = take_step(problem, request.trace, t, g, *b.step_size);
     if (svg) draw_svg(request, t, g, *svg);
     BackwardRun run{t, g, shown, b.forward_shown, row ? &*row : nullptr, step ? &*step : nullptr, after_stages(request, t)};
+    if (html) write_html(run, request.render, *html);
     render_backward(run, request.render, out);
 }
 

@@ -21,7 +21,7 @@ void take_gradient_stages(TraceRequest& request);
 // the SVG heatmap (--svg, of a stage or of a gradient) to `svg` when given. Throws UsageError
 // or DataError before writing anything.
 void run_backward(const Problem& problem, const TraceRequest& request, const Trace& trace, std::ostream& out,
-                  std::ostream* svg);
+                  std::ostream* svg, std::ostream* html = nullptr);
 
 // --summary --backward LOSS: the streaming backward pass of a single-sequence run (plain,
 // self, causal), guarded by --max-memory and --max-time, its loss, parameter gradients and

@@ -12,6 +12,7 @@
 #include "input/load.hpp"
 #include "input/source.hpp"
 #include "render/render.hpp"
+#include "render/html.hpp"
 #include "render/svg.hpp"
 #include "util/memory.hpp"
 #include "util/output.hpp"
@@ -110,6 +111,11 @@ std::optional<std::string_view> full_trace_option(const TraceRequest& request) {
 void check_summary_request(const TraceRequest& request) {
     if (const auto option = full_trace_option(request))
         throw UsageError(fmt::format("{} needs the full trace, which --summary does not build", *option));
+    if (request.html_path && request.backward)
+        throw UsageError("--html draws a full trace with its gradients, or a summary; --summary --backward has no page "
+                         "(leave out --summary)");
+    if (request.html_path && request.render.format == Format::jsonl)
+        throw UsageError("--html needs the whole summary, which --format jsonl writes as it goes: use --format table or json");
     if (request.backward) {
         require_format(request.render.format, Product::gradients);
         if (!request.backward->stages.empty())
@@ -190,7 +196,7 @@ SummaryRows only_head(SummaryRows rows, int head) {
 // `read_again` is called once the summary is computed, before anything is written, and for
 // JSON Lines, which are written as computed, before each run of lines too.
 void run_summary(const Problem& problem, const TraceRequest& request, Outputs& outputs, std::string note,
-                 const std::function<void()>& read_again) {
+                 const std::function<void()>& read_again, std::ostream* html) {
     std::ostream& out = outputs.main();
     const ModeSpec& mode = mode_spec(request.trace.mode);
     if (!mode.streams)
@@ -227,11 +233,13 @@ void run_summary(const Problem& problem, const TraceRequest& request, Outputs& o
     if (lines) return;  // written as computed
     if (!note.empty()) summary.notes.push_back(std::move(note));
     if (one_head) keep_head(summary.per_head, request.render.head);
+    if (html) write_html(summary, request.render, *html);
     render(summary, request.render, out);
 }
 
 // The trace path: every stage, for the tables, JSON, --check and --svg.
-void run_full_trace(const Problem& problem, const TraceRequest& request, std::ostream& out, std::ostream* svg) {
+void run_full_trace(const Problem& problem, const TraceRequest& request, std::ostream& out, std::ostream* svg,
+                    std::ostream* html) {
     const ModeSpec& mode = mode_spec(request.trace.mode);
     check_stages_of(request.render.stages, mode);
     const WorkShape shape = work_shape(problem, request.trace);
@@ -241,8 +249,9 @@ void run_full_trace(const Problem& problem, const TraceRequest& request, std::os
                  "a full trace of this input", mode.streams ? "--summary is much faster" : "");
     const Trace result = trace(problem, request.trace);
     require_head(request.render.head, result.heads);
-    if (request.backward) return run_backward(problem, request, result, out, svg);
+    if (request.backward) return run_backward(problem, request, result, out, svg, html);
     if (svg) render_svg(result, request.svg, *svg);
+    if (html) write_html(result, nullptr, request.render, *html);
     if (request.check) {
         const CheckReport report = check_trace(result);
         if (const auto failure = report.first_failure())
@@ -260,6 +269,7 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     // Opened before any work, so that a path that cannot be written, or that names the main
     // output's file, is refused at once; committed with the rest.
     std::ostream* svg = request.svg_path ? &outputs.add(*request.svg_path) : nullptr;
+    std::ostream* html = request.html_path ? &outputs.add(*request.html_path) : nullptr;
     // No input named: what is piped in, else the built-in example (also for an empty pipe,
     // which is what a notebook's kernel gives: said on stderr once the run has succeeded).
     bool empty_stdin = false;
@@ -268,7 +278,7 @@ void run_trace(TraceRequest request, Outputs& outputs) {
         if (empty_stdin) std::fprintf(stderr, "attntrace: note: %s\n", empty_pipe_note("trace").c_str());
     };
     // A summary in float32 may read a binary input's float32 embeddings where the file has them.
-    const bool may_summarise = request.summary || (request.render.format == Format::table &&
+    const bool may_summarise = request.summary || (request.render.format == Format::table && !request.html_path &&
                                                    request.render.stages.empty() && !full_trace_option(request));
     request.load.float32_in_place = may_summarise && request.trace.dtype == Dtype::float32;
     Problem problem = load_input(input, request.max_memory, with_max_input(request.load, request.max_input));
@@ -279,7 +289,7 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     // Rows read in place are read again by the summary: a file shortened meanwhile is found
     // before anything is written from them.
     const auto summary_of = [&](std::string note) {
-        run_summary(problem, request, outputs, std::move(note), [&] { input.require_unchanged(); });
+        run_summary(problem, request, outputs, std::move(note), [&] { input.require_unchanged(); }, html);
     };
     if (request.summary && request.backward) {
         run_stream_backward(problem, request, outputs.main(), [&] { input.require_unchanged(); });
@@ -299,7 +309,7 @@ void run_trace(TraceRequest request, Outputs& outputs) {
     }
     if (auto* single = std::get_if<SingleSequenceInput>(&problem.input)) single->sequence.materialise();
     input.require_unchanged();  // the rows left in place were read again, just now
-    run_full_trace(problem, request, outputs.main(), svg);
+    run_full_trace(problem, request, outputs.main(), svg, html);
     said();
 }
 

@@ -28,6 +28,7 @@ struct TraceRequest {
     bool check = false;                     // verify the trace's invariants instead of printing it
     std::optional<std::string> svg_path;    // also write a heatmap of svg.stage here
     std::string svg_stage = "weights";      // --svg-stage, as given: checked, then svg.stage
+    std::optional<std::string> html_path;   // --html: also write the page of the trace (or summary) here
     SvgOptions svg;                         // svg.shade comes from render.shade
     bool summary = false;                   // the streaming path: one line per query
     std::size_t top = 3;                    // keys per query in the summary

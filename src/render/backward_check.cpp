@@ -79,6 +79,7 @@ void write_csv(const GradientCheck& c, std::ostream& out) {
 void render_gradient_check(const Trace& trace, const Gradients& g, const GradientCheck& c, double tolerance,
                            const RenderOptions& options, std::ostream& out) {
     switch (options.format) {
+    case Format::html: return require_format(options.format, Product::check);  // refused: a page shows no check
     case Format::json:
     case Format::jsonl: return write_json(trace, g, c, tolerance, out);
     case Format::csv: return write_csv(c, out);

@@ -3,6 +3,7 @@
 // row's numbers, dq as the keys weighted by dS), a learning step's figures; and the choice of
 // the format.
 #include "render/backward.hpp"
+#include "render/html.hpp"
 
 #include "render/number.hpp"
 #include "render/reports.hpp"
@@ -27,6 +28,7 @@ void render_backward(const BackwardRun& run, const RenderOptions& options, std::
     case Format::csv: return write_backward_csv(run, options, out);
     case Format::json:
     case Format::jsonl: return write_backward_json(run, options, out);  // jsonl is refused before a trace
+    case Format::html: return write_html(run, options, out);
     }
 }
 

@@ -3,6 +3,7 @@
 #include "attention/modes.hpp"
 #include "core/error.hpp"
 #include "render/formats.hpp"
+#include "render/html.hpp"
 
 #include <fmt/format.h>
 
@@ -67,6 +68,9 @@ constexpr FormatEntry format_table[] = {
     {Format::jsonl, jsonl_renderer, {Product::summary, Product::training},
      "--format jsonl writes lines (a --summary's, one per query, or train's curve, one per point); {} is one document: "
      "use --format json"},
+    {Format::html, html_renderer, {Product::trace, Product::summary, Product::decode},
+     "--format html draws a page of a trace (with --backward, its gradients), a --summary or a decode; {} is not one: use "
+     "--format table or json"},
 };
 
 const FormatEntry& entry(Format format) {

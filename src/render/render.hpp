@@ -21,12 +21,13 @@
 
 namespace attntrace {
 
-enum class Format { table, json, markdown, csv, jsonl };
-inline constexpr NameTable<Format, 5> format_names{{{Format::table, "table"},
+enum class Format { table, json, markdown, csv, jsonl, html };
+inline constexpr NameTable<Format, 6> format_names{{{Format::table, "table"},
                                                     {Format::json, "json"},
                                                     {Format::markdown, "markdown"},
                                                     {Format::csv, "csv"},
-                                                    {Format::jsonl, "jsonl"}}};
+                                                    {Format::jsonl, "jsonl"},
+                                                    {Format::html, "html"}}};
 constexpr const auto& names_of(Format) { return format_names; }
 
 // How tables and pictures shade a stage. absolute: on the stage's own fixed range where it

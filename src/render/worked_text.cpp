@@ -512,4 +512,29 @@ std::vector<std::string> projection_lines(const WorkedProjection& projection, in
     return out.take();
 }
 
+bool worked_stage(StageId id) {
+    return id == StageId::scores || id == StageId::scaled || id == StageId::masked || id == StageId::weights ||
+           id == StageId::context || id == StageId::output;
+}
+
+std::vector<std::vector<std::string>> row_arithmetic(const Trace& trace, const Stage& stage, Eigen::Index row, int head,
+                                                     int digits) {
+    const auto cols = static_cast<std::size_t>(stage.data.cols());
+    std::vector<std::vector<std::string>> cells(cols);
+    if (worked_stage(stage.id)) {
+        const WorkedExample w = work_through(trace, row, head);
+        for (std::size_t c = 0; c < cols; ++c) cells[c] = worked_entry_lines(w, stage.id, c, digits);
+    } else if ((stage.id == StageId::queries || stage.id == StageId::keys || stage.id == StageId::values) &&
+               trace.mode != Mode::plain) {
+        const auto lines = projection_lines(work_projection(trace, stage.id, row, stage.head), digits);
+        for (std::size_t c = 0; c < cols && !lines.empty(); ++c) {
+            const std::string entry = fmt::format("entry {} =", c + 1);  // this column's line, after the first
+            const auto line = std::find_if(lines.begin() + 1, lines.end(),
+                                           [&](const std::string& l) { return l.find(entry) != std::string::npos; });
+            cells[c] = line == lines.end() ? lines : std::vector<std::string>{lines.front(), *line};
+        }
+    }
+    return cells;
+}
+
 }  // namespace attntrace

@@ -20,4 +20,13 @@ std::vector<std::string> worked_entry_lines(const WorkedExample& worked, StageId
 // One projected vector written out entry by entry (q_i = x_i·W_q …).
 std::vector<std::string> projection_lines(const WorkedProjection& projection, int digits);
 
+// Does -q work this stage's cells (scores to context, and the output)?
+bool worked_stage(StageId id);
+
+// The arithmetic of every cell of row `row` of `stage`, as -q works it: a list of lines per
+// column, each empty where nothing computes the stage (an input, a weight). `head`: the head
+// the row is of (1 with one head). Throws what work_through throws.
+std::vector<std::vector<std::string>> row_arithmetic(const Trace& trace, const Stage& stage, Eigen::Index row, int head,
+                                                     int digits);
+
 }  // namespace attntrace

@@ -37,10 +37,6 @@ std::optional<double> parse_number(const std::string& text) {
 }
 
 // A stage with the cells of one query's row worked through by -q.
-bool worked_stage(StageId id) {
-    return id == StageId::scores || id == StageId::scaled || id == StageId::masked || id == StageId::weights ||
-           id == StageId::context || id == StageId::output;
-}
 
 }  // namespace
 
@@ -497,17 +493,9 @@ std::vector<std::string> Stepper::arithmetic() const {
     if (worked_stage(s.id) && !options_.mask_method.standard())
         return {"the arithmetic is worked for the standard mask only (−∞ before softmax), and this run's mask is another"};
     try {
-        if (worked_stage(s.id)) {
-            const WorkedExample w = work_through(trace_, row_, s.head > 0 ? s.head : head_);
-            return worked_entry_lines(w, s.id, static_cast<std::size_t>(col_), digits_);
-        }
-        if ((s.id == StageId::queries || s.id == StageId::keys || s.id == StageId::values) && trace_.mode != Mode::plain) {
-            const auto lines = projection_lines(work_projection(trace_, s.id, row_, s.head), digits_);
-            const std::string entry = fmt::format("entry {} =", col_ + 1);  // this column's line, after the first
-            for (const auto& line : lines)
-                if (line.find(entry) != std::string::npos) return {lines.front(), line};
-            return lines;
-        }
+        std::vector<std::string> lines =
+            row_arithmetic(trace_, s, row_, s.head > 0 ? s.head : head_, digits_)[static_cast<std::size_t>(col_)];
+        if (!lines.empty()) return lines;
     } catch (const std::exception& e) {
         return {fmt::format("no arithmetic here: {}", e.what())};
     }

@@ -73,17 +73,24 @@ void require_clean(const std::string& text, Format format, bool colour, bool lab
     case Format::json: problem = output_checks::json_problem(text); break;
     case Format::csv: problem = output_checks::csv_problem(text); break;
     case Format::jsonl: problem = output_checks::jsonl_problem(text); break;
+    case Format::html: {  // the page's payload: whole JSON, which no text of the input can end early
+        const std::string open = "<script type=\"application/json\" id=\"attntrace-data\">";
+        const auto at = text.find(open);
+        const auto end = at == std::string::npos ? at : text.find("</script>", at);
+        problem = end == std::string::npos ? "no payload" : output_checks::json_problem(text.substr(at + open.size(), end - at - open.size()));
+        break;
+    }
     case Format::table:
     case Format::markdown: break;
     }
-    const bool json = format == Format::json || format == Format::jsonl;
+    const bool json = format == Format::json || format == Format::jsonl || format == Format::html;
     if (problem.empty() && !json) problem = output_checks::terminal_problem(text, colour);
     if (problem.empty() && !json && !labels_may_read_as_numbers) problem = output_checks::number_problem(text);
     if (!problem.empty()) finding(std::string(to_string(format)) + " output: " + problem);
 }
 
 // Every format of a whole document; JSON Lines is the summary's alone.
-constexpr Format all_formats[] = {Format::table, Format::json, Format::markdown, Format::csv};
+constexpr Format all_formats[] = {Format::table, Format::json, Format::markdown, Format::csv, Format::html};
 constexpr Format summary_formats[] = {Format::table, Format::json, Format::markdown, Format::csv, Format::jsonl};
 
 void render_everything(const Trace& trace) {
