@@ -23,7 +23,7 @@ PREFIX       ?= /usr/local
 # in a real terminal and procps's pkill signals it there; cmark-gfm renders
 # the Markdown output as a page would, to see that no label becomes markup.
 BUILD_PACKAGES := cmake make g++ libcli11-dev libfmt-dev nlohmann-json3-dev libeigen3-dev libutf8proc-dev zlib1g-dev
-TEST_PACKAGES  := catch2 tmux procps libxml2-utils librsvg2-bin jq python3-jsonschema python3-pandas python3-numpy man-db zsh fish qemu-user dpkg-dev lintian cmark-gfm
+TEST_PACKAGES  := catch2 tmux procps chromium-headless-shell jupyter-nbconvert python3-nbclient python3-ipykernel python3-matplotlib libxml2-utils librsvg2-bin jq python3-jsonschema python3-pandas python3-numpy man-db zsh fish qemu-user dpkg-dev lintian cmark-gfm
 PACKAGES       := $(BUILD_PACKAGES) $(TEST_PACKAGES)
 CLANG_PACKAGES := clang libclang-rt-14-dev libomp-dev
 SUDO           := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -172,7 +172,7 @@ TEST_CASE("the help groups the options, names what each takes, and ends with exa
     // Each option that takes a value says what: FILE, N, SIZE, NAME, or the names it takes.
     for (const char* option :
          {"\n  --example NAME ", "\n  -m,--mode plain|self|causal|bahdanau\n", "\n  --heads H ", "\n  --top K ",
-          "\n  --threads N ", "\n  -f,--format table|json|markdown|csv|jsonl\n", "\n  -o,--output FILE ",
+          "\n  --threads N ", "\n  -f,--format table|json|markdown|csv|jsonl|html\n", "\n  -o,--output FILE ",
           "\n  -s,--stage NAME,... ", "\n  -q,--query TOKEN|N ", "\n  --svg FILE ", "\n  --max-memory SIZE ",
           "\n  --max-time DURATION ", "\n  -V,--version ", "\n  --tidy "}) {
         INFO(option);
@@ -377,7 +377,7 @@ TEST_CASE("misspelt options, values and commands are answered with the likely na
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
         {{"--mode", "casual"}, "--mode: \"casual\" is not one of plain, self, causal, bahdanau (did you mean causal?)"},
         {{"--mode", "foo"}, "--mode: \"foo\" is not one of plain, self, causal, bahdanau"},
-        {{"-f", "jsn"}, "--format: \"jsn\" is not one of table, json, markdown, csv, jsonl (did you mean json?)"},
+        {{"-f", "jsn"}, "--format: \"jsn\" is not one of table, json, markdown, csv, jsonl, html (did you mean json?)"},
         {{"--shade", "rows"}, "--shade: \"rows\" is not one of absolute, row, table (did you mean row?)"},
         {{"--temprature", "2"}, "attntrace has no option --temprature (did you mean --temperature?)"},
         {{"--formt=json"}, "attntrace has no option --formt (did you mean --format?)"},

@@ -232,7 +232,7 @@ comp attntrace h
     CHECK(got[3] == joined(example_names()));
     CHECK(got[4] == "--mode");
     CHECK(got[5] == "similarity");
-    CHECK(got[6] == "csv json jsonl markdown table");
+    CHECK(got[6] == "csv html json jsonl markdown table");
     CHECK(got[7] == "scores,weights");
     CHECK(got[8] == "--shade --svg");
     CHECK(got[9] == "bahdanau causal plain self");

@@ -402,3 +402,39 @@ TEST_CASE("the pandas recipe of docs/output-formats.md runs in a notebook", "[no
         for (std::size_t j = 0; j < expected[i].size(); ++j)
             CHECK(weights[i][j].get<double>() == Approx(expected[i][j].get<double>()).margin(1e-15));
 }
+
+TEST_CASE("the notebook runs in a kernel with nbconvert: attntrace with no named input, numpy, pandas, matplotlib and "
+          "the page inline",
+          "[notebooks][page]") {
+    const cli::TempDir folder;
+    const std::string notebook = std::string(ATTNTRACE_SOURCE_DIR) + "/docs/notebooks/attention.ipynb";
+    const auto r = cli::run_program({"/usr/bin/env", std::string("ATTNTRACE=") + ATTNTRACE_BINARY, "HOME=" + std::string(folder / ""),
+                                     "PYDEVD_DISABLE_FILE_VALIDATION=1", "/usr/bin/jupyter-nbconvert", "--to", "notebook",
+                                     "--execute", notebook, "--output-dir", folder / ""});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const json ran = json::parse(cli::read_file(folder / "attention.ipynb"));
+    std::string streams, html;
+    std::size_t images = 0;
+    for (const auto& cell : ran["cells"]) {
+        if (cell["cell_type"] != "code") continue;
+        for (const auto& output : cell["outputs"]) {
+            CHECK(output["output_type"] != "error");
+            const auto text = [](const json& t) { return t.is_array() ? fmt::format("{}", fmt::join(t.get<std::vector<std::string>>(), "")) : t.get<std::string>(); };
+            if (output["output_type"] == "stream") {
+                CHECK(output["name"] == "stdout");  // no warning on stderr
+                streams += text(output["text"]);
+            }
+            if (output.contains("data")) {
+                images += output["data"].contains("image/png");
+                if (output["data"].contains("text/html")) html = text(output["data"]["text/html"]);
+            }
+        }
+    }
+    // The kernel's empty standard input: the built-in example, and the note that says so.
+    CHECK_THAT(streams, Catch::StartsWith("example:your_journey\nattntrace: note: standard input is empty"));
+    CHECK_THAT(streams, Contains("(12, 12) rows sum to 1: True\n"));
+    CHECK_THAT(streams, Contains("Z = A·V: True\n"));
+    CHECK(images == 1);
+    CHECK_THAT(html, Catch::StartsWith("<iframe srcdoc=\"&lt;!DOCTYPE html&gt;") && Contains("attntrace-data"));
+}

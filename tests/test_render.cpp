@@ -415,9 +415,13 @@ TEST_CASE("each format's renderer shows exactly the products the table of format
     for (const Product product : products)
         CHECK(shows(Format::jsonl, product) == (product == Product::summary || product == Product::training));
     CHECK(formats_showing(Product::training) == std::vector<std::string>{"table", "json", "jsonl"});
+    // The page: a trace (its gradients too), a summary, a decode.
+    for (const Product product : products)
+        CHECK(shows(Format::html, product) ==
+              (product == Product::trace || product == Product::summary || product == Product::decode));
     // The choices a command offers come from the table, in its order.
-    CHECK(formats_showing(Product::trace) == std::vector<std::string>{"table", "json", "markdown", "csv"});
-    CHECK(formats_showing(Product::summary) == std::vector<std::string>{"table", "json", "markdown", "csv", "jsonl"});
+    CHECK(formats_showing(Product::trace) == std::vector<std::string>{"table", "json", "markdown", "csv", "html"});
+    CHECK(formats_showing(Product::summary) == std::vector<std::string>{"table", "json", "markdown", "csv", "jsonl", "html"});
     CHECK(formats_showing(Product::quiz) == std::vector<std::string>{"table", "json"});
     CHECK(formats_showing(Product::bench) == std::vector<std::string>{"table", "json"});
 }

@@ -104,7 +104,7 @@ void add_trace_options(CLI::App& app, MainState& s) {
         ->excludes(example)
         ->excludes(input)
         ->group("Input");
-    s.flags.add_to(app, true);
+    s.flags.add_to(app, true, true);
     std::vector<std::string> stage_choices = all_stage_names();
     for (auto& name : gradient_names()) stage_choices.push_back(std::move(name));
     describe(list_option(app.add_option("-s,--stage", s.request.stages,

@@ -170,7 +170,7 @@ struct OutputFlags {
     std::optional<std::string> path;  // -o FILE
 
     // `lines`: the command has a summary to write as JSON Lines (--format jsonl).
-    void add_to(CLI::App& app, bool lines = false);
+    void add_to(CLI::App& app, bool lines = false, bool page = false);  // page: --format html
     // The options, with colour and width decided by where the output goes (`main`).
     void apply(RenderOptions& render, const Output& main) const;
 };
@@ -247,11 +247,11 @@ struct TracedFlags : ReadFlags {
     TraceFlags trace;
 
     // The input's, the attention's and the output's options, in the order --help lists them
-    // (`lines`: the command writes JSON Lines); the limits, listed last, are added apart.
-    void add_to(CLI::App& app, bool lines = false) {
+    // (`lines`: the command writes JSON Lines; `page`: an HTML page); the limits, listed last, are added apart.
+    void add_to(CLI::App& app, bool lines = false, bool page = false) {
         input.add_to(app);
         trace.add_to(app);
-        output.add_to(app, lines);
+        output.add_to(app, lines, page);
     }
     // Also the request's mode and trace options (and the thread count: TraceFlags::apply).
     template <typename Request>
@@ -262,9 +262,10 @@ struct TracedFlags : ReadFlags {
     }
 };
 
-inline void OutputFlags::add_to(CLI::App& app, bool lines) {
+inline void OutputFlags::add_to(CLI::App& app, bool lines, bool page) {
     std::vector<std::string> formats = enum_names<Format>();
     if (!lines) formats.erase(std::find(formats.begin(), formats.end(), to_string(Format::jsonl)));
+    if (!page) formats.erase(std::find(formats.begin(), formats.end(), to_string(Format::html)));
     choose(app.add_option("-f,--format", format, lines ? "output format (docs/output-formats.md; jsonl: with --summary)"
                                                        : "output format (docs/output-formats.md)"),
            "Output", std::move(formats))

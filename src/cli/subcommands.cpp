@@ -431,7 +431,7 @@ Runner add_decode(CLI::App* command) {
     command->add_flag("--explain", s->request.render.explain,
                       "say why the query is not cached, why keys and values are, and why only causal attention")
         ->group("Decoding");
-    s->flags.add_to(*command);
+    s->flags.add_to(*command, false, true);
     s->flags.limits.add_to(*command);
     // Taken, so that run_decode refuses each with its reason, but left out of --help, the man
     // page and the completions: decode traces causal softmax attention, no other mode, fill,

@@ -90,7 +90,9 @@ void require_clean(const std::string& text, Format format, bool colour, bool lab
 }
 
 // Every format of a whole document; JSON Lines is the summary's alone.
-constexpr Format all_formats[] = {Format::table, Format::json, Format::markdown, Format::csv, Format::html};
+constexpr Format all_formats[] = {Format::table, Format::json, Format::markdown, Format::csv};
+// A trace has a page too.
+constexpr Format trace_formats[] = {Format::table, Format::json, Format::markdown, Format::csv, Format::html};
 constexpr Format summary_formats[] = {Format::table, Format::json, Format::markdown, Format::csv, Format::jsonl};
 
 void render_everything(const Trace& trace) {
@@ -99,7 +101,7 @@ void render_everything(const Trace& trace) {
     RenderOptions options;
     options.color = true;
     options.width = 60;
-    for (const Format format : all_formats) {
+    for (const Format format : trace_formats) {
         options.format = format;
         options.explain = format != Format::csv;
         std::ostringstream out;

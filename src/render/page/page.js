@@ -226,7 +226,7 @@
     const sec = main.querySelector(`section.matrix[data-matrix="${i}"]`);
     if (sec.hidden) for (const b of main.querySelectorAll(".controls button")) if (b.textContent === "head " + matrices[i].head) b.click();
     const td = main.querySelector(`table.heat[data-matrix="${i}"] td[data-r="${r}"][data-c="${c}"]`);
-    if (td) { td.focus(); show(td); }
+    if (td) { td.focus({preventScroll: true}); show(td); }  // the pane shows it, wherever the page is
   }
   // When the page was drawn, in milliseconds from the start of its loading (for the benchmark).
   document.body.dataset.drawnMs = performance.now().toFixed(0);
