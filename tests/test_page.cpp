@@ -83,17 +83,21 @@ std::map<int, Table> tables_of(const std::string& dom) {
     const std::regex section(R"re(<section class="matrix" data-matrix="(\d+)"[^>]*><h2[^>]*>([^<]*)</h2>)re");
     for (auto it = std::sregex_iterator(dom.begin(), dom.end(), section); it != std::sregex_iterator(); ++it)
         tables[std::stoi((*it)[1])].heading = unescape((*it)[2]);
-    const std::regex table(R"re(<table class="heat" data-matrix="(\d+)">(.*?)</table>)re");
-    const std::regex cell(R"re(<td tabindex="0" data-r="(\d+)" data-c="(\d+)"([^>]*)>([^<]*)</td>)re");
-    for (auto it = std::sregex_iterator(dom.begin(), dom.end(), table); it != std::sregex_iterator(); ++it) {
-        Table& t = tables[std::stoi((*it)[1])];
-        const std::string body = (*it)[2];
-        for (auto c = std::sregex_iterator(body.begin(), body.end(), cell); c != std::sregex_iterator(); ++c) {
-            const std::pair<int, int> at{std::stoi((*c)[1]), std::stoi((*c)[2])};
-            t.cells[at] = unescape((*c)[4]);
-            const std::string attributes = (*c)[3];
-            if (attributes.find("from") != std::string::npos) t.outlined.push_back(at);
-            if (attributes.find("current") != std::string::npos) t.current.push_back(at);
+    // Found by hand, not by std::regex, whose recursion a table of a thousand cells overflows.
+    const std::string open = "<table class=\"heat\" data-matrix=\"";
+    for (std::size_t at = dom.find(open); at != std::string::npos; at = dom.find(open, at + 1)) {
+        Table& t = tables[std::stoi(dom.substr(at + open.size()))];
+        const std::size_t end = dom.find("</table>", at);
+        for (std::size_t td = dom.find("<td ", at); td < end; td = dom.find("<td ", td + 1)) {
+            const std::size_t close = dom.find('>', td), after = dom.find("</td>", close);
+            const std::string attributes = dom.substr(td, close - td);
+            const auto number = [&](const std::string& name) {
+                return std::stoi(attributes.substr(attributes.find(name + "=\"") + name.size() + 2));
+            };
+            const std::pair<int, int> cell_at{number("data-r"), number("data-c")};
+            t.cells[cell_at] = unescape(dom.substr(close + 1, after - close - 1));
+            if (attributes.find("from") != std::string::npos) t.outlined.push_back(cell_at);
+            if (attributes.find("current") != std::string::npos) t.current.push_back(cell_at);
         }
     }
     return tables;
@@ -300,6 +304,24 @@ TEST_CASE("the page: several heads behind a head selector, a summary a page of q
         CHECK((*it)[5] == fixed(query["entropy"]));
     }
     CHECK(seen == 50);
+
+    // 100 tokens: 32 × 32 cells a page; a cell on a later page shown with its page, and the note
+    // that a stage this long carries no arithmetic.
+    const cli::TempFile long_input(cli::run({"generate", "-n", "100", "-d", "4"}).out);
+    const std::string long_page = write_page(dir, {long_input.path(), "-m", "self"}, "long.html");
+    const auto long_tables = tables_of(load(dir, long_page).dom);
+    const int long_weights = index_of(long_tables, "weights · ");
+    CHECK(long_tables.at(long_weights).cells.size() == 32 * 32);
+    const Loaded later = load(dir, long_page, fmt::format("#cell={},70,40", long_weights));
+    CHECK(later.console.empty());
+    const auto later_tables = tables_of(later.dom);
+    CHECK(later_tables.at(long_weights).cells.count({70, 40}) == 1);
+    CHECK(later_tables.at(long_weights).cells.count({0, 0}) == 0);
+    const json long_trace = trace_json({long_input.path(), "-m", "self"});
+    for (const auto& [at, text] : later_tables.at(long_weights).cells)
+        CHECK(text == fixed((*matrix_of(long_trace, later_tables.at(long_weights).heading))[at.first][at.second]));
+    CHECK_THAT(later.dom, Catch::Contains("rows 65–96 of 100") && Catch::Contains("columns 33–64 of 100"));
+    CHECK_THAT(later.dom, Catch::Contains("This table has more than 64 rows, so its cells carry no arithmetic and no outlines here"));
 
     // decode: each step's weights over the cache, hidden beyond its position.
     const std::string decode_page = write_page(dir, {"decode"}, "decode.html");

@@ -318,12 +318,12 @@ void write_html(const Decode& decode, const RenderOptions& options, std::ostream
         }
         for (Eigen::Index j = 0; j < width; ++j) cols.push_back(decode.tokens[static_cast<std::size_t>(j)]);
         const int head = decode.steps.front().heads[h].head;
-        matrices.push_back({{"name", "weights"}, {"kind", "stage"}, {"head", head}, {"formula", "a_t = softmax(q_t·K_cacheᵀ / √d_head)"},
+        matrices.push_back({{"name", "weights"}, {"kind", "stage"}, {"head", head}, {"formula", "weight = softmax of the step's scaled scores over the cache"},
                             {"title", "Each step's weights over the keys in the cache, which grows by one token a step"},
                             {"applied", true}, {"rows", rows}, {"cols", cols}, {"hidden", hidden},
                             {"shape", {weights.rows(), weights.cols()}}, {"scale", "unit"}, {"limit", 1.0},
                             {"cells", cells_text(weights, options.digits)},
-                            {"note", "attntrace decode --step N --explain works through one step"}});
+                            {"note", "attntrace decode --step N shows step N: its query, and its scores and weights against the cache"}});
     }
     page["matrices"] = std::move(matrices);
     write_page(page, out);

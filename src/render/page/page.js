@@ -134,7 +134,7 @@
     if (m.formula) pane.push(element("p", {class: "muted"}, m.formula));
     if (m.work && m.work.length && m.work[k].length) pane.push(element("pre", {class: "work"}, m.work[k].map(l => data.lines[l]).join("\n")));
     else if (m.note) pane.push(element("p", {class: "note"}, m.note));
-    else if (m.shape[0] > data.worked_rows) pane.push(element("p", {class: "note"}, `This table has more than ${data.worked_rows} rows, so its cells carry no arithmetic here; attntrace INPUT -q TOKEN works through one row.`));
+    else if (m.kind === "stage" && m.shape[0] > data.worked_rows) pane.push(element("p", {class: "note"}, `This table has more than ${data.worked_rows} rows, so its cells carry no arithmetic and no outlines here; attntrace INPUT -q TOKEN works through one row.`));
     const from = m.from && m.from.length ? m.from[k] : [];
     const names = [];
     for (let j = 0; j < from.length; j += 3) {
