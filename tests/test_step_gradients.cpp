@@ -10,6 +10,7 @@
 
 #include "support/catch.hpp"
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <fcntl.h>
 #include <termios.h>
@@ -166,6 +167,22 @@ TEST_CASE("step --backward: Enter follows a focus loss's gradient to its one wei
     heads.press({stepper::Key::character, "H"});
     follow(heads, "d_inputs", 0, 0);
     CHECK_THAT(heads.message(), Catch::Contains("and from head 2's stages, which a screen of head 1 does not show (H)"));
+}
+
+TEST_CASE("step --backward: with one head and a W_o, Enter on dL/dZ marks the row of dL/d(output) and the row of W_o",
+          "[step]") {
+    nlohmann::json input = nlohmann::json::parse(find_example("teacher_smiled")->json);
+    const nlohmann::json w = {{0.2, 0.1, 0.0, 0.3}, {0.5, -0.4, 0.2, 0.1}, {0.0, 0.3, 0.6, -0.2}, {0.1, 0.1, -0.3, 0.4}};
+    input["weights"] = {{"query", w}, {"key", w}, {"value", w}, {"output", {{1, 0}, {0, 1}, {1, 1}, {0.5, -0.5}}}};
+    TraceOptions options;
+    options.mode = Mode::self;
+    Stepper s(load_problem(input.dump(), "with W_o"), options, "in.json", 4, LossText{});
+    // dZ[i, c] = dY[i, :]·W_o[c, :]
+    follow(s, "d_context", 2, 1);
+    CHECK(s.view_name(s.view()) == "d_output");
+    CHECK(dot(marked(s, "d_output"), marked(s, "W_o")) == Approx(value(s, "d_context", 2, 1)).epsilon(1e-12));
+    follow(s, "d_output", 0, 0);
+    CHECK_THAT(s.message(), Catch::StartsWith("d_output is the loss's own derivative"));
 }
 
 TEST_CASE("step gives the terminal back when an error leaves a session", "[step]") {

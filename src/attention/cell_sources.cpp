@@ -184,9 +184,10 @@ std::vector<Mark> Sources::gradient_sources(const Stage& g) const {
     if (trace_.mode == Mode::bahdanau) return {};
     std::vector<Mark> marks;
     switch (g.id) {
-        case StageId::context:  // dZ: its block of d(concat), or the loss's own derivative
-            if (!gradients_->find(StageId::concat)) return {};
-            return {{backward(StageId::concat), r, (std::max(h, 1) - 1) * g.data.cols() + c}};
+        case StageId::context:  // dZ: its block of d(concat), d(output)·W_oᵀ, or the loss's own derivative
+            if (gradients_->find(StageId::concat)) return {{backward(StageId::concat), r, (std::max(h, 1) - 1) * g.data.cols() + c}};
+            if (gradients_->find(StageId::output)) return {{backward(StageId::output), r, -1}, {weight("W_o"), c, -1}};
+            return {};
         case StageId::concat: return {{backward(StageId::output), r, -1}, {weight("W_o"), c, -1}};
         case StageId::queries_rotated:
             return {{backward(StageId::scores, h), r, -1}, {forward(StageId::keys_rotated, h), -1, c}};

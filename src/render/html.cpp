@@ -258,6 +258,7 @@ void write_trace_page(const Trace& trace, const Gradients* gradients, const Rend
         matrices.push_back(std::move(m));
     }
     page["matrices"] = std::move(matrices);
+    if (options.head > 0) page["heads"] = 1;  // --head H: that head's stages alone, and no head to choose
     page["lines"] = lines.lines();
     if (gradients) page["loss"] = loss_line(*gradients, options.digits);
     write_page(page, out);

@@ -36,8 +36,6 @@ std::optional<double> parse_number(const std::string& text) {
     return x;
 }
 
-// A stage with the cells of one query's row worked through by -q.
-
 }  // namespace
 
 Stepper::Stepper(Problem problem, TraceOptions options, std::string input, int digits, std::optional<LossText> loss,
@@ -423,7 +421,8 @@ std::string Stepper::nothing_to_follow(const View& v) const {
     const Stage& s = stage_of(v);
     if (v.kind != View::gradient) return fmt::format("{} comes from the input itself: nothing before it to follow", s.name());
     const std::string name = fmt::format("d_{}", s.key());
-    if (s.id == StageId::output || (s.id == StageId::context && !gradients_->find(StageId::concat)))
+    if (s.id == StageId::output ||
+        (s.id == StageId::context && !gradients_->find(StageId::concat) && !gradients_->find(StageId::output)))
         return fmt::format("{} is the loss's own derivative ({}): nothing before it to follow", name, gradients_->formula);
     if (s.id == StageId::weights) {
         const Loss& loss = gradients_->loss;
