@@ -185,6 +185,22 @@ TEST_CASE("step --backward: with one head and a W_o, Enter on dL/dZ marks the ro
     CHECK_THAT(s.message(), Catch::StartsWith("d_output is the loss's own derivative"));
 }
 
+TEST_CASE("step --backward: under RoPE, Enter on dL/dRoPE(Q) marks the row of dL/dS and a column of the turned keys",
+          "[step]") {
+    TraceOptions options;
+    options.mode = Mode::causal;
+    options.positions = PositionScheme::rope;
+    Stepper s(load_problem(find_example("teacher_smiled")->json, "teacher_smiled"), options, "example:teacher_smiled", 4,
+              LossText{});
+    // dRoPE(Q)[i, c] = dS[i, :]·RoPE(K)[:, c]
+    follow(s, "d_queries_rotated", 6, 2);
+    CHECK(dot(marked(s, "d_scores"), marked(s, "keys_rotated")) == Approx(value(s, "d_queries_rotated", 6, 2)).epsilon(1e-12));
+    // dQ's row is turned back from dRoPE(Q)'s row, pair by pair.
+    follow(s, "d_queries", 6, 2);
+    CHECK(marks(s) == 4);
+    CHECK(s.view_name(s.view()) == "d_queries_rotated");
+}
+
 TEST_CASE("step gives the terminal back when an error leaves a session", "[step]") {
     const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
     REQUIRE(master >= 0);
