@@ -80,6 +80,15 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
     return sum;
 }
 
+// Enter on (row, col) of gradient `name`, and that cell recomputed as the dot product of the
+// marked cells of views `a` and `b`.
+void check_dot(Stepper& s, const std::string& name, Eigen::Index row, Eigen::Index col, const std::string& a,
+               const std::string& b) {
+    INFO(name << "[" << row << ", " << col << "] = " << a << " · " << b);
+    follow(s, name, row, col);
+    CHECK(dot(marked(s, a), marked(s, b)) == Approx(value(s, name, row, col)).epsilon(1e-12));
+}
+
 // How many cells of the views are marked, over every view.
 std::size_t marks(const Stepper& s) {
     std::size_t count = 0;
@@ -112,15 +121,11 @@ TEST_CASE("step --backward: Enter on a gradient marks the cells its formula read
     CHECK(marks(s) == 1);
     CHECK(marked(s, "d_scaled")[0] / 2 == Approx(value(s, "d_scores", 2, 3)).epsilon(1e-12));
     // dQ[i, c] = dS[i, :]·K[:, c]; dK[j, c] = dS[:, j]·Q[:, c]; dV[j, c] = A[:, j]·dZ[:, c]
-    follow(s, "d_queries", 2, 1);
-    CHECK(dot(marked(s, "d_scores"), marked(s, "keys")) == Approx(value(s, "d_queries", 2, 1)).epsilon(1e-12));
-    follow(s, "d_keys", 5, 1);
-    CHECK(dot(marked(s, "d_scores"), marked(s, "queries")) == Approx(value(s, "d_keys", 5, 1)).epsilon(1e-12));
-    follow(s, "d_values", 5, 2);
-    CHECK(dot(marked(s, "weights"), marked(s, "d_context")) == Approx(value(s, "d_values", 5, 2)).epsilon(1e-12));
+    check_dot(s, "d_queries", 2, 1, "d_scores", "keys");
+    check_dot(s, "d_keys", 5, 1, "d_scores", "queries");
+    check_dot(s, "d_values", 5, 2, "weights", "d_context");
     // dW_q[r, c] = X[:, r]·dQ[:, c]
-    follow(s, "d_W_q", 2, 1);
-    CHECK(dot(marked(s, "inputs"), marked(s, "d_queries")) == Approx(value(s, "d_W_q", 2, 1)).epsilon(1e-12));
+    check_dot(s, "d_W_q", 2, 1, "inputs", "d_queries");
     // dX[i, c] = dQ[i, :]·W_q[c, :] + dK[i, :]·W_k[c, :] + dV[i, :]·W_v[c, :]
     follow(s, "d_inputs", 7, 2);
     CHECK(marks(s) == 6 * d);
@@ -156,13 +161,10 @@ TEST_CASE("step --backward: Enter follows a focus loss's gradient to its one wei
     CHECK(heads.col() == 3);
     CHECK(marked(heads, "d_concat")[0] == value(heads, "d_context · head 2", 4, 1));
     // d(concat)[i, c] = dY[i, :]·W_o[c, :]; dW_o[r, c] = concat[:, r]·dY[:, c]
-    follow(heads, "d_concat", 4, 1);
-    CHECK(dot(marked(heads, "d_output"), marked(heads, "W_o")) == Approx(value(heads, "d_concat", 4, 1)).epsilon(1e-12));
-    follow(heads, "d_W_o", 2, 1);
-    CHECK(dot(marked(heads, "concat"), marked(heads, "d_output")) == Approx(value(heads, "d_W_o", 2, 1)).epsilon(1e-12));
+    check_dot(heads, "d_concat", 4, 1, "d_output", "W_o");
+    check_dot(heads, "d_W_o", 2, 1, "concat", "d_output");
     // dW_q's column 4 is head 2's: column 2 of its dQ.
-    follow(heads, "d_W_q", 0, 3);
-    CHECK(dot(marked(heads, "inputs"), marked(heads, "d_queries · head 2")) == Approx(value(heads, "d_W_q", 0, 3)).epsilon(1e-12));
+    check_dot(heads, "d_W_q", 0, 3, "inputs", "d_queries · head 2");
     // On head 1's screen, dX's paths through head 2 are said, not marked.
     heads.press({stepper::Key::character, "H"});
     follow(heads, "d_inputs", 0, 0);
@@ -178,9 +180,8 @@ TEST_CASE("step --backward: with one head and a W_o, Enter on dL/dZ marks the ro
     options.mode = Mode::self;
     Stepper s(load_problem(input.dump(), "with W_o"), options, "in.json", 4, LossText{});
     // dZ[i, c] = dY[i, :]·W_o[c, :]
-    follow(s, "d_context", 2, 1);
+    check_dot(s, "d_context", 2, 1, "d_output", "W_o");
     CHECK(s.view_name(s.view()) == "d_output");
-    CHECK(dot(marked(s, "d_output"), marked(s, "W_o")) == Approx(value(s, "d_context", 2, 1)).epsilon(1e-12));
     follow(s, "d_output", 0, 0);
     CHECK_THAT(s.message(), Catch::StartsWith("d_output is the loss's own derivative"));
 }
@@ -193,8 +194,7 @@ TEST_CASE("step --backward: under RoPE, Enter on dL/dRoPE(Q) marks the row of dL
     Stepper s(load_problem(find_example("teacher_smiled")->json, "teacher_smiled"), options, "example:teacher_smiled", 4,
               LossText{});
     // dRoPE(Q)[i, c] = dS[i, :]·RoPE(K)[:, c]
-    follow(s, "d_queries_rotated", 6, 2);
-    CHECK(dot(marked(s, "d_scores"), marked(s, "keys_rotated")) == Approx(value(s, "d_queries_rotated", 6, 2)).epsilon(1e-12));
+    check_dot(s, "d_queries_rotated", 6, 2, "d_scores", "keys_rotated");
     // dQ's row is turned back from dRoPE(Q)'s row, pair by pair.
     follow(s, "d_queries", 6, 2);
     CHECK(marks(s) == 4);

@@ -426,8 +426,8 @@ std::string Stepper::nothing_to_follow(const View& v) const {
         return fmt::format("{} is the loss's own derivative ({}): nothing before it to follow", name, gradients_->formula);
     if (s.id == StageId::weights) {
         const Loss& loss = gradients_->loss;
-        return fmt::format("{} is 0 here: the focus loss reads only the weight [{}, {}]", name, s.rows[static_cast<std::size_t>(loss.query)],
-                           s.cols[static_cast<std::size_t>(loss.key)]);
+        return fmt::format("{} is 0 here: the focus loss reads only the weight [{}, {}]", name,
+                           printable(s.rows[static_cast<std::size_t>(loss.query)]), printable(s.cols[static_cast<std::size_t>(loss.key)]));
     }
     if (trace_.mode == Mode::bahdanau)
         return fmt::format("in an encoder–decoder run Enter follows the gradients back to the scores; {}'s formula is in "

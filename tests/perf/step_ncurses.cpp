@@ -12,10 +12,9 @@
 //   TERM=xterm-256color /tmp/step_ncurses
 //
 // (libncurses-dev from Debian.) The input: n tokens of d = 16 numbers from a fixed seed, self mode.
-#include "core/generator.hpp"
-#include "core/problem.hpp"
 #include "stepper/frame.hpp"
 #include "stepper/stepper.hpp"
+#include "step_input.hpp"
 
 #include <fmt/format.h>
 
@@ -32,16 +31,7 @@ using namespace attntrace;
 
 namespace {
 
-Problem input_of(Eigen::Index n) {
-    SplitMix64 rng(7);
-    SingleSequenceInput single;
-    for (Eigen::Index i = 0; i < n; ++i) single.sequence.tokens.push_back(fmt::format("t{}", i + 1));
-    single.sequence.vectors = random_matrix(rng, n, 16, 1.0);
-    Problem p;
-    p.origin = fmt::format("n{}", n);
-    p.input = std::move(single);
-    return p;
-}
+using bench::step_input;
 
 long size_of(std::FILE* f) {
     std::fflush(f);
@@ -130,7 +120,7 @@ int main() {
         for (int round = 0; round < 2; ++round) {  // interleaved: ours, ncurses, ours, ncurses
             for (const char* layer : {"whole", "changes", "ncursesw"}) {
                 const std::string name = layer;
-                stepper::Stepper s(input_of(n), options, "input", 4);
+                stepper::Stepper s(step_input(n), options, "input", 4);
                 for (int i = 0; i < 10; ++i) s.press(next);  // to the weights
                 clear();
                 refresh();

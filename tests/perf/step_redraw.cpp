@@ -11,10 +11,9 @@
 //   /tmp/step_redraw          one line per case: the median and the slowest key, in ms
 //
 // The input: n tokens of d = 16 numbers drawn from a fixed seed, self mode, generated weights.
-#include "core/generator.hpp"
-#include "core/problem.hpp"
 #include "stepper/frame.hpp"
 #include "stepper/stepper.hpp"
+#include "step_input.hpp"
 
 #include <fmt/format.h>
 
@@ -26,16 +25,7 @@ using namespace attntrace;
 
 namespace {
 
-Problem input_of(Eigen::Index n) {
-    SplitMix64 rng(7);
-    SingleSequenceInput single;
-    for (Eigen::Index i = 0; i < n; ++i) single.sequence.tokens.push_back(fmt::format("t{}", i + 1));
-    single.sequence.vectors = random_matrix(rng, n, 16, 1.0);
-    Problem p;
-    p.origin = fmt::format("n{}", n);
-    p.input = std::move(single);
-    return p;
-}
+using bench::step_input;
 
 // Each key of `keys` pressed and the screen drawn; the milliseconds of each.
 std::vector<double> time_keys(stepper::Stepper& s, const std::vector<std::vector<stepper::Key>>& keys) {
@@ -65,14 +55,14 @@ int main() {
     for (const Eigen::Index n : {12, 64}) {
         TraceOptions options;
         options.mode = Mode::self;
-        stepper::Stepper s(input_of(n), options, "input", 4);
+        stepper::Stepper s(step_input(n), options, "input", 4);
         for (int i = 0; i < 10; ++i) s.press(next);  // to the weights: the widest arithmetic
         std::vector<std::vector<stepper::Key>> moves, stages, edits;
         for (int i = 0; i < 200; ++i) moves.push_back({i % 2 ? right : down});
         for (int i = 0; i < 200; ++i) stages.push_back({next});
         report("a move (j or l) on the weights", n, time_keys(s, moves));
         report("the next stage (Tab)", n, time_keys(s, stages));
-        stepper::Stepper e(input_of(n), options, "input", 4);  // on the inputs: e, a number, Enter
+        stepper::Stepper e(step_input(n), options, "input", 4);  // on the inputs: e, a number, Enter
         for (int i = 0; i < 100; ++i)
             edits.push_back({edit, {stepper::Key::character, i % 2 ? "1" : "2"}, enter});
         report("an edit (e 1 Enter): all retraced", n, time_keys(e, edits));
