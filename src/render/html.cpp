@@ -1,7 +1,6 @@
 #include "render/html.hpp"
 
 #include "attention/cell_sources.hpp"
-#include "attention/modes.hpp"
 #include "render/backward.hpp"
 #include "render/formats.hpp"
 #include "render/number.hpp"
@@ -190,13 +189,6 @@ json cell_from(const Trace& trace, const Gradients* gradients, const std::vector
     return any ? from : json::array();
 }
 
-std::string tokens_text(const Trace& trace) {
-    if (family_of(trace.mode) == ModeFamily::encoder_decoder)
-        return fmt::format("{} source → {} target token{}", trace.source_tokens.size(), trace.target_tokens.size(),
-                           trace.target_tokens.size() == 1 ? "" : "s");
-    return fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
-}
-
 json header_json(const RunHeader& run, const std::string& kind, const std::string& title) {
     return {{"schema", "attntrace.page/1"}, {"kind", kind}, {"title", title}, {"description", run.description},
             {"notes", run.notes}, {"heads", run.heads}, {"worked_rows", html_worked_rows}};
@@ -243,9 +235,7 @@ namespace {
 
 void write_trace_page(const Trace& trace, const Gradients* gradients, const RenderOptions& options, const Selection& selection,
                       std::ostream& out) {
-    const std::string title = fmt::format("attntrace · {} · {} · {} · {} · {}", mode_text(trace), tokens_text(trace),
-                                          dims_text(trace.dims), weighting_text(trace), trace.origin);
-    json page = header_json(trace, "trace", title);
+    json page = header_json(trace, "trace", trace_title(trace));
     const std::vector<Shown> all = shown_matrices(trace, gradients, options, selection);
     json matrices = json::array();
     LineTable lines;

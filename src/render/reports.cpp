@@ -48,6 +48,20 @@ std::vector<std::string> moved_lines(const ContextIn& in, int digits) {
 
 }  // namespace
 
+std::string trace_title(const Trace& trace) {
+    const std::string tokens = [&] {
+        switch (family_of(trace.mode)) {
+        case ModeFamily::single_sequence: return fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
+        case ModeFamily::encoder_decoder:
+            return fmt::format("{} source → {} target token{}", trace.source_tokens.size(), trace.target_tokens.size(),
+                               trace.target_tokens.size() == 1 ? "" : "s");
+        }
+        unknown_family();
+    }();
+    return fmt::format("attntrace · {} · {} · {} · {} · {}", mode_text(trace), tokens, dims_text(trace.dims),
+                       weighting_text(trace), trace.origin);
+}
+
 std::string mode_text(const RunHeader& run) {
     const std::string mode = mode_spec(run.mode).takes_score
                                  ? fmt::format("{} mode ({} score)", to_string(run.mode), to_string(run.score))

@@ -23,6 +23,9 @@ struct Report {
 // "self mode", "bahdanau mode (dot score)", "causal mode · RoPE positions": the mode as the
 // headings name it, with the position information when the run has some.
 std::string mode_text(const RunHeader& run);
+// "attntrace · self mode · 12 tokens · d_in = 4, … · softmax · example:teacher_smiled": the first
+// line of a trace, as the table and the page write it.
+std::string trace_title(const Trace& trace);
 // How scores became weights: "softmax", "softmax at T = 0.5" or "sum", followed by
 // " · scores ÷ 8" or " · scores unscaled" when --scale changed the mode's own scaling.
 std::string weighting_text(const RunHeader& run);

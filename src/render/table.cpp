@@ -317,19 +317,8 @@ void write_matrix(const Stage& stage, const RenderOptions& options, std::ostream
 }
 
 void write_preamble(const Trace& trace, const RenderOptions& options, std::ostream& out) {
-    const std::string tokens = [&] {
-        switch (family_of(trace.mode)) {
-        case ModeFamily::single_sequence: return fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
-        case ModeFamily::encoder_decoder:
-            return fmt::format("{} source → {} target token{}", trace.source_tokens.size(), trace.target_tokens.size(),
-                               trace.target_tokens.size() == 1 ? "" : "s");
-        }
-        unknown_family();
-    }();
     const std::size_t width = options.width;
-    put_wrapped(out, fmt::format("attntrace · {} · {} · {} · {} · {}", mode_text(trace), tokens, dims_text(trace.dims),
-                                 weighting_text(trace), trace.origin),
-                width);
+    put_wrapped(out, trace_title(trace), width);
     if (!trace.description.empty()) put_wrapped(out, trace.description, width);
     for (const auto& note : trace.notes) put_wrapped(out, "note: " + note, width);
     if (trace.weights == WeightsOrigin::generated)
