@@ -497,11 +497,15 @@ TEST_CASE("every command's estimate covers what it holds and writes, in every fo
     // Each case: the estimate the run states when refused under 1M, against the peak it reaches
     // when allowed (getrusage of the child, above the built-in example's peak). Before: decode's
     // markdown of 1,000 tokens was estimated at 210 MiB and peaked at 270; similarity's CSV
-    // counted one of its two tables.
+    // counted one of its two tables; a page beside JSON (--html) was left out of the estimate,
+    // which was then below the peak; the backward pass's JSON of 600 tokens, estimated at 63 MiB,
+    // peaked at 112.
     const cli::TempDir dir;
-    const std::string six = dir / "six.json", thousand = dir / "thousand.json", rows = dir / "rows.npy";
+    const std::string six = dir / "six.json", thousand = dir / "thousand.json", rows = dir / "rows.npy",
+                      wide = dir / "wide.json", page = dir / "page.html";
     std::ofstream(six) << cli::run({"generate", "--tokens", "600", "--dim", "8"}).out;
     std::ofstream(thousand) << cli::run({"generate", "--tokens", "1000", "--dim", "8"}).out;
+    std::ofstream(wide) << cli::run({"generate", "--tokens", "200", "--dim", "64"}).out;
     std::ofstream(rows, std::ios::binary) << write_npy(wavy(400, 16), ElementType::float64);
     const auto weights = cli::run({six, "-m", "self", "-s", "weights", "-f", "csv", "--tidy"});
     REQUIRE(weights.exit_code == 0);
@@ -517,6 +521,15 @@ TEST_CASE("every command's estimate covers what it holds and writes, in every fo
     cases.push_back({"check-answers", six, dir / "answers.csv", "-m", "self"});
     cases.push_back({six, "-m", "causal", "-s", "scores,weights", "-f", "markdown"});
     cases.push_back({six, "--summary", "-f", "json"});
+    cases.push_back({six, "--summary", "-f", "json", "--html", page});
+    cases.push_back({thousand, "-f", "html"});
+    cases.push_back({thousand, "-f", "json", "--html", page});
+    cases.push_back({"decode", six, "-f", "html"});
+    for (const char* format : {"table", "markdown", "csv", "json", "html"})
+        cases.push_back({six, "-m", "self", "--backward", "sum", "-f", format});
+    cases.push_back({six, "-m", "self", "--backward", "sum", "-f", "table", "--html", page});
+    cases.push_back({wide, "-m", "self", "--backward", "sum", "-f", "json"});
+    cases.push_back({wide, "-m", "self", "--heads", "4", "--backward", "sum", "--step-size", "0.1", "-f", "json"});
     const long baseline = limited::run({"-s", "inputs"}).peak_kib;
     for (auto args : cases) {
         INFO(fmt::format("{}", fmt::join(args, " ")));
@@ -535,6 +548,11 @@ TEST_CASE("every command's estimate covers what it holds and writes, in every fo
         CHECK(estimate_mib >= peak_mib);
         CHECK(estimate_mib <= 3 * peak_mib + 20);
     }
+    // The backward pass is refused before the forward pass is computed, with the streaming
+    // backward pass as the way round.
+    const auto refused = cli::run({six, "-m", "self", "--backward", "sum", "--max-memory", "1M"});
+    cli::require_error_line(refused, 1, "the backward pass of this input needs about");
+    CHECK_THAT(refused.err, Contains("; --summary --backward gives the parameters' gradients without the n×n matrices"));
 }
 
 TEST_CASE("a large answers file is charged as it is read, within --max-memory", "[robustness][memory][resources]") {

@@ -260,10 +260,6 @@ void run_stream_backward(const Problem& problem, const TraceRequest& request, st
 void run_backward(const Problem& problem, const TraceRequest& request, const Trace& t, std::ostream& out,
                   std::ostream* svg, std::ostream* html) {
     const BackwardRequest& b = *request.backward;
-    const WorkShape shape = work_shape(problem, request.trace);
-    require_memory(trace_bytes(shape, request.trace.dtype, request.render, svg != nullptr) +
-                       trace_held_bytes(shape, Dtype::float64) * (b.step_size ? 2 : 1),
-                   request.max_memory, problem.origin, "the backward pass of this input", "");
     const Gradients g = backward(t, resolve_loss(request, t));
     if (request.check) {
         if (svg) draw_svg(request, t, g, *svg);

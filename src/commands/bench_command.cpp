@@ -114,7 +114,7 @@ void require_grid_limits(const BenchRequest& request) {
             // The backward pass holds about twice the summary's rows (X, Q, K, V, Z and their
             // gradients) and does 2.5 times its products.
             const std::uint64_t summary = summary_bytes(shape, Dtype::float64, false, 3);
-            const std::uint64_t need = path == BenchPath::trace      ? trace_bytes(shape, Dtype::float64, RenderOptions{}, false)
+            const std::uint64_t need = path == BenchPath::trace      ? trace_bytes(shape, Dtype::float64, RenderOptions{}, {})
                                        : path == BenchPath::backward ? 2 * summary
                                                                      : summary;
             require_memory(need, request.max_memory, "", fmt::format("bench: the {} path at n = {}", to_string(path), n),

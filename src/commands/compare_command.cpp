@@ -28,7 +28,7 @@ Trace trace_input(const std::string& path, const CompareRequest& request) {
     options.mode = resolve_mode(problem, request.mode);
     // Two traces of this size are alive at once, at worst.
     const WorkShape shape = work_shape(problem, options);
-    require_memory(2 * trace_bytes(shape, options.dtype, request.render, false), request.max_memory, problem.origin,
+    require_memory(2 * trace_bytes(shape, options.dtype, request.render, {}), request.max_memory, problem.origin,
                    "comparing two traces of this size", "");
     require_time(2 * trace_seconds(shape, Format::json), request.max_seconds, problem.origin,
                  "comparing two traces of this size", "");

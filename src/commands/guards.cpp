@@ -94,15 +94,40 @@ std::uint64_t trace_held_bytes(const WorkShape& s, Dtype dtype) {
     return static_cast<std::uint64_t>(stages + working + masks + weights + s.label_bytes * label_copies);
 }
 
-std::uint64_t trace_bytes(const WorkShape& s, Dtype dtype, const RenderOptions& render, bool svg) {
+namespace {
+
+// The text a format holds while it writes: the widest stage's numbers and the labels.
+double text_bytes(const WorkShape& s, const RenderCost& cost) {
+    const double widest = std::max({s.cells(), s.rows * s.d_in, s.rows * s.d_k, s.rows * s.d_v, s.cols * s.d_k});
+    return widest * cost.cell_bytes + cost.label_copies * s.label_bytes;
+}
+
+// A full trace written: `copies` sets of stages (the forward stages; with --backward their
+// gradients too), each with its text, in the output held back and on the page of --html FILE.
+// That page goes to its file through a small buffer, so it adds its own text alone; it is
+// counted as held beside the main output's, though it is written (and its text let go) first:
+// at n = 1,000 (-f json beside it) the estimate is 2.2 times the peak.
+double written_bytes(const WorkShape& s, const RenderOptions& render, AlsoWritten also, double copies) {
     const double cells = s.cells();
     const RenderCost cost = cost_of(render);
-    const double widest = std::max({cells, s.rows * s.d_in, s.rows * s.d_k, s.rows * s.d_v, s.cols * s.d_k});
-    const double text = widest * cost.cell_bytes + cost.label_copies * s.label_bytes;
     const double output = (4 * cells + matrix_bytes(s) + 3 * s.d_in * std::max(s.d_k, s.d_v)) * 26 +
                           cost.written_label_copies * s.label_bytes * stages_with_labels;
-    return trace_held_bytes(s, dtype) +
-           static_cast<std::uint64_t>(text + held(output) + (svg ? cells * svg_per_cell : 0));
+    const double page = also.page ? text_bytes(s, cost_of(Format::html)) : 0;
+    return copies * (text_bytes(s, cost) + page) + held(copies * output) + (also.svg ? cells * svg_per_cell : 0);
+}
+
+}  // namespace
+
+std::uint64_t trace_bytes(const WorkShape& s, Dtype dtype, const RenderOptions& render, AlsoWritten also) {
+    return trace_held_bytes(s, dtype) + static_cast<std::uint64_t>(written_bytes(s, render, also, 1));
+}
+
+// Measured (peak resident memory above the built-in example's), self, --backward sum: at
+// n = 600, d = 8, JSON on standard output 64 MiB, the table 77, CSV 64, for estimates of 123,
+// 131 and 109; at n = 200, d = 64, JSON 32 MiB for 39 (the output held back is most of it).
+std::uint64_t backward_bytes(const WorkShape& s, Dtype dtype, const RenderOptions& render, AlsoWritten also, bool step) {
+    const double gradients = static_cast<double>(trace_held_bytes(s, Dtype::float64)) * (step ? 3 : 2);
+    return trace_held_bytes(s, dtype) + static_cast<std::uint64_t>(gradients + written_bytes(s, render, also, 2));
 }
 
 namespace {
@@ -248,9 +273,10 @@ double trace_compute_seconds(const WorkShape& s) {
 
 }  // namespace
 
-double trace_seconds(const WorkShape& s, Format format) {
+double trace_seconds(const WorkShape& s, Format format, AlsoWritten also) {
     const double numbers = 4 * s.cells() + matrix_bytes(s);
-    return trace_compute_seconds(s) + numbers * cost_of(format).seconds_per_number;
+    const double per_number = cost_of(format).seconds_per_number + (also.page ? cost_of(Format::html).seconds_per_number : 0);
+    return trace_compute_seconds(s) + numbers * per_number;
 }
 
 // decode, measured the same way (1000 tokens of 8 numbers, one head: 9.5 million numbers in

@@ -31,11 +31,24 @@ struct WorkShape {
 
 WorkShape work_shape(const Problem& problem, const TraceOptions& options);
 
+// What a trace writes beside its main output: --svg FILE, --html FILE.
+struct AlsoWritten {
+    bool svg = false;
+    bool page = false;
+};
+
 // The trace path at its peak: the stages (stored as double) and their working copies in the
 // working precision, the masks, the weights, the labels, the text of the widest stage being
-// rendered in `render`'s format and digits, the output held back before it is committed,
-// and the SVG when one is asked for.
-std::uint64_t trace_bytes(const WorkShape& shape, Dtype dtype, const RenderOptions& render, bool svg);
+// rendered in `render`'s format and digits, the output held back before it is committed, and
+// the SVG and the page's text when they are asked for.
+std::uint64_t trace_bytes(const WorkShape& shape, Dtype dtype, const RenderOptions& render, AlsoWritten also);
+
+// The backward pass of the full trace (--backward): the trace as trace_bytes counts it, and
+// the gradients: its stages and working copies twice over (the gradients, and the backward
+// pass's own copies; with --step-size the stepped trace's as well), with their text in the
+// format and on the page.
+std::uint64_t backward_bytes(const WorkShape& shape, Dtype dtype, const RenderOptions& render, AlsoWritten also,
+                             bool step);
 
 // The streaming path: X, Q, K, V, the per-query results, the context if asked for, the
 // labels, and one block of scratch per thread.
@@ -71,7 +84,7 @@ std::uint64_t plane_bytes(std::size_t words, double d);
 
 // Seconds the work takes on this machine (rates measured on the project's 2-core machine,
 // docs/robustness.md), shared out over the OpenMP threads where it runs in parallel.
-double trace_seconds(const WorkShape& shape, Format format);
+double trace_seconds(const WorkShape& shape, Format format, AlsoWritten also = {});  // the page's writing too
 double summary_seconds(const WorkShape& shape);
 double stream_backward_seconds(const WorkShape& shape);
 double decode_seconds(const WorkShape& shape, Format format, const DecodeSteps& steps);

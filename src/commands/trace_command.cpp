@@ -243,9 +243,15 @@ void run_full_trace(const Problem& problem, const TraceRequest& request, std::os
     const ModeSpec& mode = mode_spec(request.trace.mode);
     check_stages_of(request.render.stages, mode);
     const WorkShape shape = work_shape(problem, request.trace);
-    require_memory(trace_bytes(shape, request.trace.dtype, request.render, svg != nullptr), request.max_memory,
-                   problem.origin, "a full trace of this input", "--summary gives per-query results without the n×n matrices");
-    require_time(trace_seconds(shape, request.render.format), request.max_seconds, problem.origin,
+    const AlsoWritten also{svg != nullptr, html != nullptr};
+    if (request.backward)
+        require_memory(backward_bytes(shape, request.trace.dtype, request.render, also, request.backward->step_size.has_value()),
+                       request.max_memory, problem.origin, "the backward pass of this input",
+                       mode.streams ? "--summary --backward gives the parameters' gradients without the n×n matrices" : "");
+    else
+        require_memory(trace_bytes(shape, request.trace.dtype, request.render, also), request.max_memory, problem.origin,
+                       "a full trace of this input", "--summary gives per-query results without the n×n matrices");
+    require_time(trace_seconds(shape, request.render.format, also), request.max_seconds, problem.origin,
                  "a full trace of this input", mode.streams ? "--summary is much faster" : "");
     const Trace result = trace(problem, request.trace);
     require_head(request.render.head, result.heads);

@@ -49,8 +49,10 @@ void write_gradient(JsonWriter& json, const BackwardRun& run, const Stage& d, co
 }
 
 // One member per key, in the order the backward pass reached them; a per-head stage of a run
-// of several heads is an array of its heads, head 1 first.
-void write_gradients(JsonWriter& json, const BackwardRun& run, const RenderOptions& options) {
+// of several heads is an array of its heads, head 1 first. Each is written out to `os` as it is
+// made, as the trace's stages are, so that the text of only one is held.
+void write_gradients(JsonWriter& json, const BackwardRun& run, const RenderOptions& options, fmt::memory_buffer& out,
+                     std::ostream& os) {
     std::vector<std::string> keys;
     for (const Stage* d : run.shown)
         if (std::find(keys.begin(), keys.end(), d->key()) == keys.end()) keys.emplace_back(d->key());
@@ -63,10 +65,14 @@ void write_gradients(JsonWriter& json, const BackwardRun& run, const RenderOptio
         json.key(key);
         if (of_key.front()->head == 0) {
             write_gradient(json, run, *of_key.front(), options);
+            flush(out, os);
             continue;
         }
         json.array();
-        for (const Stage* d : of_key) write_gradient(json, run, *d, options);
+        for (const Stage* d : of_key) {
+            write_gradient(json, run, *d, options);
+            flush(out, os);
+        }
         json.end();
     }
     json.end();
@@ -129,8 +135,7 @@ void write_step(JsonWriter& json, const BackwardRun& run, const RenderOptions& o
 void write_backward_json(const BackwardRun& run, const RenderOptions& options, std::ostream& os) {
     write_trace_document(run.trace, forward_options(run, options), os, [&](JsonWriter& json, fmt::memory_buffer& out) {
         write_loss(json, run.trace, run.gradients);
-        write_gradients(json, run, options);
-        flush(out, os);
+        write_gradients(json, run, options, out, os);
         if (run.row) write_row(json, *run.row);
         if (run.step) write_step(json, run, options);
     });
