@@ -142,18 +142,9 @@ public:
     }
 
     void trace(const Trace& trace, const RenderOptions& options, std::ostream& out) const override {
-        const std::string tokens = [&] {
-            switch (family_of(trace.mode)) {
-            case ModeFamily::single_sequence: return fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
-            case ModeFamily::encoder_decoder:
-                return fmt::format("{} source → {} target token{}", trace.source_tokens.size(), trace.target_tokens.size(),
-                                   trace.target_tokens.size() == 1 ? "" : "s");
-            }
-            unknown_family();
-        }();
         const std::string positions = positions_text(trace.positions, trace.first_position);
         out << fmt::format("# attntrace: {} mode, {}{} ({})\n\n", to_string(trace.mode), positions.empty() ? "" : positions + ", ",
-                           tokens, markdown_text(trace.origin));
+                           tokens_text(trace), markdown_text(trace.origin));
         if (!trace.description.empty()) out << '*' << markdown_text(trace.description) << "*\n\n";
         for (const auto& note : trace.notes) out << "> Note: " << markdown_text(note) << "\n\n";
         if (trace.weights == WeightsOrigin::generated)

@@ -48,17 +48,18 @@ std::vector<std::string> moved_lines(const ContextIn& in, int digits) {
 
 }  // namespace
 
+std::string tokens_text(const Trace& trace) {
+    switch (family_of(trace.mode)) {
+    case ModeFamily::single_sequence: return fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
+    case ModeFamily::encoder_decoder:
+        return fmt::format("{} source → {} target token{}", trace.source_tokens.size(), trace.target_tokens.size(),
+                           trace.target_tokens.size() == 1 ? "" : "s");
+    }
+    unknown_family();
+}
+
 std::string trace_title(const Trace& trace) {
-    const std::string tokens = [&] {
-        switch (family_of(trace.mode)) {
-        case ModeFamily::single_sequence: return fmt::format("{} token{}", trace.tokens.size(), trace.tokens.size() == 1 ? "" : "s");
-        case ModeFamily::encoder_decoder:
-            return fmt::format("{} source → {} target token{}", trace.source_tokens.size(), trace.target_tokens.size(),
-                               trace.target_tokens.size() == 1 ? "" : "s");
-        }
-        unknown_family();
-    }();
-    return fmt::format("attntrace · {} · {} · {} · {} · {}", mode_text(trace), tokens, dims_text(trace.dims),
+    return fmt::format("attntrace · {} · {} · {} · {} · {}", mode_text(trace), tokens_text(trace), dims_text(trace.dims),
                        weighting_text(trace), trace.origin);
 }
 

@@ -23,6 +23,8 @@ struct Report {
 // "self mode", "bahdanau mode (dot score)", "causal mode · RoPE positions": the mode as the
 // headings name it, with the position information when the run has some.
 std::string mode_text(const RunHeader& run);
+// "12 tokens", "5 source → 6 target tokens": how many tokens a trace has, as its headings say.
+std::string tokens_text(const Trace& trace);
 // "attntrace · self mode · 12 tokens · d_in = 4, … · softmax · example:teacher_smiled": the first
 // line of a trace, as the table and the page write it.
 std::string trace_title(const Trace& trace);
