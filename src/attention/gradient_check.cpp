@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -62,16 +63,27 @@ GradientCheck check_gradients(const Problem& problem, const TraceOptions& option
     check.loss = g.value;
     double largest = 0;
     for (const Stage& s : g.stages) largest = std::max(largest, s.data.cwiseAbs().maxCoeff());
-    check.floor = 1e-6 * (largest > 0 ? largest : 1.0);
+    const double smallest_step = std::ldexp(check.step, -check.halvings);
+    const double resolved = 100 * std::numeric_limits<double>::epsilon() * std::max(1.0, std::abs(g.value)) / smallest_step;
+    check.floor = std::max(1e-6 * (largest > 0 ? largest : 1.0), resolved / check.tolerance);
+    const auto relative_error = [&](double an, double fd) {
+        return std::abs(an - fd) / std::max({std::abs(an), std::abs(fd), check.floor});
+    };
     for (const MovableMatrix& numbers : movable_matrices(moved, base, true)) {
         const Stage& d = gradient_of(g, numbers.key);
         MatrixCheck m;
         m.key = numbers.key;
         for (Eigen::Index r = 0; r < numbers.rows; ++r)
             for (Eigen::Index c = 0; c < numbers.cols; ++c) {
-                const double fd = central_difference(moved, o, loss, numbers.at(r, c), check.step);
-                const double an = d.data(r, c), error = std::abs(an - fd);
-                const double relative = error / std::max({std::abs(an), std::abs(fd), check.floor});
+                const double an = d.data(r, c);
+                double fd = central_difference(moved, o, loss, numbers.at(r, c), check.step);
+                double relative = relative_error(an, fd);
+                if (relative > check.tolerance) ++m.refined;
+                for (int k = 1; k <= check.halvings && relative > check.tolerance; ++k) {
+                    const double finer = central_difference(moved, o, loss, numbers.at(r, c), std::ldexp(check.step, -k));
+                    if (relative_error(an, finer) < relative) fd = finer, relative = relative_error(an, finer);
+                }
+                const double error = std::abs(an - fd);
                 ++m.entries;
                 m.worst_absolute = std::max(m.worst_absolute, error);
                 if (relative < m.worst_relative || (m.entries > 1 && relative == m.worst_relative)) continue;

@@ -196,15 +196,16 @@ void run_check(const Problem& problem, const TraceRequest& request, const Trace&
         throw DataError(fmt::format("{}: --check with --backward moves each of the {} parameter and input entries four "
                                     "times and traces the input again each time; that is for toy sizes, at most {} entries",
                                     t.origin, entries, max_checked_entries));
-    constexpr double tolerance = 1e-6;
+    require_time(gradient_check_seconds(work_shape(problem, request.trace), static_cast<double>(entries)),
+                 request.max_seconds, problem.origin, fmt::format("--check with --backward ({} traces of the input)", 4 * entries), "");
     const GradientCheck check = check_gradients(problem, request.trace, g.loss);
     const MatrixCheck& worst = check.worst();
-    if (worst.worst_relative > tolerance)
+    if (worst.worst_relative > check.tolerance)
         throw DataError(fmt::format("{}: check failed: the gradient of {} at ({}, {}) is {}, and its central difference "
-                                    "{} (relative error {:.2g}, more than {:.2g})",
+                                    "{} (relative error {:.2g}, more than {:.2g} with h and with h halved up to {} times)",
                                     t.origin, worst.key, worst.row_label, worst.col_label, worst.gradient,
-                                    worst.difference, worst.worst_relative, tolerance));
-    render_gradient_check(t, g, check, tolerance, request.render, out);
+                                    worst.difference, worst.worst_relative, check.tolerance, check.halvings));
+    render_gradient_check(t, g, check, check.tolerance, request.render, out);
 }
 
 void draw_svg(const TraceRequest& request, const Trace& t, const Gradients& g, std::ostream& svg) {

@@ -273,6 +273,9 @@ double trace_compute_seconds(const WorkShape& s) {
 
 }  // namespace
 
+// At n = 600, d = 8, self (4,992 entries): 188 s estimated, 117 s measured.
+double gradient_check_seconds(const WorkShape& s, double entries) { return 4 * entries * trace_compute_seconds(s); }
+
 double trace_seconds(const WorkShape& s, Format format, AlsoWritten also) {
     const double numbers = 4 * s.cells() + matrix_bytes(s);
     const double per_number = cost_of(format).seconds_per_number + (also.page ? cost_of(Format::html).seconds_per_number : 0);

@@ -85,6 +85,9 @@ std::uint64_t plane_bytes(std::size_t words, double d);
 // Seconds the work takes on this machine (rates measured on the project's 2-core machine,
 // docs/robustness.md), shared out over the OpenMP threads where it runs in parallel.
 double trace_seconds(const WorkShape& shape, Format format, AlsoWritten also = {});  // the page's writing too
+// --check with --backward: four traces for each of `entries` moved (more where h is halved,
+// which the estimate leaves out).
+double gradient_check_seconds(const WorkShape& shape, double entries);
 double summary_seconds(const WorkShape& shape);
 double stream_backward_seconds(const WorkShape& shape);
 double decode_seconds(const WorkShape& shape, Format format, const DecodeSteps& steps);

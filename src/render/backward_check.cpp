@@ -18,15 +18,24 @@ std::string figure(double value) { return fmt::format("{:.2g}", value); }
 std::string where(const MatrixCheck& m) { return fmt::format("{} at ({}, {})", m.key, m.row_label, m.col_label); }
 
 std::string matrix_line(const MatrixCheck& m) {
-    return fmt::format("{}: {} entr{}, worst relative error {} at ({}, {}): gradient {}, difference {}", m.key, m.entries,
-                       m.entries == 1 ? "y" : "ies", figure(m.worst_relative), m.row_label, m.col_label,
+    const std::string refined =
+        m.refined == 0 ? "" : fmt::format(" ({} of them with a smaller h)", m.refined);
+    return fmt::format("{}: {} entr{}{}, worst relative error {} at ({}, {}): gradient {}, difference {}", m.key, m.entries,
+                       m.entries == 1 ? "y" : "ies", refined, figure(m.worst_relative), m.row_label, m.col_label,
                        fmt::format("{:.10g}", m.gradient), fmt::format("{:.10g}", m.difference));
 }
 
 std::string method_line(const GradientCheck& c) {
+    std::size_t refined = 0;
+    for (const MatrixCheck& m : c.matrices) refined += m.refined;
+    const std::string halved =
+        refined == 0 ? ""
+                     : fmt::format("; where that was off by more than {}, h was halved up to {} times and the difference "
+                                   "nearest the gradient kept ({} entr{})",
+                                   figure(c.tolerance), c.halvings, refined, refined == 1 ? "y" : "ies");
     return fmt::format("each entry θ moved by ±h and ±2h, h = {}·max(1, |θ|), the whole trace run again each time; the "
-                       "difference (L(θ − 2h) − 8·L(θ − h) + 8·L(θ + h) − L(θ + 2h)) / 12h against the gradient",
-                       c.step);
+                       "difference (L(θ − 2h) − 8·L(θ − h) + 8·L(θ + h) − L(θ + 2h)) / 12h against the gradient{}",
+                       c.step, halved);
 }
 
 std::string verdict(const GradientCheck& c, double tolerance) {
@@ -46,7 +55,8 @@ void write_json(const Trace& trace, const Gradients& g, const GradientCheck& c, 
     json.key("input").string(trace.origin);
     json.key("loss").object(Layout::inline_).key("kind").string(to_string(g.loss.kind)).key("formula").string(g.formula);
     json.key("value").number(c.loss, f64).end();
-    json.key("step").number(c.step, f64).key("floor").number(c.floor, f64).key("tolerance").number(tolerance, f64);
+    json.key("step").number(c.step, f64).key("halvings").integer(c.halvings).key("floor").number(c.floor, f64);
+    json.key("tolerance").number(tolerance, f64);
     json.key("entries").integer(static_cast<std::int64_t>(c.entries()));
     json.key("passed").boolean(c.worst().worst_relative <= tolerance);
     json.key("worst").string(c.worst().key);
@@ -55,6 +65,7 @@ void write_json(const Trace& trace, const Gradients& g, const GradientCheck& c, 
         json.object(Layout::inline_)
             .key("key").string(m.key)
             .key("entries").integer(static_cast<std::int64_t>(m.entries))
+            .key("refined").integer(static_cast<std::int64_t>(m.refined))
             .key("worst_relative").number(m.worst_relative, f64)
             .key("worst_absolute").number(m.worst_absolute, f64)
             .key("row").integer(m.row).key("col").integer(m.col)
@@ -68,10 +79,11 @@ void write_json(const Trace& trace, const Gradients& g, const GradientCheck& c, 
 }
 
 void write_csv(const GradientCheck& c, std::ostream& out) {
-    out << "matrix,entries,worst_relative,worst_absolute,row,col,row_label,col_label,gradient,difference\n";
+    out << "matrix,entries,refined,worst_relative,worst_absolute,row,col,row_label,col_label,gradient,difference\n";
     for (const MatrixCheck& m : c.matrices)
-        out << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", csv_field(m.key), m.entries, m.worst_relative, m.worst_absolute,
-                           m.row, m.col, csv_field(m.row_label), csv_field(m.col_label), m.gradient, m.difference);
+        out << fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(m.key), m.entries, m.refined, m.worst_relative,
+                           m.worst_absolute, m.row, m.col, csv_field(m.row_label), csv_field(m.col_label), m.gradient,
+                           m.difference);
 }
 
 }  // namespace
