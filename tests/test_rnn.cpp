@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -431,4 +433,19 @@ TEST_CASE("rnn: influences that are all 0 or all alike are said so and no token 
     CHECK_THAT(z.out, Contains("in the RNN no earlier token (every influence 0)"));
     CHECK_THAT(z.out, Contains("reaches h_4 with 0 while \"d\" has none"));
     CHECK(z.out.find("nan") == std::string::npos);
+}
+
+TEST_CASE("rnn: work beyond --max-time or --max-memory is refused before it starts, and writes nothing", "[rnn]") {
+    // 2,000 steps back through a state of 256 numbers: 2,000 × 256² × (256 + 16) multiply-adds,
+    // 36 billion, half a minute here, against a limit of a second.
+    const cli::TempDir dir;
+    const std::string long_input = dir / "long.json", picture = dir / "influence.svg";
+    std::ofstream(long_input) << cli::run({"generate", "--tokens", "2000", "--dim", "16"}).out;
+    const auto slow = cli::run({"rnn", long_input, "--hidden", "256", "--max-time", "1s", "--svg", picture});
+    cli::require_error_line(slow, 1, "the RNN over 2000 tokens with d_h = 256 takes about");
+    CHECK_THAT(slow.err, Contains("more than --max-time 1 s"));
+    // Its report holds each token's embedding and state, and their text: far above 4 MiB.
+    const auto large = cli::run({"rnn", long_input, "--hidden", "256", "--max-memory", "4M", "--svg", picture});
+    cli::require_error_line(large, 1, "the RNN's report of this input needs about");
+    CHECK_FALSE(std::filesystem::exists(picture));
 }

@@ -499,7 +499,7 @@ TEST_CASE("every command's estimate covers what it holds and writes, in every fo
     // markdown of 1,000 tokens was estimated at 210 MiB and peaked at 270; similarity's CSV
     // counted one of its two tables; a page beside JSON (--html) was left out of the estimate,
     // which was then below the peak; the backward pass's JSON of 600 tokens, estimated at 63 MiB,
-    // peaked at 112.
+    // peaked at 112; rnn had no estimate.
     const cli::TempDir dir;
     const std::string six = dir / "six.json", thousand = dir / "thousand.json", rows = dir / "rows.npy",
                       wide = dir / "wide.json", page = dir / "page.html";
@@ -529,6 +529,9 @@ TEST_CASE("every command's estimate covers what it holds and writes, in every fo
         cases.push_back({six, "-m", "self", "--backward", "sum", "-f", format});
     cases.push_back({six, "-m", "self", "--backward", "sum", "-f", "table", "--html", page});
     cases.push_back({wide, "-m", "self", "--backward", "sum", "-f", "json"});
+    cases.push_back({"rnn", thousand});
+    cases.push_back({"rnn", thousand, "-f", "json"});
+    cases.push_back({"rnn", wide, "--hidden", "128"});
     cases.push_back({wide, "-m", "self", "--heads", "4", "--backward", "sum", "--step-size", "0.1", "-f", "json"});
     const long baseline = limited::run({"-s", "inputs"}).peak_kib;
     for (auto args : cases) {

@@ -74,16 +74,19 @@ Vector attention_influence(const Projections& p, const Matrix& X, Eigen::Index i
     a /= a.sum();
     const Vector z = a * V;
     const Vector through_key = q * p.key.transpose() / root;  // ∂s_j/∂x_j = (W_k·q_i)ᵀ/√d_k
+    // Each J_j is made and measured in turn, but J_i, which waits for the sum through the query
+    // (x_i moves the query too): d_v × d_in numbers at a time, not n of them.
     Matrix through_query = Matrix::Zero(V.cols(), X.cols());  // Σ_m a_m·(v_m − z_i)·(W_q·k_m)ᵀ/√d_k
-    std::vector<Matrix> J(static_cast<std::size_t>(X.rows()));
+    Matrix J_i;
+    Vector out(X.rows());
     for (Eigen::Index j = 0; j < X.rows(); ++j) {
         const Vector moved = V.row(j) - z;
-        J[static_cast<std::size_t>(j)] = a(j) * p.value.transpose() + a(j) * moved.transpose() * through_key;
+        Matrix J = a(j) * p.value.transpose() + a(j) * moved.transpose() * through_key;
         through_query += a(j) * moved.transpose() * (K.row(j) * p.query.transpose()) / root;
+        if (j == i) J_i = std::move(J);
+        else out(j) = J.norm();
     }
-    J[static_cast<std::size_t>(i)] += through_query;  // x_i moves the query too
-    Vector out(X.rows());
-    for (Eigen::Index j = 0; j < X.rows(); ++j) out(j) = J[static_cast<std::size_t>(j)].norm();
+    out(i) = (J_i + through_query).norm();
     return out;
 }
 

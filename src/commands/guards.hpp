@@ -74,6 +74,12 @@ struct DecodeSteps {
 // the first is written; JSON and CSV write as they go), and the output held back.
 std::uint64_t decode_bytes(const WorkShape& shape, Dtype dtype, const RenderOptions& render, const DecodeSteps& steps);
 
+// attntrace rnn: the embeddings (as read, made whole and the report's copy), the hidden states
+// and the report's copy, attention's keys and values, the d_h × d_h matrices of the chain back
+// through the steps, the labels, and the report's text in `render`'s format with the output
+// held back. `shape` is the self-attention work_shape of the input.
+std::uint64_t rnn_bytes(const WorkShape& shape, double d_h, const RenderOptions& render);
+
 // similarity: two words × words tables, their copies in the report, their text (each cell of
 // both tables, or JSON's buffer of the whole document), the output held back, the vectors.
 std::uint64_t similarity_bytes(std::size_t words, double d, const RenderOptions& render);
@@ -88,6 +94,7 @@ double trace_seconds(const WorkShape& shape, Format format, AlsoWritten also = {
 // --check with --backward: four traces for each of `entries` moved (more where h is halved,
 // which the estimate leaves out).
 double gradient_check_seconds(const WorkShape& shape, double entries);
+double rnn_seconds(const WorkShape& shape, double d_h, Format format);
 double summary_seconds(const WorkShape& shape);
 double stream_backward_seconds(const WorkShape& shape);
 double decode_seconds(const WorkShape& shape, Format format, const DecodeSteps& steps);

@@ -1,5 +1,7 @@
 #include "commands/rnn_command.hpp"
 
+#include "commands/guards.hpp"
+
 #include "core/error.hpp"
 #include "core/generator.hpp"
 #include "input/source.hpp"
@@ -61,6 +63,20 @@ Projections attention_weights(const SingleSequenceInput& in, const RnnRequest& r
     return generate_projections(r.seed, d_in, d_in);
 }
 
+// Refused before any work beyond --max-memory or --max-time: the report, estimated.
+void require_rnn_fits(const Problem& problem, const RnnRequest& request) {
+    const SingleSequenceInput& in = one_sequence(problem);
+    TraceOptions self;
+    self.mode = Mode::self;
+    const WorkShape shape = work_shape(problem, self);
+    const double d_h = in.rnn ? static_cast<double>(in.rnn->W_h.rows())
+                              : static_cast<double>(request.hidden.value_or(in.sequence.vectors.cols()));
+    require_memory(rnn_bytes(shape, d_h, request.render), request.max_memory, problem.origin,
+                   "the RNN's report of this input", "");
+    require_time(rnn_seconds(shape, d_h, request.render.format), request.max_seconds, problem.origin,
+                 fmt::format("the RNN over {} tokens with d_h = {}", shape.rows, d_h), "");
+}
+
 }  // namespace
 
 RnnReport rnn_report(const Problem& problem, const RnnRequest& request) {
@@ -95,8 +111,9 @@ void run_rnn(const RnnRequest& request, Outputs& outputs) {
     require_format(request.render.format, Product::rnn);
     std::ostream* svg = request.svg_path ? &outputs.add(*request.svg_path) : nullptr;
     const InputText input = read_input(request.input, request.max_input);
-    const RnnReport report =
-        rnn_report(load_input(input, request.max_memory, with_max_input(request.load, request.max_input)), request);
+    const Problem problem = load_input(input, request.max_memory, with_max_input(request.load, request.max_input));
+    require_rnn_fits(problem, request);
+    const RnnReport report = rnn_report(problem, request);
     render(report, request.render, outputs.main());
     if (svg) write_rnn_svg(report, *svg);
 }
