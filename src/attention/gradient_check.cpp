@@ -81,7 +81,8 @@ GradientCheck check_gradients(const Problem& problem, const TraceOptions& option
                 if (relative > check.tolerance) ++m.refined;
                 for (int k = 1; k <= check.halvings && relative > check.tolerance; ++k) {
                     const double finer = central_difference(moved, o, loss, numbers.at(r, c), std::ldexp(check.step, -k));
-                    if (relative_error(an, finer) < relative) fd = finer, relative = relative_error(an, finer);
+                    const double finer_relative = relative_error(an, finer);
+                    if (finer_relative < relative) fd = finer, relative = finer_relative;
                 }
                 const double error = std::abs(an - fd);
                 ++m.entries;
