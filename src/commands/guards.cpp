@@ -348,9 +348,9 @@ void require_memory(std::uint64_t need, const MemoryLimit& limit, const std::str
 }
 
 void require_time(double seconds, double limit, const std::string& origin, std::string_view what,
-                  std::string_view hint) {
+                  std::string_view hint, Threads on) {
     if (limit <= 0 || seconds <= limit) return;
-    const int threads = omp_get_max_threads();
+    const int threads = on == Threads::one ? 1 : omp_get_max_threads();
     throw DataError(fmt::format("{}{}{} takes about {} on {} thread{} of this machine, more than --max-time {}; {}"
                                 "--max-time 0 accepts long work",
                                 origin, origin.empty() ? "" : ": ", what, format_duration(seconds), threads,

@@ -109,10 +109,14 @@ void require_memory(std::uint64_t need, const MemoryLimit& limit, const std::str
 // --max-time: seconds, 0 for no limit.
 inline constexpr double default_max_seconds = 300;
 
+// How the estimated work runs: on --threads' threads, or on one (the RNN's serial steps), which
+// the refusal names.
+enum class Threads { all, one };
+
 // Throws DataError "ORIGIN: WHAT takes about T on N threads of this machine, more than
 // --max-time L; HINT" when seconds > limit (and limit > 0).
 void require_time(double seconds, double limit, const std::string& origin, std::string_view what,
-                  std::string_view hint);
+                  std::string_view hint, Threads threads = Threads::all);
 
 // Throws UsageError "--head H: this run has N heads" when --head names a head the run does not
 // have (0, every head, always passes).

@@ -74,7 +74,7 @@ void require_rnn_fits(const Problem& problem, const RnnRequest& request) {
     require_memory(rnn_bytes(shape, d_h, request.render), request.max_memory, problem.origin,
                    "the RNN's report of this input", "");
     require_time(rnn_seconds(shape, d_h, request.render.format), request.max_seconds, problem.origin,
-                 fmt::format("the RNN over {} tokens with d_h = {}", shape.rows, d_h), "");
+                 fmt::format("the RNN over {} tokens with d_h = {}", shape.rows, d_h), "", Threads::one);
 }
 
 }  // namespace
