@@ -314,6 +314,16 @@ TEST_CASE("the page: several heads behind a head selector, a summary a page of q
     CHECK(long_tables.at(long_weights).cells.size() == 32 * 32);
     const Loaded later = load(dir, long_page, fmt::format("#cell={},70,40", long_weights));
     CHECK(later.console.empty());
+    // Scrolled to: the cell, many screens down the page, lies inside the window of the page opened at it.
+    const std::smatch place = [&] {
+        std::smatch m;
+        const std::regex body(R"re(<body data-cell-top="(-?\d+)" data-cell-bottom="(-?\d+)" data-view-height="(\d+)" data-scrolled="(\d+)")re");
+        REQUIRE(std::regex_search(later.dom, m, body));
+        return m;
+    }();
+    CHECK(std::stoi(place[1]) >= 0);
+    CHECK(std::stoi(place[2]) <= std::stoi(place[3]));
+    CHECK(std::stoi(place[4]) > std::stoi(place[3]));
     const auto later_tables = tables_of(later.dom);
     CHECK(later_tables.at(long_weights).cells.count({70, 40}) == 1);
     CHECK(later_tables.at(long_weights).cells.count({0, 0}) == 0);

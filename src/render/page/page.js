@@ -226,7 +226,15 @@
     const sec = main.querySelector(`section.matrix[data-matrix="${i}"]`);
     if (sec.hidden) for (const b of main.querySelectorAll(".controls button")) if (b.textContent === "head " + matrices[i].head) b.click();
     const td = main.querySelector(`table.heat[data-matrix="${i}"] td[data-r="${r}"][data-c="${c}"]`);
-    if (td) { td.focus({preventScroll: true}); show(td); }  // the pane shows it, wherever the page is
+    if (td) {
+      td.focus({preventScroll: true});
+      td.scrollIntoView({block: "center", inline: "center"});  // as a link to an anchor would
+      show(td);
+      // Where the cell ended up in the window, in pixels (for the tests).
+      const box = td.getBoundingClientRect();
+      Object.assign(document.body.dataset, {cellTop: box.top.toFixed(0), cellBottom: box.bottom.toFixed(0),
+                                            viewHeight: String(innerHeight), scrolled: scrollY.toFixed(0)});
+    }
   }
   // When the page was drawn, in milliseconds from the start of its loading (for the benchmark).
   document.body.dataset.drawnMs = performance.now().toFixed(0);
