@@ -196,7 +196,7 @@ namespace {
 
 // A tmux server of the test's own (its own socket, no configuration read). Each server gets a socket of its own
 // name: a server whose last session ended may still be shutting down on its socket, and a new session asked of it
-// then fails (this happened on a loaded CI machine).
+// then fails (CI's new-session failed once after a kill-session on the one socket).
 class Tmux {
 public:
     Tmux(const cli::TempDir& dir, const std::string& name) : socket_(dir / ("tmux_" + name + ".sock")) {}
