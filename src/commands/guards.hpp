@@ -114,9 +114,10 @@ inline constexpr double default_max_seconds = 300;
 enum class Threads { all, one };
 
 // Throws DataError "ORIGIN: WHAT takes about T on N threads of this machine, more than
-// --max-time L; HINT" when seconds > limit (and limit > 0).
+// --max-time L; HINT" when seconds > limit (and limit > 0); N is --threads' count, or 1 for
+// Threads::one.
 void require_time(double seconds, double limit, const std::string& origin, std::string_view what,
-                  std::string_view hint, Threads threads = Threads::all);
+                  std::string_view hint, Threads on = Threads::all);
 
 // Throws UsageError "--head H: this run has N heads" when --head names a head the run does not
 // have (0, every head, always passes).
